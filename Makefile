@@ -1,0 +1,50 @@
+# Kiln: the two commands a newcomer needs are `make run` and `make test`.
+JOBS ?= $(shell nproc)
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+CMAKE_FLAGS ?=
+SOURCES = $(shell git ls-files '*.cpp' '*.h' 2>/dev/null | grep -v '^third_party/')
+
+.PHONY: all bootstrap build build-asan run test test-release test-asan format check-format lint clean
+
+all: build
+
+bootstrap:
+	@./scripts/bootstrap.sh
+
+$(BUILD)/build.ninja: CMakeLists.txt | bootstrap
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+build: bootstrap $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+$(ASAN_BUILD)/build.ninja: CMakeLists.txt | bootstrap
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE=ON $(CMAKE_FLAGS)
+
+build-asan: bootstrap $(ASAN_BUILD)/build.ninja
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+# The main job: check, print and evaluate every example kernel.
+run: build
+	@./scripts/run-examples.sh $(BUILD)/bin/kiln
+
+test: check-format test-release test-asan
+
+test-release: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: build-asan
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
+format:
+	clang-format -i $(SOURCES)
+
+check-format: bootstrap
+	@clang-format --dry-run --Werror $(SOURCES) && echo "format: clean"
+
+lint: build
+	clang-tidy -p $(BUILD) --quiet $(filter %.cpp,$(SOURCES))
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

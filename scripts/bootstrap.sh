@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs every Debian package Kiln's build, tests and benchmarks need. Idempotent:
+# when everything is present it does nothing (and needs no network).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  llvm-22-dev libzstd-dev zlib1g-dev libxml2-dev libedit-dev libffi-dev libcurl4-openssl-dev
+  libcli11-dev nlohmann-json3-dev libfmt-dev libtbb-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang-format clang-tidy
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "bootstrap: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,193 @@
+// TileIR: the typed, printable program Kiln compiles.
+// Expects: nothing (no LLVM, no machine knowledge).
+// Guarantees: a Kernel owns every Op, Value and Region it references; pointers stay valid
+// for the Kernel's lifetime.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln::ir {
+
+// A source position: FILE:LINE:COL for text input, the DSL call site for C++ input.
+struct Loc {
+  std::string file;
+  int line = 0;
+  int col = 0;
+};
+
+// Element types. F32 is the compute type; I64 is the index type; I1 is the compare result.
+// F16 / BF16 are storage types reserved for views (the verifier rejects them for now).
+enum class Elem : uint8_t { F32, I64, I1, F16, BF16 };
+std::string_view elemName(Elem e);
+
+// A named dimension. Broadcast and contraction match dims by name, never by position.
+struct Dim {
+  std::string name;
+  int64_t extent = 0;
+  bool operator==(const Dim&) const = default;
+};
+
+// Either a tile (named dims, rank 0 = scalar) or a tensor view (static row-major shape;
+// view dims carry no names).
+struct Type {
+  enum class Kind : uint8_t { Tile, View };
+  Kind kind = Kind::Tile;
+  Elem elem = Elem::F32;
+  std::vector<Dim> dims;
+
+  static Type scalar(Elem e) { return Type{Kind::Tile, e, {}}; }
+  static Type tile(Elem e, std::vector<Dim> d) { return Type{Kind::Tile, e, std::move(d)}; }
+  static Type view(Elem e, const std::vector<int64_t>& shape);
+
+  bool isView() const { return kind == Kind::View; }
+  bool isTile() const { return kind == Kind::Tile; }
+  bool isScalar() const { return kind == Kind::Tile && dims.empty(); }
+  int rank() const { return static_cast<int>(dims.size()); }
+  int64_t numElements() const;             // product of extents (1 for rank 0)
+  int findDim(std::string_view name) const;  // index of the named dim, or -1
+  std::vector<int64_t> shape() const;
+  bool operator==(const Type&) const = default;
+};
+// Canonical text: "f32", "f32[m:4, n:16]", "i64", "view<f32>[1, 8, 1, 80]".
+std::string toString(const Type& t);
+
+enum class OpKind : uint8_t {
+  // structure
+  Parallel,  // root domain: region args = program indices (i64), extents static
+  Serial,    // loop with carried values
+  Pipeline,  // a serial loop whose body carries stage markers
+  Yield,     // terminator of a loop body: the next carried values
+  Stage,     // stage marker inside a pipeline body (no semantics beyond ordering info)
+  // memory
+  Load,   // tile from a view at an origin, out-of-range elements read `fill`
+  Store,  // tile into a view at an origin, out-of-range elements are not written
+  // values
+  Const,      // splat of a literal over the result type
+  Iota,       // index along one dim of the result (i64)
+  Broadcast,  // operand dims (by name) into the result dims
+  Reduce,     // fold named dims with an op and a policy; operands: x, init
+  Mma,        // operands: a, b, acc; contracts named dims
+  Extract,    // one element at constant or runtime indices -> rank 0
+  Cast,       // element type conversion
+  Select,     // operands: cond (i1), a, b
+  Cmp,        // predicate -> i1
+  // unary
+  Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Erf,
+  // binary
+  Add, Sub, Mul, Div, Max, Min,
+};
+std::string_view opName(OpKind k);
+bool isUnary(OpKind k);
+bool isBinary(OpKind k);
+bool isLoop(OpKind k);  // Serial or Pipeline
+
+enum class CmpPred : uint8_t { LT, LE, GT, GE, EQ, NE };
+std::string_view cmpName(CmpPred p);
+
+enum class ReduceKind : uint8_t { Add, Max, Min, Mul };
+std::string_view reduceName(ReduceKind k);
+
+struct ReducePolicy {
+  enum class Kind : uint8_t { Ordered, UnorderedTree };
+  Kind kind = Kind::Ordered;
+  int partitions = 0;  // UnorderedTree only: 0 = take the `reduction_partitions` knob
+  bool operator==(const ReducePolicy&) const = default;
+};
+
+struct MmaPolicy {
+  bool allow_reassociation = false;
+  bool allow_fma = false;
+  bool operator==(const MmaPolicy&) const = default;
+};
+
+struct Op;
+struct Region;
+
+struct Value {
+  enum class Origin : uint8_t { Param, RegionArg, OpResult };
+  int id = 0;        // unique within the kernel
+  std::string name;  // text name without '%'
+  Type type;
+  Origin origin = Origin::OpResult;
+  Op* def = nullptr;          // OpResult: the defining op
+  Region* region = nullptr;   // RegionArg: the region whose arg this is
+  int index = 0;              // result index / arg index / param index
+  Loc loc;
+};
+
+// An index operand: a literal, or a rank-0 i64 value (value != nullptr).
+struct Index {
+  Value* value = nullptr;
+  int64_t constant = 0;
+  bool isConstant() const { return value == nullptr; }
+};
+
+struct Region {
+  Op* parent = nullptr;
+  std::vector<Value*> args;
+  std::vector<Op*> ops;
+};
+
+struct Op {
+  OpKind kind = OpKind::Const;
+  Loc loc;
+  std::vector<Value*> operands;
+  std::vector<Value*> results;
+  std::vector<Region*> regions;
+  Region* parent = nullptr;  // the region this op sits in
+
+  // Attributes (which ones are meaningful depends on `kind`).
+  double fconst = 0.0;            // Const (f32), Load fill
+  int64_t iconst = 0;             // Const (i64 / i1), Stage number
+  std::vector<Index> indices;     // Load/Store origin (one per view dim), Extract indices,
+                                  // Serial/Pipeline bounds {lower, upper, step}
+  std::vector<Dim> access;        // Load/Store: per view dim, name:extent, or name "" = squeezed
+  std::vector<int64_t> extents;   // Parallel: domain extents (static)
+  std::vector<std::string> dims;  // Reduce: reduced dims; Mma: contracted dims; Iota: {dim}
+  CmpPred pred = CmpPred::LT;
+  ReduceKind reduce = ReduceKind::Add;
+  ReducePolicy reduce_policy;
+  MmaPolicy mma_policy;
+};
+
+struct Param {
+  Value* value = nullptr;  // type: View or scalar (i64 / f32)
+};
+
+// A kernel: parameters and a body region holding exactly one root Parallel op.
+struct Kernel {
+  std::string name;
+  Loc loc;
+  std::vector<Value*> params;
+  Region* body = nullptr;
+
+  // Arenas. Everything above points into these.
+  std::vector<std::unique_ptr<Value>> values;
+  std::vector<std::unique_ptr<Op>> ops;
+  std::vector<std::unique_ptr<Region>> regions;
+
+  Value* newValue(std::string name, Type type, Value::Origin origin, Loc loc);
+  Op* newOp(OpKind kind, Loc loc);
+  Region* newRegion(Op* parent);
+
+  // The root parallel op, or nullptr if the body has none.
+  Op* root() const;
+  // Params that some Store writes (outputs) / that some Load reads (inputs), in param order.
+  std::vector<Value*> outputs() const;
+  std::vector<Value*> inputs() const;
+};
+
+// Visit every op in program order (pre-order, regions in order).
+template <class F>
+void walk(const Region* r, F&& f) {
+  for (Op* op : r->ops) {
+    f(op);
+    for (Region* sub : op->regions) walk(sub, f);
+  }
+}
+
+}  // namespace kiln::ir
