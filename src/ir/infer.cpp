@@ -307,6 +307,10 @@ InferResult inferTypes(const Op& op, const Type* declared) {
       if (!x.isTile()) return fail("operand-kind", "cast needs a tile operand");
       if (declared->elem != Elem::F32 && declared->elem != Elem::I64 && declared->elem != Elem::I1)
         return fail("elem-type", "cast targets f32, i64 or i1");
+      // A written type keeps the operand's dims; a rank-0 `declared` gives the element type only.
+      if (!declared->dims.empty() && declared->dims != x.dims)
+        return fail("shape-mismatch",
+                    fmt::format("cast keeps the dims: {} cannot become {}", toString(x), toString(*declared)));
       Type r = x;
       r.elem = declared->elem;
       return ok(r);

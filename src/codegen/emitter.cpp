@@ -1,0 +1,214 @@
+// Emitter core: types, index arithmetic, loops, and value representations (SSA elements,
+// snapshots, recipes, splats) as the plan assigned them.
+#include "codegen/emitter.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Intrinsics.h>
+
+#include "codegen/lower.h"
+
+namespace kiln::codegen {
+
+using ir::Elem;
+
+Emitter::Emitter(const ir::Kernel& kernel, const plan::Plan& plan, llvm::Module& module, bool fullPacket)
+    : k_(kernel),
+      p_(plan),
+      m_(module),
+      c_(module.getContext()),
+      b_(module.getContext()),
+      w_(static_cast<unsigned>(plan.knobs.packet_width)),
+      full_(fullPacket) {
+  if (plan.knobs.fast_math) b_.setFastMathFlags(llvm::FastMathFlags::getFast());
+}
+
+llvm::Type* Emitter::scalarTy(Elem e) {
+  switch (e) {
+    case Elem::I64: return b_.getInt64Ty();
+    case Elem::I1: return b_.getInt1Ty();
+    default: return b_.getFloatTy();
+  }
+}
+
+llvm::VectorType* Emitter::vecTy(Elem e) { return llvm::FixedVectorType::get(scalarTy(e), w_); }
+
+llvm::Value* Emitter::splat(llvm::Value* scalar) { return b_.CreateVectorSplat(w_, scalar); }
+
+llvm::Value* Emitter::splatI64(int64_t v) { return splat(b_.getInt64(v)); }
+
+llvm::Value* Emitter::constVec(Elem e, double f, int64_t i) {
+  switch (e) {
+    case Elem::I64: return splat(b_.getInt64(i));
+    case Elem::I1: return splat(b_.getInt1(i != 0));
+    default: return splat(llvm::ConstantFP::get(b_.getFloatTy(), static_cast<float>(f)));
+  }
+}
+
+llvm::Value* Emitter::zeroVec(Elem e) { return llvm::Constant::getNullValue(vecTy(e)); }
+
+llvm::Value* Emitter::allTrue() { return llvm::Constant::getAllOnesValue(vecTy(Elem::I1)); }
+
+// ---------------------------------------------------------------- index arithmetic
+
+llvm::Value* Emitter::toValue(Ix a) { return a.isConst() ? b_.getInt64(a.c) : a.v; }
+
+Ix Emitter::add(Ix a, Ix b) {
+  if (a.isConst() && b.isConst()) return Ix{nullptr, a.c + b.c};
+  if (a.isConst() && a.c == 0) return b;
+  if (b.isConst() && b.c == 0) return a;
+  return Ix{b_.CreateAdd(toValue(a), toValue(b)), 0};
+}
+
+Ix Emitter::mul(Ix a, int64_t c) {
+  if (a.isConst()) return Ix{nullptr, a.c * c};
+  if (c == 1) return a;
+  if (c == 0) return Ix{nullptr, 0};
+  return Ix{b_.CreateMul(a.v, b_.getInt64(c)), 0};
+}
+
+std::vector<Ix> Emitter::coords(const ir::Type& t, Ix lin) {
+  std::vector<Ix> out(t.dims.size());
+  for (int i = static_cast<int>(t.dims.size()) - 1; i >= 0; --i) {
+    int64_t ext = t.dims[i].extent;
+    if (ext == 1) {
+      out[i] = Ix{nullptr, 0};
+      continue;
+    }
+    bool outermost = true;
+    for (int j = 0; j < i; ++j) outermost = outermost && t.dims[j].extent == 1;
+    if (lin.isConst()) {
+      out[i] = Ix{nullptr, ext ? lin.c % ext : 0};
+      lin.c = ext ? lin.c / ext : 0;
+    } else if (outermost) {
+      out[i] = lin;  // the remaining index is already below this extent
+      lin = Ix{nullptr, 0};
+    } else {
+      out[i] = Ix{b_.CreateURem(lin.v, b_.getInt64(ext)), 0};
+      lin = Ix{b_.CreateUDiv(lin.v, b_.getInt64(ext)), 0};
+    }
+  }
+  return out;
+}
+
+Ix Emitter::linear(const ir::Type& t, const std::vector<Ix>& cs) {
+  Ix acc{nullptr, 0};
+  int64_t stride = 1;
+  for (int i = static_cast<int>(t.dims.size()) - 1; i >= 0; --i) {
+    if (t.dims[i].extent != 1) acc = add(acc, mul(cs[i], stride));
+    stride *= t.dims[i].extent;
+  }
+  return acc;
+}
+
+// ---------------------------------------------------------------- loops
+
+std::vector<llvm::Value*> Emitter::loop(llvm::Value* lo, llvm::Value* hi, int64_t step,
+                                        const std::vector<llvm::Value*>& init, const LoopBody& body) {
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  llvm::BasicBlock* header = llvm::BasicBlock::Create(c_, kLoopHeaderName, f_);
+  llvm::BasicBlock* bodyBB = llvm::BasicBlock::Create(c_, "kiln.body", f_);
+  llvm::BasicBlock* exit = llvm::BasicBlock::Create(c_, "kiln.exit", f_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* iv = b_.CreatePHI(b_.getInt64Ty(), 2, "iv");
+  iv->addIncoming(lo, pre);
+  std::vector<llvm::PHINode*> phis;
+  std::vector<llvm::Value*> cur;
+  for (llvm::Value* v : init) {
+    llvm::PHINode* phi = b_.CreatePHI(v->getType(), 2);
+    phi->addIncoming(v, pre);
+    phis.push_back(phi);
+    cur.push_back(phi);
+  }
+  b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), bodyBB, exit);
+  b_.SetInsertPoint(bodyBB);
+  std::vector<llvm::Value*> next = body(iv, cur);
+  llvm::Value* ivNext = b_.CreateAdd(iv, b_.getInt64(step));
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  b_.CreateBr(header);
+  iv->addIncoming(ivNext, latch);
+  for (size_t i = 0; i < phis.size(); ++i) phis[i]->addIncoming(next[i], latch);
+  b_.SetInsertPoint(exit);
+  return cur;
+}
+
+void Emitter::loopFor(int64_t n, const std::function<void(llvm::Value* iv)>& body) {
+  loop(b_.getInt64(0), b_.getInt64(n), 1, {}, [&](llvm::Value* iv, const std::vector<llvm::Value*>&) {
+    body(iv);
+    return std::vector<llvm::Value*>{};
+  });
+}
+
+// ---------------------------------------------------------------- values
+
+llvm::Value* Emitter::storagePtr(const ir::Value* v, Ix idx) {
+  int slot = p_.storage_of[v->id];
+  llvm::Value* base = slots_[slot];
+  return b_.CreateInBoundsGEP(vecTy(v->type.elem), base, toValue(idx));
+}
+
+llvm::Value* Emitter::read(const ir::Value* v, Ix idx) {
+  if (v->type.isScalar()) idx = Ix{nullptr, 0};
+  switch (p_.repOf(v)) {
+    case plan::Rep::Splat: return ssa_[v->id][0];
+    case plan::Rep::Snapshot: return b_.CreateLoad(vecTy(v->type.elem), storagePtr(v, idx));
+    case plan::Rep::Recipe: return genElement(v->def, idx);
+    case plan::Rep::SSA: break;
+  }
+  const std::vector<llvm::Value*>& elems = ssa_[v->id];
+  if (idx.isConst()) return elems[idx.c];
+  // The seed's `_read`: a runtime index into an SSA tile is a SELECT chain over its elements.
+  llvm::Value* r = elems[0];
+  for (size_t e = 1; e < elems.size(); ++e)
+    r = b_.CreateSelect(b_.CreateICmpEQ(idx.v, b_.getInt64(static_cast<int64_t>(e))), elems[e], r);
+  return r;
+}
+
+void Emitter::define(const ir::Value* v, const Gen& gen) {
+  int64_t n = v->type.numElements();
+  switch (p_.repOf(v)) {
+    case plan::Rep::Recipe: return;
+    case plan::Rep::Splat: ssa_[v->id] = {gen(Ix{nullptr, 0})}; return;
+    case plan::Rep::SSA: {
+      std::vector<llvm::Value*> elems;
+      for (int64_t e = 0; e < n; ++e) elems.push_back(gen(Ix{nullptr, e}));
+      ssa_[v->id] = std::move(elems);
+      return;
+    }
+    case plan::Rep::Snapshot:
+      if (n == 0) return;
+      loopFor(n, [&](llvm::Value* iv) { b_.CreateStore(gen(Ix{iv, 0}), storagePtr(v, Ix{iv, 0})); });
+      return;
+  }
+}
+
+void Emitter::defineGroups(const ir::Value* v, int64_t group, const GroupGen& gen) {
+  int64_t n = v->type.numElements();
+  if (p_.repOf(v) == plan::Rep::Snapshot) {
+    if (n == 0) return;
+    loopFor(n / group, [&](llvm::Value* g) {
+      Ix first = mul(Ix{g, 0}, group);
+      std::vector<llvm::Value*> vals = gen(first);
+      for (int64_t r = 0; r < group; ++r) b_.CreateStore(vals[r], storagePtr(v, add(first, Ix{nullptr, r})));
+    });
+    return;
+  }
+  std::vector<llvm::Value*> elems(n);
+  for (int64_t g = 0; g < n / group; ++g) {
+    std::vector<llvm::Value*> vals = gen(Ix{nullptr, g * group});
+    for (int64_t r = 0; r < group; ++r) elems[g * group + r] = vals[r];
+  }
+  ssa_[v->id] = std::move(elems);
+}
+
+llvm::Value* Emitter::laneIndex(const ir::Index& ix) {
+  if (ix.isConstant()) return splatI64(ix.constant);
+  return read(ix.value, Ix{nullptr, 0});
+}
+
+llvm::Value* Emitter::uniformScalar(const ir::Index& ix) {
+  if (ix.isConstant()) return b_.getInt64(ix.constant);
+  return b_.CreateExtractElement(read(ix.value, Ix{nullptr, 0}), uint64_t{0});
+}
+
+}  // namespace kiln::codegen

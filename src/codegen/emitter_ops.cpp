@@ -1,0 +1,538 @@
+// Emitter ops: the packet function, control flow, and the element generators of every op.
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Intrinsics.h>
+
+#include <fmt/format.h>
+
+#include "codegen/emitter.h"
+#include "codegen/kmath_emit.h"
+#include "codegen/lower.h"
+
+namespace kiln::codegen {
+
+using ir::Elem;
+using ir::Op;
+using ir::OpKind;
+
+namespace {
+void allowContract(llvm::Value* v, const ir::MmaPolicy& p) {
+  if (auto* i = llvm::dyn_cast<llvm::Instruction>(v)) {
+    if (p.allow_fma) i->setHasAllowContract(true);
+    if (p.allow_reassociation) i->setHasAllowReassoc(true);
+  }
+}
+}  // namespace
+
+llvm::Function* Emitter::emitPacket(const std::string& name, std::string& error) {
+  auto* fnTy = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getInt64Ty()}, false);
+  f_ = llvm::Function::Create(fnTy, llvm::Function::InternalLinkage, name, m_);
+  f_->addFnAttr(llvm::Attribute::NoInline);
+  f_->addFnAttr(llvm::Attribute::NoUnwind);
+  llvm::Value* params = f_->getArg(0);
+  llvm::Value* first = f_->getArg(1);
+  b_.SetInsertPoint(llvm::BasicBlock::Create(c_, "entry", f_));
+
+  ssa_.assign(k_.values.size(), {});
+  // Private arrays (snapshots): one per storage slot, [elements x <W x T>].
+  slots_.assign(p_.storage_elements.size(), nullptr);
+  for (const auto& v : k_.values) {
+    int slot = p_.storage_of[v->id];
+    if (slot < 0 || slots_[slot]) continue;
+    auto* arr = llvm::ArrayType::get(vecTy(v->type.elem), static_cast<uint64_t>(p_.storage_elements[slot]));
+    auto* a = b_.CreateAlloca(arr, nullptr, fmt::format("snapshot.{}", v->name));
+    a->setAlignment(llvm::Align(64));
+    slots_[slot] = a;
+  }
+  // Parameters: view base pointers and splatted scalars.
+  base_.assign(k_.params.size(), nullptr);
+  for (const ir::Value* prm : k_.params) {
+    llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), params, static_cast<uint64_t>(prm->index));
+    llvm::Value* ptr = b_.CreateLoad(b_.getPtrTy(), slot, fmt::format("{}.ptr", prm->name));
+    if (prm->type.isView()) {
+      base_[prm->index] = ptr;
+    } else {
+      ssa_[prm->id] = {splat(b_.CreateLoad(scalarTy(prm->type.elem), ptr, prm->name))};
+    }
+  }
+  // Lanes: program ids first .. first+W-1, masked beyond the domain.
+  std::vector<llvm::Constant*> lanes;
+  for (unsigned l = 0; l < w_; ++l) lanes.push_back(b_.getInt64(l));
+  laneIota_ = llvm::ConstantVector::get(lanes);
+  llvm::Value* ids = b_.CreateAdd(splat(first), laneIota_, "program");
+  mask_ = full_ ? allTrue() : b_.CreateICmpULT(ids, splatI64(p_.num_programs), "active");
+  const Op* root = k_.root();
+  const auto& axes = root->regions[0]->args;
+  llvm::Value* rest = ids;
+  for (int i = static_cast<int>(p_.root_axis_order.size()) - 1; i >= 0; --i) {
+    int axis = p_.root_axis_order[i];
+    int64_t ext = root->extents[axis];
+    ssa_[axes[axis]->id] = {b_.CreateURem(rest, splatI64(ext), axes[axis]->name)};
+    rest = b_.CreateUDiv(rest, splatI64(ext));
+  }
+  emitRegion(root->regions[0]);
+  b_.CreateRetVoid();
+  if (!error_.empty()) {
+    error = error_;
+    return nullptr;
+  }
+  return f_;
+}
+
+void Emitter::emitRegion(const ir::Region* r) {
+  for (const Op* op : r->ops)
+    if (op->kind != OpKind::Yield) emitOp(op);
+}
+
+void Emitter::emitOp(const Op* op) {
+  switch (op->kind) {
+    case OpKind::Parallel: error_ = "a parallel op below the root domain cannot be lowered"; return;
+    case OpKind::Stage:
+    case OpKind::Yield: return;
+    case OpKind::Store: emitStore(op); return;
+    case OpKind::Serial:
+    case OpKind::Pipeline: emitLoop(op); return;
+    case OpKind::Reduce: define(op->results[0], [&](Ix o) { return genReduce(op, o); }); return;
+    case OpKind::Mma: {
+      int64_t r = p_.mma.at(op).output_block;
+      defineGroups(op->results[0], r, [&](Ix first) { return genMmaGroup(op, first, r); });
+      return;
+    }
+    case OpKind::Extract: ssa_[op->results[0]->id] = {genExtract(op)}; return;
+    default: define(op->results[0], [&](Ix idx) { return genElement(op, idx); }); return;
+  }
+}
+
+// ---------------------------------------------------------------- elementwise
+
+llvm::Value* Emitter::genElement(const Op* op, Ix idx) {
+  const ir::Type& rt = op->results[0]->type;
+  switch (op->kind) {
+    case OpKind::Const: return constVec(rt.elem, op->fconst, op->iconst);
+    case OpKind::Iota: {
+      std::vector<Ix> cs = coords(rt, idx);
+      return splat(toValue(cs[rt.findDim(op->dims[0])]));
+    }
+    case OpKind::Broadcast: {
+      const ir::Value* x = op->operands[0];
+      std::vector<Ix> cs = coords(rt, idx);
+      std::vector<Ix> xcs;
+      for (const ir::Dim& d : x->type.dims) xcs.push_back(cs[rt.findDim(d.name)]);
+      return read(x, linear(x->type, xcs));
+    }
+    case OpKind::Select:
+      return b_.CreateSelect(read(op->operands[0], idx), read(op->operands[1], idx), read(op->operands[2], idx));
+    case OpKind::Cmp:
+      return genCmp(op->pred, read(op->operands[0], idx), read(op->operands[1], idx), op->operands[0]->type.elem);
+    case OpKind::Cast: return genCast(read(op->operands[0], idx), op->operands[0]->type.elem, rt.elem);
+    case OpKind::Load: {
+      std::vector<Ix> cs = coords(rt, idx);
+      llvm::Value* inb = nullptr;
+      llvm::Value* ptrs = viewAccess(op, cs, rt, inb);
+      llvm::Value* m = inb ? b_.CreateAnd(mask_, inb) : mask_;
+      return b_.CreateMaskedGather(vecTy(Elem::F32), ptrs, llvm::Align(4), m, constVec(Elem::F32, op->fconst, 0));
+    }
+    default: break;
+  }
+  if (ir::isUnary(op->kind)) return genUnary(op->kind, read(op->operands[0], idx), rt.elem);
+  if (ir::isBinary(op->kind))
+    return genBinary(op->kind, read(op->operands[0], idx), read(op->operands[1], idx), rt.elem);
+  error_ = fmt::format("no element generator for op '{}'", ir::opName(op->kind));
+  return zeroVec(rt.elem);
+}
+
+llvm::Value* Emitter::genUnary(OpKind k, llvm::Value* x, Elem e) {
+  if (e == Elem::I64) {
+    if (k == OpKind::Neg) return b_.CreateSub(zeroVec(e), x);
+    return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b_.getFalse());
+  }
+  switch (k) {
+    case OpKind::Neg: return b_.CreateFNeg(x);
+    case OpKind::Abs: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+    case OpKind::Sqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+    case OpKind::Rsqrt:
+      return b_.CreateFDiv(constVec(Elem::F32, 1.0, 0), b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+    case OpKind::Exp:
+    case OpKind::Log:
+    case OpKind::Tanh:
+    case OpKind::Erf: return emitKilnMath(b_, m_, k, x);
+    default: break;
+  }
+  error_ = fmt::format("no lowering for unary op '{}'", ir::opName(k));
+  return x;
+}
+
+llvm::Value* Emitter::genBinary(OpKind k, llvm::Value* a, llvm::Value* b, Elem e) {
+  if (e == Elem::I64) {
+    switch (k) {
+      case OpKind::Add: return b_.CreateAdd(a, b);
+      case OpKind::Sub: return b_.CreateSub(a, b);
+      case OpKind::Mul: return b_.CreateMul(a, b);
+      case OpKind::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, a, b);
+      case OpKind::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, a, b);
+      case OpKind::Div: {
+        // Defined everywhere: x / 0 = 0, and INT64_MIN / -1 wraps (= -x).
+        llvm::Value* zero = b_.CreateICmpEQ(b, zeroVec(e));
+        llvm::Value* minus1 = b_.CreateICmpEQ(b, splatI64(-1));
+        llvm::Value* safe = b_.CreateSelect(b_.CreateOr(zero, minus1), splatI64(1), b);
+        llvm::Value* q = b_.CreateSDiv(a, safe);
+        q = b_.CreateSelect(minus1, b_.CreateSub(zeroVec(e), a), q);
+        return b_.CreateSelect(zero, zeroVec(e), q);
+      }
+      default: break;
+    }
+  } else {
+    switch (k) {
+      case OpKind::Add: return b_.CreateFAdd(a, b);
+      case OpKind::Sub: return b_.CreateFSub(a, b);
+      case OpKind::Mul: return b_.CreateFMul(a, b);
+      case OpKind::Div: return b_.CreateFDiv(a, b);
+      case OpKind::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, b);
+      case OpKind::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, b);
+      default: break;
+    }
+  }
+  error_ = fmt::format("no lowering for binary op '{}'", ir::opName(k));
+  return a;
+}
+
+llvm::Value* Emitter::genCmp(ir::CmpPred p, llvm::Value* a, llvm::Value* b, Elem e) {
+  using P = llvm::CmpInst::Predicate;
+  static constexpr P fp[] = {P::FCMP_OLT, P::FCMP_OLE, P::FCMP_OGT, P::FCMP_OGE, P::FCMP_OEQ, P::FCMP_UNE};
+  static constexpr P ip[] = {P::ICMP_SLT, P::ICMP_SLE, P::ICMP_SGT, P::ICMP_SGE, P::ICMP_EQ, P::ICMP_NE};
+  int i = static_cast<int>(p);
+  if (e == Elem::F32) return b_.CreateFCmp(fp[i], a, b);
+  return b_.CreateICmp(ip[i], a, b);
+}
+
+llvm::Value* Emitter::genCast(llvm::Value* x, Elem from, Elem to) {
+  if (from == to) return x;
+  if (from == Elem::F32 && to == Elem::I64)
+    return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {vecTy(Elem::I64), vecTy(Elem::F32)}, {x});
+  if (from == Elem::F32 && to == Elem::I1) return b_.CreateFCmpUNE(x, zeroVec(Elem::F32));
+  if (from == Elem::I64 && to == Elem::F32) return b_.CreateSIToFP(x, vecTy(Elem::F32));
+  if (from == Elem::I64 && to == Elem::I1) return b_.CreateICmpNE(x, zeroVec(Elem::I64));
+  if (from == Elem::I1 && to == Elem::F32) return b_.CreateUIToFP(x, vecTy(Elem::F32));
+  if (from == Elem::I1 && to == Elem::I64) return b_.CreateZExt(x, vecTy(Elem::I64));
+  error_ = "unsupported cast";
+  return x;
+}
+
+llvm::Value* Emitter::combine(ir::ReduceKind k, llvm::Value* a, llvm::Value* b, Elem e) {
+  switch (k) {
+    case ir::ReduceKind::Add: return genBinary(OpKind::Add, a, b, e);
+    case ir::ReduceKind::Mul: return genBinary(OpKind::Mul, a, b, e);
+    case ir::ReduceKind::Max: return genBinary(OpKind::Max, a, b, e);
+    case ir::ReduceKind::Min: return genBinary(OpKind::Min, a, b, e);
+  }
+  return a;
+}
+
+// ---------------------------------------------------------------- reduce
+
+llvm::Value* Emitter::genReduce(const Op* op, Ix out) {
+  const ir::Value* x = op->operands[0];
+  const ir::Value* init = op->operands[1];
+  const ir::Type& rt = op->results[0]->type;
+  const plan::ReducePlan& rp = p_.reduce.at(op);
+  Elem e = rt.elem;
+  ir::Type red = ir::Type::tile(x->type.elem, {});
+  for (const ir::Dim& d : x->type.dims)
+    if (std::find(op->dims.begin(), op->dims.end(), d.name) != op->dims.end()) red.dims.push_back(d);
+  std::vector<Ix> ocs = coords(rt, out);
+  auto contribution = [&](Ix j) {
+    std::vector<Ix> jcs = coords(red, j);
+    std::vector<Ix> xcs;
+    for (const ir::Dim& d : x->type.dims) {
+      int ri = red.findDim(d.name);
+      xcs.push_back(ri >= 0 ? jcs[ri] : ocs[rt.findDim(d.name)]);
+    }
+    return read(x, linear(x->type, xcs));
+  };
+  llvm::Value* s = read(init, out);
+  int64_t n = rp.contributions;
+  if (n == 0) return s;
+  int64_t parts = std::min<int64_t>(rp.partitions, n);
+  // Partition p folds contributions p, p+P, p+2P, ... starting from its first one.
+  std::vector<llvm::Value*> part(parts);
+  for (int64_t p = 0; p < parts; ++p) part[p] = contribution(Ix{nullptr, p});
+  int64_t chunks = n / rp.partitions;  // full chunks of P contributions
+  auto step = [&](Ix base, std::vector<llvm::Value*> cur) {
+    for (int64_t p = 0; p < parts; ++p)
+      cur[p] = combine(op->reduce, cur[p], contribution(add(base, Ix{nullptr, p})), e);
+    return cur;
+  };
+  if (rp.rolled) {
+    part = loop(b_.getInt64(1), b_.getInt64(std::max<int64_t>(chunks, 1)), 1, part,
+                [&](llvm::Value* t, const std::vector<llvm::Value*>& cur) {
+                  return step(mul(Ix{t, 0}, rp.partitions), cur);
+                });
+  } else {
+    for (int64_t t = 1; t < chunks; ++t) part = step(Ix{nullptr, t * rp.partitions}, part);
+  }
+  // The last, partial chunk (when P does not divide n, and n > P).
+  for (int64_t j = std::max<int64_t>(chunks, 1) * rp.partitions; j < n; ++j) {
+    int64_t p = j % rp.partitions;
+    part[p] = combine(op->reduce, part[p], contribution(Ix{nullptr, j}), e);
+  }
+  for (int64_t p = 0; p < parts; ++p) s = combine(op->reduce, s, part[p], e);
+  return s;
+}
+
+// ---------------------------------------------------------------- mma
+
+std::vector<llvm::Value*> Emitter::genMmaGroup(const Op* op, Ix first, int64_t group) {
+  const ir::Value* a = op->operands[0];
+  const ir::Value* bv = op->operands[1];
+  const ir::Value* acc = op->operands[2];
+  const ir::Type& at = acc->type;
+  const plan::MmaPlan& mp = p_.mma.at(op);
+  ir::Type ct = ir::Type::tile(Elem::F32, {});
+  for (const std::string& d : op->dims) ct.dims.push_back(a->type.dims[a->type.findDim(d)]);
+  std::vector<Ix> ocs0 = coords(at, first);
+  std::vector<std::vector<Ix>> ocs(group, ocs0);
+  for (int64_t r = 1; r < group; ++r) ocs[r].back() = add(ocs0.back(), Ix{nullptr, r});
+  std::vector<llvm::Value*> s(group);
+  for (int64_t r = 0; r < group; ++r) s[r] = read(acc, add(first, Ix{nullptr, r}));
+  if (mp.k == 0) return s;
+  auto operandIndex = [&](const ir::Value* v, const std::vector<Ix>& oc, const std::vector<Ix>& kc) {
+    std::vector<Ix> cs;
+    for (const ir::Dim& d : v->type.dims) {
+      int ci = ct.findDim(d.name);
+      cs.push_back(ci >= 0 ? kc[ci] : oc[at.findDim(d.name)]);
+    }
+    return linear(v->type, cs);
+  };
+  const std::string inner = at.dims.empty() ? std::string() : at.dims.back().name;
+  bool aShared = group > 1 && a->type.findDim(inner) < 0;
+  bool bShared = group > 1 && bv->type.findDim(inner) < 0;
+  auto body = [&](Ix k, std::vector<llvm::Value*> cur) {
+    std::vector<Ix> kc = coords(ct, k);
+    llvm::Value* a0 = nullptr;
+    llvm::Value* b0 = nullptr;
+    for (int64_t r = 0; r < group; ++r) {
+      llvm::Value* av = aShared && a0 ? a0 : read(a, operandIndex(a, ocs[r], kc));
+      llvm::Value* bw = bShared && b0 ? b0 : read(bv, operandIndex(bv, ocs[r], kc));
+      a0 = av;
+      b0 = bw;
+      llvm::Value* prod = b_.CreateFMul(av, bw);
+      allowContract(prod, op->mma_policy);
+      cur[r] = b_.CreateFAdd(cur[r], prod);
+      allowContract(cur[r], op->mma_policy);
+    }
+    return cur;
+  };
+  if (mp.contraction_rolled)
+    return loop(b_.getInt64(0), b_.getInt64(mp.k), 1, s,
+                [&](llvm::Value* k, const std::vector<llvm::Value*>& cur) { return body(Ix{k, 0}, cur); });
+  for (int64_t k = 0; k < mp.k; ++k) s = body(Ix{nullptr, k}, s);
+  return s;
+}
+
+// ---------------------------------------------------------------- extract
+
+llvm::Value* Emitter::genExtract(const Op* op) {
+  const ir::Value* x = op->operands[0];
+  const ir::Type& xt = x->type;
+  Elem e = xt.elem;
+  bool uniform = true;
+  for (const ir::Index& ix : op->indices)
+    if (!ix.isConstant() && !p_.isUniform(ix.value)) uniform = false;
+  if (uniform) {
+    std::vector<Ix> cs;
+    llvm::Value* ok = nullptr;
+    for (size_t d = 0; d < op->indices.size(); ++d) {
+      const ir::Index& ix = op->indices[d];
+      if (ix.isConstant()) {
+        cs.push_back(Ix{nullptr, ix.constant});
+        continue;
+      }
+      llvm::Value* v = uniformScalar(ix);
+      llvm::Value* in = b_.CreateICmpULT(v, b_.getInt64(xt.dims[d].extent));
+      ok = ok ? b_.CreateAnd(ok, in) : in;
+      cs.push_back(Ix{b_.CreateSelect(in, v, b_.getInt64(0)), 0});
+    }
+    llvm::Value* val = read(x, linear(xt, cs));
+    return ok ? b_.CreateSelect(ok, val, zeroVec(e)) : val;
+  }
+  // Per-lane indices: each lane reads its own element (0 when out of range).
+  llvm::Value* lin = splatI64(0);
+  llvm::Value* ok = allTrue();
+  int64_t stride = 1;
+  for (int d = static_cast<int>(op->indices.size()) - 1; d >= 0; --d) {
+    llvm::Value* v = laneIndex(op->indices[d]);
+    ok = b_.CreateAnd(ok, b_.CreateICmpULT(v, splatI64(xt.dims[d].extent)));
+    lin = b_.CreateAdd(lin, b_.CreateMul(v, splatI64(stride)));
+    stride *= xt.dims[d].extent;
+  }
+  if (p_.repOf(x) == plan::Rep::Snapshot) {
+    llvm::Value* slot = storagePtr(x, Ix{nullptr, 0});
+    llvm::Value* off = b_.CreateAdd(b_.CreateMul(lin, splatI64(w_)), laneIota_);
+    llvm::Value* ptrs = b_.CreateInBoundsGEP(scalarTy(e), slot, off);
+    return b_.CreateMaskedGather(vecTy(e), ptrs, llvm::Align(1), b_.CreateAnd(ok, mask_), zeroVec(e));
+  }
+  llvm::Value* r = zeroVec(e);
+  for (int64_t i = 0; i < xt.numElements(); ++i)
+    r = b_.CreateSelect(b_.CreateICmpEQ(lin, splatI64(i)), read(x, Ix{nullptr, i}), r);
+  return r;
+}
+
+// ---------------------------------------------------------------- memory
+
+llvm::Value* Emitter::viewAccess(const Op* op, const std::vector<Ix>& tileCoords, const ir::Type& tileType,
+                                 llvm::Value*& inBounds) {
+  const ir::Value* view = op->operands[0];
+  const auto& vd = view->type.dims;
+  llvm::Value* offset = nullptr;
+  inBounds = nullptr;
+  int64_t stride = 1;
+  for (int k = static_cast<int>(vd.size()) - 1; k >= 0; --k) {
+    llvm::Value* c = laneIndex(op->indices[k]);
+    const ir::Dim& acc = op->access[k];
+    if (!acc.name.empty()) {
+      Ix t = tileCoords[tileType.findDim(acc.name)];
+      if (!(t.isConst() && t.c == 0)) c = b_.CreateAdd(c, splat(toValue(t)));
+    }
+    llvm::Value* in = b_.CreateICmpULT(c, splatI64(vd[k].extent));
+    inBounds = inBounds ? b_.CreateAnd(inBounds, in) : in;
+    llvm::Value* term = stride == 1 ? c : b_.CreateMul(c, splatI64(stride));
+    offset = offset ? b_.CreateAdd(offset, term) : term;
+    stride *= vd[k].extent;
+  }
+  return b_.CreateInBoundsGEP(b_.getFloatTy(), base_[view->index], offset);
+}
+
+void Emitter::emitStore(const Op* op) {
+  const ir::Value* tile = op->operands[1];
+  const ir::Type& tt = tile->type;
+  int64_t n = tt.numElements();
+  auto one = [&](Ix idx) {
+    std::vector<Ix> cs = coords(tt, idx);
+    llvm::Value* inb = nullptr;
+    llvm::Value* ptrs = viewAccess(op, cs, tt, inb);
+    llvm::Value* m = inb ? b_.CreateAnd(mask_, inb) : mask_;
+    b_.CreateMaskedScatter(read(tile, idx), ptrs, llvm::Align(4), m);
+  };
+  if (p_.largeTile(n)) {
+    loopFor(n, [&](llvm::Value* iv) { one(Ix{iv, 0}); });
+  } else {
+    for (int64_t e = 0; e < n; ++e) one(Ix{nullptr, e});
+  }
+}
+
+// ---------------------------------------------------------------- loops
+
+void Emitter::copyInto(const ir::Value* dst, const ir::Value* src, llvm::Value* laneSelect) {
+  int64_t n = dst->type.numElements();
+  if (n == 0) return;
+  loopFor(n, [&](llvm::Value* iv) {
+    llvm::Value* v = read(src, Ix{iv, 0});
+    llvm::Value* ptr = storagePtr(dst, Ix{iv, 0});
+    if (laneSelect) v = b_.CreateSelect(laneSelect, v, b_.CreateLoad(vecTy(dst->type.elem), ptr));
+    b_.CreateStore(v, ptr);
+  });
+}
+
+void Emitter::emitLoop(const Op* op) {
+  const ir::Region* body = op->regions[0];
+  const ir::Value* ivArg = body->args[0];
+  const Op* yield = body->ops.empty() ? nullptr : body->ops.back();
+  size_t nc = op->results.size();
+  bool uniform = true;
+  for (int i = 0; i < 2; ++i)
+    if (!op->indices[i].isConstant() && !p_.isUniform(op->indices[i].value)) uniform = false;
+  int64_t step = op->indices[2].constant;
+
+  // Carried values: SSA ones become phis (flattened), snapshot ones live in their storage.
+  std::vector<llvm::Value*> flat;
+  for (size_t i = 0; i < nc; ++i) {
+    const ir::Value* arg = body->args[i + 1];
+    const ir::Value* init = op->operands[i];
+    if (p_.repOf(arg) == plan::Rep::Snapshot) {
+      copyInto(arg, init, nullptr);
+      const ir::Value* y = yield ? yield->operands[i] : nullptr;
+      if (y && y != arg && y->origin == ir::Value::Origin::RegionArg && y->region == body)
+        error_ = fmt::format("not yet supported: loop yields carried snapshot %{} in place of %{}", y->name,
+                             arg->name);
+    } else {
+      for (int64_t e = 0; e < arg->type.numElements(); ++e) flat.push_back(read(init, Ix{nullptr, e}));
+    }
+  }
+  auto unflatten = [&](const std::vector<llvm::Value*>& vals, bool results) {
+    size_t at = 0;
+    for (size_t i = 0; i < nc; ++i) {
+      const ir::Value* arg = body->args[i + 1];
+      if (p_.repOf(arg) == plan::Rep::Snapshot) continue;
+      int64_t n = arg->type.numElements();
+      std::vector<llvm::Value*> elems(vals.begin() + at, vals.begin() + at + n);
+      at += n;
+      ssa_[results ? op->results[i]->id : arg->id] = elems;
+    }
+  };
+  auto next = [&](const std::vector<llvm::Value*>& cur, llvm::Value* active) {
+    std::vector<llvm::Value*> out;
+    for (size_t i = 0; i < nc; ++i) {
+      const ir::Value* arg = body->args[i + 1];
+      if (p_.repOf(arg) == plan::Rep::Snapshot) continue;
+      for (int64_t e = 0; e < arg->type.numElements(); ++e) out.push_back(read(yield->operands[i], Ix{nullptr, e}));
+    }
+    if (active)
+      for (size_t j = 0; j < out.size(); ++j) out[j] = b_.CreateSelect(active, out[j], cur[j]);
+    for (size_t i = 0; i < nc; ++i) {
+      const ir::Value* arg = body->args[i + 1];
+      if (p_.repOf(arg) == plan::Rep::Snapshot) copyInto(arg, yield->operands[i], active);
+    }
+    return out;
+  };
+
+  if (uniform) {
+    llvm::Value* lo = uniformScalar(op->indices[0]);
+    llvm::Value* hi = uniformScalar(op->indices[1]);
+    std::vector<llvm::Value*> fin =
+        loop(lo, hi, step, flat, [&](llvm::Value* iv, const std::vector<llvm::Value*>& cur) {
+          ssa_[ivArg->id] = {splat(iv)};
+          unflatten(cur, false);
+          emitRegion(body);
+          return next(cur, nullptr);
+        });
+    unflatten(fin, true);
+    return;
+  }
+  // Divergent bounds: lanes iterate lo_l, lo_l+step, ... < hi_l; the loop runs while any lane
+  // is active, and inactive lanes keep their carried values and do not store.
+  llvm::Value* lo = laneIndex(op->indices[0]);
+  llvm::Value* hi = laneIndex(op->indices[1]);
+  llvm::Value* outer = mask_;
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  llvm::BasicBlock* header = llvm::BasicBlock::Create(c_, kLoopHeaderName, f_);
+  llvm::BasicBlock* bodyBB = llvm::BasicBlock::Create(c_, "kiln.body", f_);
+  llvm::BasicBlock* exit = llvm::BasicBlock::Create(c_, "kiln.exit", f_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* t = b_.CreatePHI(b_.getInt64Ty(), 2, "trip");
+  t->addIncoming(b_.getInt64(0), pre);
+  std::vector<llvm::PHINode*> phis;
+  std::vector<llvm::Value*> cur;
+  for (llvm::Value* v : flat) {
+    phis.push_back(b_.CreatePHI(v->getType(), 2));
+    phis.back()->addIncoming(v, pre);
+    cur.push_back(phis.back());
+  }
+  llvm::Value* iv = b_.CreateAdd(lo, splat(b_.CreateMul(t, b_.getInt64(step))));
+  llvm::Value* active = b_.CreateAnd(outer, b_.CreateICmpSLT(iv, hi));
+  b_.CreateCondBr(b_.CreateOrReduce(active), bodyBB, exit);
+  b_.SetInsertPoint(bodyBB);
+  mask_ = active;
+  ssa_[ivArg->id] = {iv};
+  unflatten(cur, false);
+  emitRegion(body);
+  std::vector<llvm::Value*> nx = next(cur, active);
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  t->addIncoming(b_.CreateAdd(t, b_.getInt64(1)), latch);
+  for (size_t j = 0; j < phis.size(); ++j) phis[j]->addIncoming(nx[j], latch);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(exit);
+  mask_ = outer;
+  unflatten(cur, true);
+}
+
+}  // namespace kiln::codegen

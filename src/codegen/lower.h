@@ -1,0 +1,39 @@
+// Lowering: LLVM IR from (TileIR, Plan). It consumes the plan and never re-decides.
+// Expects: a verified kernel and the Plan built for it.
+// Guarantees: a module exporting the runtime ABI (src/runtime/abi.h): kiln_blocks,
+// kiln_launch, kiln_num_blocks, kiln_abi_version; precise math unless the plan's knobs say
+// fast_math; and the realized facts (instruction counts, allocas, loops, clone decision).
+#pragma once
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "ir/ir.h"
+#include "plan/plan.h"
+
+namespace kiln::codegen {
+
+struct Lowered {
+  std::unique_ptr<llvm::Module> module;
+  int64_t instructions_pre_opt = 0;   // whole module
+  int64_t body_instructions = 0;      // the masked packet body, before optimisation
+  int64_t basic_blocks_pre_opt = 0;
+  // Full-packet clone: not_requested | over_budget | no_full_packet | selected
+  std::string full_packet_decision;
+  int64_t full_body_instructions = 0;  // the clone, when selected
+  // What the emitted (pre-optimisation) masked body realizes, for checking the plan.
+  int64_t realized_allocas = 0;
+  int64_t realized_loops = 0;
+};
+
+std::optional<std::string> lower(const ir::Kernel& kernel, const plan::Plan& plan, llvm::LLVMContext& ctx,
+                                 Lowered& out);
+
+// Name of the block that heads every loop the lowering emits (counted by tests and reports).
+inline constexpr const char* kLoopHeaderName = "kiln.loop";
+
+}  // namespace kiln::codegen

@@ -1,0 +1,97 @@
+#include "driver/check.h"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "driver/compile.h"
+#include "interp/interp.h"
+
+namespace kiln::driver {
+
+namespace {
+// A kernel whose mma policies relax precision cannot be held to strict-FP32 bytes.
+std::optional<std::string> relaxedPolicy(const ir::Kernel& kernel) {
+  std::optional<std::string> found;
+  ir::walk(kernel.body, [&](const ir::Op* op) {
+    if (op->kind == ir::OpKind::Mma && !found &&
+        (op->mma_policy.allow_fma || op->mma_policy.allow_reassociation))
+      found = fmt::format("{}:{}:{}", op->loc.file, op->loc.line, op->loc.col);
+  });
+  return found;
+}
+}  // namespace
+
+std::optional<std::string> reference(const ir::Kernel& kernel, const plan::Knobs& knobs,
+                                     const CheckOptions& options, std::vector<host::ParamData>& inputs,
+                                     std::vector<std::vector<double>>& f64_views,
+                                     std::vector<host::ParamData>& strict_views) {
+  if (auto e = host::makeInputs(kernel, options.seed, options.scalar_args, inputs)) return e;
+  interp::Options io;
+  io.reduction_partitions = static_cast<int>(knobs.reduction_partitions);
+  if (options.mode == CheckMode::F64) {
+    std::vector<host::ParamData> scratch = inputs;
+    io.mode = interp::Mode::F64;
+    return interp::evaluate(kernel, scratch, io, &f64_views);
+  }
+  strict_views = inputs;
+  io.mode = interp::Mode::StrictF32;
+  return interp::evaluate(kernel, strict_views, io);
+}
+
+std::optional<std::string> check(const ir::Kernel& kernel, const plan::Knobs& knobs, const CheckOptions& options,
+                                 CheckResult& out) {
+  out = CheckResult{};
+  if (options.mode == CheckMode::Bitexact) {
+    if (knobs.fast_math)
+      return "--check bitexact is refused under fast_math=on: fast math permits FMA and reassociation, so results "
+             "need not match strict-FP32 bit for bit; use --check f64";
+    if (auto at = relaxedPolicy(kernel))
+      return fmt::format("--check bitexact is refused: the mma at {} allows reassociation or FMA; use --check f64",
+                         *at);
+  }
+  std::vector<host::ParamData> inputs, strict;
+  std::vector<std::vector<double>> f64;
+  if (auto e = reference(kernel, knobs, options, inputs, f64, strict)) return "interpreter: " + *e;
+
+  Compilation c;
+  if (auto e = compile(kernel, knobs, c, Stage::Obj)) return e;
+  std::unique_ptr<runtime::LoadedKernel> loaded;
+  if (auto e = load(c.object, kernel, static_cast<int>(knobs.threads), loaded)) return e;
+  std::vector<host::ParamData> got = inputs;
+  runtime::KilnLaunchRecord record;
+  if (auto e = run(*loaded, got, /*guarded=*/true, &record)) return e;
+  out.packets_full = record.packets_full;
+  out.packets_masked = record.packets_masked;
+
+  out.pass = true;
+  for (const ir::Value* v : kernel.outputs()) {
+    OutputCheck oc;
+    oc.name = v->name;
+    const std::vector<float>& g = got[v->index].data;
+    if (options.mode == CheckMode::F64) {
+      host::CompareResult r = host::compareF64(g, f64[v->index], options.atol, options.rtol);
+      oc.pass = r.pass;
+      oc.max_abs_err = r.max_abs_err;
+      oc.max_rel_err = r.max_rel_err;
+      oc.first_bad = r.first_bad;
+    } else {
+      host::BitexactResult r = host::compareBitexact(g, strict[v->index].data);
+      oc.pass = r.pass;
+      oc.mismatches = r.mismatches;
+      oc.first_bad = r.first_bad;
+      host::CompareResult d = host::compareF64(g, std::vector<double>(strict[v->index].data.begin(),
+                                                                      strict[v->index].data.end()),
+                                               0.0, 0.0);
+      oc.max_abs_err = d.max_abs_err;
+      oc.max_rel_err = d.max_rel_err;
+    }
+    out.pass = out.pass && oc.pass;
+    out.max_abs_err = std::max(out.max_abs_err, oc.max_abs_err);
+    out.max_rel_err = std::max(out.max_rel_err, oc.max_rel_err);
+    out.outputs.push_back(oc);
+  }
+  return std::nullopt;
+}
+
+}  // namespace kiln::driver

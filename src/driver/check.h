@@ -1,0 +1,57 @@
+// check(): compile a kernel, run it natively on the deterministic inputs (inside guard
+// zones), and compare every output with the interpreter — `f64` within tolerance of the FP64
+// oracle, or `bitexact` against strict-FP32. Used by `kiln run` and the correctness tests.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "host/data.h"
+#include "ir/ir.h"
+#include "plan/knobs.h"
+
+namespace kiln::driver {
+
+enum class CheckMode { F64, Bitexact };
+
+struct OutputCheck {
+  std::string name;
+  bool pass = true;
+  double max_abs_err = 0.0;
+  double max_rel_err = 0.0;
+  int64_t mismatches = 0;  // bitexact: differing elements
+  int64_t first_bad = -1;
+};
+
+struct CheckResult {
+  bool pass = false;
+  double max_abs_err = 0.0;
+  double max_rel_err = 0.0;
+  std::vector<OutputCheck> outputs;
+  int64_t packets_full = 0;
+  int64_t packets_masked = 0;
+};
+
+struct CheckOptions {
+  CheckMode mode = CheckMode::F64;
+  uint64_t seed = 0;
+  std::map<std::string, std::string> scalar_args;  // name -> value
+  double atol = 5e-5;
+  double rtol = 5e-5;
+};
+
+// Error (compile failure, refused bitexact under fast math, launch failure, corrupted guard
+// zones): a message; a numerical mismatch is not an error but pass = false.
+std::optional<std::string> check(const ir::Kernel& kernel, const plan::Knobs& knobs, const CheckOptions& options,
+                                 CheckResult& out);
+
+// The interpreter's reference for `options` (exposed for tests and the bench harness).
+std::optional<std::string> reference(const ir::Kernel& kernel, const plan::Knobs& knobs,
+                                     const CheckOptions& options, std::vector<host::ParamData>& inputs,
+                                     std::vector<std::vector<double>>& f64_views,
+                                     std::vector<host::ParamData>& strict_views);
+
+}  // namespace kiln::driver

@@ -1,0 +1,214 @@
+#include "driver/compile.h"
+
+#include <fmt/format.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <chrono>
+
+#include "codegen/lower.h"
+#include "ir/diag.h"
+#include "ir/verifier.h"
+#include "jit/compile.h"
+#include "jit/session.h"
+#include "runtime/guard.h"
+
+namespace kiln::driver {
+
+namespace {
+
+std::string where(const ir::Loc& loc) { return fmt::format("{}:{}:{}", loc.file, loc.line, loc.col); }
+
+nlohmann::json knobsJson(const plan::Knobs& k) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const plan::KnobInfo& info : plan::knobTable()) {
+    std::string v = k.get(info.name);
+    bool numeric = !v.empty() && (std::isdigit(static_cast<unsigned char>(v[0])) || v[0] == '-');
+    if (numeric)
+      j[info.name] = std::stoll(v);
+    else
+      j[info.name] = v;
+  }
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json planJson(const ir::Kernel& kernel, const plan::Plan& p) {
+  nlohmann::json j;
+  j["knobs"] = knobsJson(p.knobs);
+  const ir::Op* root = kernel.root();
+  nlohmann::json order = nlohmann::json::array();
+  for (int a : p.root_axis_order) order.push_back(root->regions[0]->args[a]->name);
+  j["domain"] = {{"programs", p.num_programs},
+                 {"blocks", p.num_blocks},
+                 {"packets_per_block", p.knobs.block_size / p.knobs.packet_width},
+                 {"root_axis_order", order}};
+  nlohmann::json mmas = nlohmann::json::array();
+  ir::walk(kernel.body, [&](const ir::Op* op) {
+    if (op->kind != ir::OpKind::Mma) return;
+    const plan::MmaPlan& m = p.mma.at(op);
+    mmas.push_back({{"at", where(op->loc)},
+                    {"result", "%" + op->results[0]->name},
+                    {"k", m.k},
+                    {"outputs", m.outputs},
+                    {"contraction_rolled", m.contraction_rolled},
+                    {"contraction_reason", m.rolled_reason},
+                    {"output_block", m.output_block},
+                    {"output_block_requested", m.output_block_requested},
+                    {"output_block_reason", m.output_block_reason.empty() ? nlohmann::json(nullptr)
+                                                                          : nlohmann::json(m.output_block_reason)},
+                    {"region_work", m.region_work},
+                    {"operand_representations",
+                     {{"a", m.operand_representations[0]},
+                      {"b", m.operand_representations[1]},
+                      {"acc", m.operand_representations[2]}}},
+                    {"runtime_k_operand_read", m.indexable_snapshot ? "indexable_snapshot"
+                                               : m.select_chain     ? "select_chain"
+                                                                    : "none"},
+                    {"cost", "unmodeled"}});
+  });
+  j["mma"] = mmas;
+  nlohmann::json reds = nlohmann::json::array();
+  ir::walk(kernel.body, [&](const ir::Op* op) {
+    if (op->kind != ir::OpKind::Reduce) return;
+    const plan::ReducePlan& r = p.reduce.at(op);
+    reds.push_back({{"at", where(op->loc)},
+                    {"result", "%" + op->results[0]->name},
+                    {"policy", op->reduce_policy.kind == ir::ReducePolicy::Kind::Ordered ? "ordered" : "unordered_tree"},
+                    {"partitions", r.partitions},
+                    {"contributions", r.contributions},
+                    {"rolled", r.rolled}});
+  });
+  j["reductions"] = reds;
+  std::map<std::string, int> reps;
+  for (const auto& v : kernel.values)
+    if (v->type.isTile() && v->origin != ir::Value::Origin::Param) reps[plan::repName(p.rep[v->id])]++;
+  j["representations"] = reps;
+  j["snapshot_bytes_per_worker"] = p.snapshot_bytes_per_worker;
+  j["resources"] = {{"snapshot_allocas", p.snapshot_allocas},
+                    {"runtime_loops", p.runtime_loops},
+                    {"max_local_bytes", p.knobs.max_local_bytes}};
+  j["work"] = {{"multiply_adds", p.work.multiply_adds},
+               {"operand_loads", p.work.operand_loads},
+               {"k_loop_iterations", p.work.k_loop_iterations},
+               {"multiply_adds_per_program", p.work.multiply_adds_per_program
+                                                 ? nlohmann::json(*p.work.multiply_adds_per_program)
+                                                 : nlohmann::json("unmodeled")},
+               {"time", "unmodeled"}};
+  return j;
+}
+
+std::optional<std::string> compile(const ir::Kernel& kernel, const plan::Knobs& knobs, Compilation& out,
+                                   Stage until) {
+  auto start = std::chrono::steady_clock::now();
+  // 1. verify
+  ir::DiagEngine diag;
+  if (!ir::verify(kernel, diag)) return diag.str();
+  // 2. plan
+  if (auto e = plan::buildPlan(kernel, knobs, out.plan)) return e;
+  out.report = planJson(kernel, out.plan);
+  out.report["kernel"] = kernel.name;
+  if (until == Stage::Ir || until == Stage::Plan) return std::nullopt;
+  // 3. lower
+  llvm::LLVMContext ctx;
+  codegen::Lowered lowered;
+  if (auto e = codegen::lower(kernel, out.plan, ctx, lowered)) return e;
+  if (until == Stage::Llvm) {
+    llvm::raw_string_ostream os(out.llvm_text);
+    lowered.module->print(os, nullptr);
+    return std::nullopt;
+  }
+  // 4. optimise (O2) and 5. emit the object
+  jit::JitOptions jo;
+  jo.fast_math = knobs.fast_math;
+  jo.emit_assembly = until == Stage::Asm;
+  auto obj = jit::compileToObject(std::move(lowered.module), jo);
+  if (!obj) return "LLVM compilation failed: " + llvm::toString(obj.takeError());
+  out.object = std::move(obj->object_bytes);
+  out.assembly = std::move(obj->assembly);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+  nlohmann::json& r = out.report;
+  r["resources"]["realized_allocas"] = lowered.realized_allocas;
+  r["resources"]["realized_loops"] = lowered.realized_loops;
+  r["work"]["clone"] = lowered.full_packet_decision == "selected";
+  r["llvm"] = {{"instructions_pre_opt", lowered.instructions_pre_opt},
+               {"instructions_post_opt", obj->instructions_post_opt},
+               {"basic_blocks_pre_opt", lowered.basic_blocks_pre_opt},
+               {"basic_blocks", obj->basic_blocks_post_opt}};
+  r["full_packet"] = {{"requested", knobs.full_packet},
+                      {"decision", lowered.full_packet_decision},
+                      {"body_instructions", lowered.body_instructions},
+                      {"budget", knobs.full_packet_budget},
+                      {"clone_instructions", lowered.full_body_instructions}};
+  r["compile_ms"] = ms;
+  r["object"] = {{"bytes", out.object.size()}, {"sha256", obj->object_sha256}};
+  const jit::HostTarget& host = jit::hostTarget();
+  r["target"] = {{"triple", host.triple}, {"cpu", host.cpu}, {"llvm_version", host.llvm_version}};
+  r["precision"] = knobs.fast_math ? "fast_math" : "precise";
+  return std::nullopt;
+}
+
+std::vector<runtime::ParamSpec> signature(const ir::Kernel& kernel) {
+  std::vector<runtime::ParamSpec> sig;
+  for (const ir::Value* p : kernel.params) {
+    if (p->type.isView())
+      sig.push_back(runtime::ParamSpec::view(p->name, p->type.shape()));
+    else if (p->type.elem == ir::Elem::I64)
+      sig.push_back(runtime::ParamSpec::i64(p->name));
+    else
+      sig.push_back(runtime::ParamSpec::f32(p->name));
+  }
+  return sig;
+}
+
+std::optional<std::string> load(const std::string& object, const ir::Kernel& kernel, int threads,
+                                std::unique_ptr<runtime::LoadedKernel>& out) {
+  auto session = jit::Session::load(object);
+  if (!session) return "cannot load the object: " + llvm::toString(session.takeError());
+  std::shared_ptr<jit::Session> shared(std::move(*session));
+  out = std::make_unique<runtime::LoadedKernel>(jit::kernelEntry(shared), signature(kernel), threads);
+  return std::nullopt;
+}
+
+std::optional<std::string> run(const runtime::LoadedKernel& kernel, std::vector<host::ParamData>& params,
+                               bool guarded, runtime::KilnLaunchRecord* record) {
+  const auto& sig = kernel.params();
+  if (params.size() != sig.size())
+    return fmt::format("the kernel has {} parameters but {} values were given", sig.size(), params.size());
+  if (guarded) {
+    runtime::GuardedArgs g(sig);
+    for (size_t i = 0; i < sig.size(); ++i) {
+      std::optional<std::string> e;
+      if (sig[i].kind == runtime::ParamKind::View)
+        e = g.setView(i, params[i].data);
+      else if (sig[i].kind == runtime::ParamKind::I64)
+        e = g.setI64(i, params[i].i64);
+      else
+        e = g.setF32(i, params[i].f32);
+      if (e) return e;
+    }
+    if (auto e = kernel.launch(g.args(), record)) return e;
+    if (auto e = g.checkGuards()) return "guard zones corrupted: " + *e;
+    for (size_t i = 0; i < sig.size(); ++i)
+      if (sig[i].kind == runtime::ParamKind::View) {
+        auto v = g.view(i);
+        params[i].data.assign(v.begin(), v.end());
+      }
+    return std::nullopt;
+  }
+  std::vector<runtime::Arg> args;
+  for (size_t i = 0; i < sig.size(); ++i) {
+    if (sig[i].kind == runtime::ParamKind::View)
+      args.push_back(runtime::Arg::view(params[i].data));
+    else if (sig[i].kind == runtime::ParamKind::I64)
+      args.push_back(runtime::Arg::i64(params[i].i64));
+    else
+      args.push_back(runtime::Arg::f32(params[i].f32));
+  }
+  return kernel.launch(args, record);
+}
+
+}  // namespace kiln::driver

@@ -1,0 +1,52 @@
+// compile(): the pipeline, top to bottom — verify → plan → lower → optimise → emit — and the
+// realization report of what it did. load(): a captured object into a runnable kernel.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "host/data.h"
+#include "ir/ir.h"
+#include "plan/knobs.h"
+#include "plan/plan.h"
+#include "runtime/runtime.h"
+
+namespace kiln::driver {
+
+enum class Stage { Ir, Plan, Llvm, Asm, Obj, Report };
+
+struct Compilation {
+  plan::Plan plan;
+  std::string llvm_text;  // the lowered module before optimisation (Stage::Llvm)
+  std::string assembly;   // Stage::Asm
+  std::string object;     // the ELF object (what runs)
+  nlohmann::json report;  // the realization report
+};
+
+// Runs the pipeline up to `until` (Stage::Plan stops after planning, Stage::Llvm after
+// lowering; Obj/Asm/Report run everything). Error: one message naming what failed.
+std::optional<std::string> compile(const ir::Kernel& kernel, const plan::Knobs& knobs, Compilation& out,
+                                   Stage until = Stage::Report);
+
+// The plan as JSON (part of the report; also `--emit plan`).
+nlohmann::json planJson(const ir::Kernel& kernel, const plan::Plan& plan);
+
+// The parameter signature the runtime checks launches against.
+std::vector<runtime::ParamSpec> signature(const ir::Kernel& kernel);
+
+// Links an object (fresh or captured) and wraps it for launching; compiles nothing.
+std::optional<std::string> load(const std::string& object, const ir::Kernel& kernel, int threads,
+                                std::unique_ptr<runtime::LoadedKernel>& out);
+
+// Launches on host data. With `guarded`, every view is copied into a buffer with canary zones
+// that are checked after the launch (a corrupted guard is an error naming the parameter).
+// Views that alias (the same ParamData index listed twice) are not supported here; the
+// runtime API supports aliasing directly.
+std::optional<std::string> run(const runtime::LoadedKernel& kernel, std::vector<host::ParamData>& params,
+                               bool guarded, runtime::KilnLaunchRecord* record = nullptr);
+
+}  // namespace kiln::driver

@@ -1,0 +1,60 @@
+// Compile: one LLVM module → one ELF relocatable object for the host CPU, through the O2
+// pipeline. Expects a module implementing the runtime ABI (src/runtime/abi.h); guarantees
+// that the bytes returned are exactly what Session::load runs (nothing is recompiled).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "llvm/Support/Error.h"
+
+namespace llvm {
+class Module;
+}
+
+namespace kiln::jit {
+
+struct JitOptions {
+  // false (precise): no FP contraction (AllowFPOpFusion Strict), IEEE semantics kept.
+  // true: contraction into FMA anywhere, and codegen may assume no NaNs, no infinities and
+  // insignificant signed zeros (TargetOptions and the matching function attributes).
+  bool fast_math = false;
+  // Also print the optimised module as assembly (CompiledObject::assembly), from a copy
+  // codegen'd the same way as the object; for `kiln compile --emit=asm`.
+  bool emit_assembly = false;
+};
+
+// The machine code is generated for: the host's triple, CPU name and features (e.g.
+// "+avx512f,..."), detected once per process.
+struct HostTarget {
+  std::string triple;
+  std::string cpu;
+  std::string features;      // sorted, comma-separated "+name" / "-name"
+  std::string llvm_version;  // LLVM_VERSION_STRING
+};
+const HostTarget& hostTarget();
+
+// Registers the native target, its asm printer and parser; thread-safe, idempotent.
+void initializeNativeTarget();
+
+struct CompiledObject {
+  std::string object_bytes;      // ELF relocatable object
+  std::string object_sha256;     // lowercase hex of object_bytes
+  int instructions_pre_opt = 0;  // as handed in (after verification)
+  int instructions_post_opt = 0;
+  int basic_blocks_post_opt = 0;
+  double compile_ms = 0.0;  // verify + O2 + codegen
+  std::string assembly;     // AT&T text, only with JitOptions::emit_assembly
+};
+
+// Sets the module's triple and data layout for the host, verifies it, runs
+// buildPerModuleDefaultPipeline(O2) (loop and SLP vectorisation on, as clang -O2), counts
+// instructions (before and after O2) and basic blocks (after) of the defined functions, and emits the object (PIC,
+// small code model). An invalid module or a codegen failure is an error, not an abort.
+llvm::Expected<CompiledObject> compileToObject(std::unique_ptr<llvm::Module> module, const JitOptions& options);
+
+// How many times compileToObject ran in this process (replay tests check it stays 0).
+int64_t compilationsInThisProcess();
+
+}  // namespace kiln::jit

@@ -1,0 +1,82 @@
+// Session: an LLJIT whose main JITDylib holds one object file, linked against the process
+// (memset, memcpy and the like resolve there).
+#include "jit/session.h"
+
+#include <cstring>
+#include <utility>
+
+#include "host/data.h"
+#include "jit/compile.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+namespace kiln::jit {
+namespace {
+
+llvm::Error error(const std::string& message) {
+  return llvm::make_error<llvm::StringError>(message, llvm::inconvertibleErrorCode());
+}
+
+}  // namespace
+
+Session::Session() = default;
+Session::~Session() = default;
+
+llvm::Expected<std::unique_ptr<Session>> Session::load(std::string object_bytes) {
+  initializeNativeTarget();
+  std::unique_ptr<Session> session(new Session());
+  session->object_sha256_ = host::sha256Hex(object_bytes.data(), object_bytes.size());
+
+  auto jit = llvm::orc::LLJITBuilder().create();
+  if (!jit) return error("cannot create an ORC JIT for the host: " + llvm::toString(jit.takeError()));
+  session->jit_ = std::move(*jit);
+  if (llvm::Error e = session->jit_->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object_bytes, "kiln-kernel.o")))
+    return error("cannot add the kernel object: " + llvm::toString(std::move(e)));
+
+  // The first lookup links the object; every ABI symbol must be there.
+  auto resolve = [&](const char* name) -> llvm::Expected<void*> {
+    auto address = session->jit_->lookup(name);
+    if (!address)
+      return error(std::string("kernel object: cannot resolve '") + name + "': " + llvm::toString(address.takeError()));
+    return address->toPtr<void*>();
+  };
+  auto version = resolve(runtime::kAbiVersionSymbol);
+  if (!version) return version.takeError();
+  int64_t abi_version = 0;
+  std::memcpy(&abi_version, *version, sizeof abi_version);
+  if (abi_version != runtime::kKilnAbiVersion)
+    return error("kernel object has ABI version " + std::to_string(abi_version) + ", this runtime expects " +
+                 std::to_string(runtime::kKilnAbiVersion));
+  auto blocks = resolve(runtime::kBlocksSymbol);
+  if (!blocks) return blocks.takeError();
+  auto launch = resolve(runtime::kLaunchSymbol);
+  if (!launch) return launch.takeError();
+  auto num_blocks = resolve(runtime::kNumBlocksSymbol);
+  if (!num_blocks) return num_blocks.takeError();
+  session->blocks_ = reinterpret_cast<runtime::BlocksFn>(*blocks);
+  session->launch_ = reinterpret_cast<runtime::LaunchFn>(*launch);
+  std::memcpy(&session->num_blocks_, *num_blocks, sizeof session->num_blocks_);
+  if (session->num_blocks_ < 0)
+    return error("kernel object has kiln_num_blocks = " + std::to_string(session->num_blocks_));
+  return session;
+}
+
+void* Session::lookup(const char* name) {
+  auto address = jit_->lookup(name);
+  if (!address) {
+    llvm::consumeError(address.takeError());
+    return nullptr;
+  }
+  return address->toPtr<void*>();
+}
+
+runtime::KernelEntry kernelEntry(std::shared_ptr<Session> session) {
+  runtime::KernelEntry entry;
+  entry.blocks = session->blocks();
+  entry.launch = session->launch();
+  entry.num_blocks = session->numBlocks();
+  entry.owner = std::move(session);
+  return entry;
+}
+
+}  // namespace kiln::jit

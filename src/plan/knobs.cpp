@@ -1,0 +1,153 @@
+#include "plan/knobs.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <functional>
+#include <map>
+
+namespace kiln::plan {
+namespace {
+
+struct Entry {
+  KnobInfo info;
+  std::function<std::optional<std::string>(Knobs&, const std::string&)> set;
+  std::function<std::string(const Knobs&)> get;
+};
+
+std::optional<int64_t> parseInt(const std::string& s) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::string rangeError(const KnobInfo& k, const std::string& value) {
+  return fmt::format("knob '{}': value '{}' is outside its legal range {} ({})", k.name, value, k.range, k.doc);
+}
+
+Entry intKnob(KnobInfo info, int64_t Knobs::*field, std::function<bool(int64_t)> legal) {
+  Entry e;
+  e.info = info;
+  e.set = [info, field, legal](Knobs& k, const std::string& v) -> std::optional<std::string> {
+    auto n = parseInt(v);
+    if (!n || !legal(*n)) return rangeError(info, v);
+    k.*field = *n;
+    return std::nullopt;
+  };
+  e.get = [field](const Knobs& k) { return std::to_string(k.*field); };
+  return e;
+}
+
+Entry boolKnob(KnobInfo info, bool Knobs::*field) {
+  Entry e;
+  info.range = "on|off";
+  e.info = info;
+  e.set = [info, field](Knobs& k, const std::string& v) -> std::optional<std::string> {
+    if (v == "on" || v == "true" || v == "1") {
+      k.*field = true;
+    } else if (v == "off" || v == "false" || v == "0") {
+      k.*field = false;
+    } else {
+      return rangeError(info, v);
+    }
+    return std::nullopt;
+  };
+  e.get = [field](const Knobs& k) { return std::string(k.*field ? "on" : "off"); };
+  return e;
+}
+
+const std::vector<Entry>& entries() {
+  static const std::vector<Entry> table = [] {
+    std::vector<Entry> t;
+    auto inRange = [](int64_t lo, int64_t hi) { return [lo, hi](int64_t v) { return v >= lo && v <= hi; }; };
+    t.push_back(intKnob({"packet_width", "8", "{1, 4, 8, 16}", "SIMD lanes per packet (W): programs run W at a time"},
+                        &Knobs::packet_width, [](int64_t v) { return v == 1 || v == 4 || v == 8 || v == 16; }));
+    t.push_back(intKnob({"block_size", "32", "1..4096, a multiple of packet_width",
+                         "workers (programs) per block; blocks are dispatched over the thread pool"},
+                        &Knobs::block_size, inRange(1, 4096)));
+    t.push_back(intKnob({"local_lanes", "1", "{1} (W is reserved, not yet supported)",
+                         "lanes given to one program: 1 = each lane runs a whole program"},
+                        &Knobs::local_lanes, inRange(1, 16)));
+    {
+      Entry e;
+      e.info = {"root_axis_order", "as-written", "a permutation of the root domain's axis names, comma-separated",
+                "order in which the root domain is flattened into programs (first = outermost)"};
+      e.set = [](Knobs& k, const std::string& v) -> std::optional<std::string> {
+        k.root_axis_order = v == "as-written" ? "" : v;
+        return std::nullopt;
+      };
+      e.get = [](const Knobs& k) { return k.root_axis_order.empty() ? std::string("as-written") : k.root_axis_order; };
+      t.push_back(e);
+    }
+    t.push_back(intKnob({"max_unrolled_tile_elements", "64", "0..65536 (0 = fully unrolled diagnostic)",
+                         "tiles up to this many elements stay SSA (unrolled); larger ones become snapshots"},
+                        &Knobs::max_unrolled_tile_elements, inRange(0, 65536)));
+    t.push_back(intKnob({"max_unrolled_mma_terms", "0", "0..65536 (0 = no extra cap)",
+                         "extra cap on unrolling an mma's K: can only keep K rolled earlier, never unroll more"},
+                        &Knobs::max_unrolled_mma_terms, inRange(0, 65536)));
+    t.push_back(intKnob({"mma_output_block", "1", "{1, 2, 4}",
+                         "R: accumulators sharing one K loop (output register blocking)"},
+                        &Knobs::mma_output_block, [](int64_t v) { return v == 1 || v == 2 || v == 4; }));
+    t.push_back(intKnob({"max_unrolled_region_work", "4096", "0..1073741824 (0 = no limit)",
+                         "work budget (outputs x K-updates x (2 + operand ranks)) admitting output blocking"},
+                        &Knobs::max_unrolled_region_work, inRange(0, int64_t(1) << 30)));
+    t.push_back(boolKnob({"mma_indexable_snapshot", "on", "",
+                          "rolled K reading a small SSA operand: on = indexable snapshot, off = SELECT chain (seed)"},
+                         &Knobs::mma_indexable_snapshot));
+    t.push_back(boolKnob({"full_packet", "off", "", "request the full-packet clone (body specialised to all lanes)"},
+                         &Knobs::full_packet));
+    t.push_back(intKnob({"full_packet_budget", "4096", "0..1048576",
+                         "max pre-optimisation LLVM instructions of the packet body for the clone"},
+                        &Knobs::full_packet_budget, inRange(0, int64_t(1) << 20)));
+    t.push_back(intKnob({"reduction_partitions", "4", "1..16",
+                         "partitions P of `unordered_tree` reductions that do not name their own"},
+                        &Knobs::reduction_partitions, inRange(1, 16)));
+    t.push_back(boolKnob({"fast_math", "off", "", "allow FMA contraction and fast-math flags (not bitexact)"},
+                         &Knobs::fast_math));
+    t.push_back(intKnob({"max_local_bytes", "262144", "0..16777216",
+                         "limit on snapshot bytes per worker (private arrays)"},
+                        &Knobs::max_local_bytes, inRange(0, int64_t(1) << 24)));
+    t.push_back(boolKnob({"fuse_recipes", "on", "",
+                          "fusion switch: single-use pure expressions are recomputed at their consumer"},
+                         &Knobs::fuse_recipes));
+    t.push_back(intKnob({"threads", "1", "1..256", "threads of the pool running blocks (1 = the calling thread)"},
+                        &Knobs::threads, inRange(1, 256)));
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+const std::vector<KnobInfo>& knobTable() {
+  static const std::vector<KnobInfo> infos = [] {
+    std::vector<KnobInfo> v;
+    for (const Entry& e : entries()) v.push_back(e.info);
+    return v;
+  }();
+  return infos;
+}
+
+std::optional<std::string> Knobs::set(const std::string& name, const std::string& value) {
+  for (const Entry& e : entries())
+    if (e.info.name == name) return e.set(*this, value);
+  std::string names;
+  for (const Entry& e : entries()) names += (names.empty() ? "" : ", ") + e.info.name;
+  return fmt::format("unknown knob '{}'; knobs are: {}", name, names);
+}
+
+std::optional<std::string> Knobs::setAssignment(const std::string& assignment) {
+  auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return fmt::format("expected name=value, got '{}'", assignment);
+  return set(assignment.substr(0, eq), assignment.substr(eq + 1));
+}
+
+std::string Knobs::get(const std::string& name) const {
+  for (const Entry& e : entries())
+    if (e.info.name == name) return e.get(*this);
+  return {};
+}
+
+}  // namespace kiln::plan

@@ -1,0 +1,48 @@
+// Knobs: the one table of planner settings (name, default, legal range, one-line doc).
+// It serves the C++ API, `--set name=value` on the CLI and the realization report.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::plan {
+
+struct Knobs {
+  int64_t packet_width = 8;
+  int64_t block_size = 32;
+  int64_t local_lanes = 1;
+  std::string root_axis_order;  // "" = as written; else comma-separated domain axis names
+  int64_t max_unrolled_tile_elements = 64;
+  int64_t max_unrolled_mma_terms = 0;
+  int64_t mma_output_block = 1;
+  int64_t max_unrolled_region_work = 4096;
+  bool mma_indexable_snapshot = true;
+  bool full_packet = false;
+  int64_t full_packet_budget = 4096;
+  int64_t reduction_partitions = 4;
+  bool fast_math = false;
+  int64_t max_local_bytes = 256 * 1024;
+  bool fuse_recipes = true;
+  int64_t threads = 1;
+
+  // Sets a knob from its text form. Error: names the knob and its legal range.
+  std::optional<std::string> set(const std::string& name, const std::string& value);
+  // Parses "name=value".
+  std::optional<std::string> setAssignment(const std::string& assignment);
+  // The value of a knob as text (as the report prints it).
+  std::string get(const std::string& name) const;
+};
+
+struct KnobInfo {
+  std::string name;
+  std::string default_value;
+  std::string range;  // human-readable legal range
+  std::string doc;
+};
+
+// Every knob, in a fixed order.
+const std::vector<KnobInfo>& knobTable();
+
+}  // namespace kiln::plan

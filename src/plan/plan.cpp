@@ -1,0 +1,361 @@
+#include "plan/plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <sstream>
+
+namespace kiln::plan {
+
+const char* repName(Rep r) {
+  switch (r) {
+    case Rep::SSA: return "ssa";
+    case Rep::Snapshot: return "snapshot";
+    case Rep::Recipe: return "recipe";
+    case Rep::Splat: return "splat";
+  }
+  return "?";
+}
+
+namespace {
+
+using ir::Op;
+using ir::OpKind;
+using ir::Value;
+
+bool isElementwise(OpKind k) {
+  return ir::isUnary(k) || ir::isBinary(k) || k == OpKind::Cmp || k == OpKind::Select || k == OpKind::Cast;
+}
+
+int64_t elemBytes(ir::Elem e) { return e == ir::Elem::I64 ? 8 : e == ir::Elem::I1 ? 1 : 4; }
+
+class Planner {
+ public:
+  Planner(const ir::Kernel& k, Plan& p) : k_(k), p_(p) {}
+
+  std::optional<std::string> run() {
+    if (auto e = checkKnobs()) return e;
+    if (auto e = mapDomain()) return e;
+    size_t n = k_.values.size();
+    p_.rep.assign(n, Rep::SSA);
+    p_.uniform.assign(n, false);
+    p_.storage_of.assign(n, -1);
+    users_.assign(n, {});
+    ir::walk(k_.body, [&](const Op* op) {
+      for (const Value* v : op->operands) users_[v->id].push_back(op);
+      for (const ir::Index& ix : op->indices)
+        if (ix.value) users_[ix.value->id].push_back(op);
+    });
+    analyseUniform();
+    chooseReps();
+    planMmas();
+    planReduces();
+    tieLoopValues();
+    if (auto e = assignStorage()) return e;
+    countLoops(k_.body);
+    p_.work.multiply_adds_per_program = 0;
+    countWork(k_.body, 1, true);
+    return std::nullopt;
+  }
+
+ private:
+  bool large(int64_t elements) const { return p_.largeTile(elements); }
+
+  std::optional<std::string> checkKnobs() {
+    const Knobs& kn = p_.knobs;
+    if (kn.block_size % kn.packet_width != 0)
+      return fmt::format("knob 'block_size': {} is not a multiple of packet_width {} (legal: 1..4096, a multiple "
+                         "of packet_width)",
+                         kn.block_size, kn.packet_width);
+    if (kn.local_lanes == kn.packet_width && kn.packet_width != 1)
+      return fmt::format("knob 'local_lanes': {} (= packet_width, one program per packet with its elements over the "
+                         "lanes) is reserved and not yet supported; use local_lanes=1",
+                         kn.local_lanes);
+    if (kn.local_lanes != 1)
+      return fmt::format("knob 'local_lanes': {} is not legal; legal values are 1 (and packet_width, not yet "
+                         "supported)",
+                         kn.local_lanes);
+    return std::nullopt;
+  }
+
+  std::optional<std::string> mapDomain() {
+    const Op* root = k_.root();
+    if (!root) return "the kernel has no root parallel domain";
+    p_.root_extents = root->extents;
+    p_.num_programs = 1;
+    for (int64_t e : root->extents) p_.num_programs *= e;
+    p_.num_blocks = (p_.num_programs + p_.knobs.block_size - 1) / p_.knobs.block_size;
+    const auto& args = root->regions[0]->args;
+    p_.root_axis_order.clear();
+    if (p_.knobs.root_axis_order.empty()) {
+      for (size_t i = 0; i < args.size(); ++i) p_.root_axis_order.push_back(static_cast<int>(i));
+      return std::nullopt;
+    }
+    std::stringstream ss(p_.knobs.root_axis_order);
+    std::string name;
+    std::vector<bool> seen(args.size(), false);
+    std::string names;
+    for (const Value* a : args) names += (names.empty() ? "" : ",") + a->name;
+    while (std::getline(ss, name, ',')) {
+      auto it = std::find_if(args.begin(), args.end(), [&](const Value* a) { return a->name == name; });
+      if (it == args.end() || seen[it - args.begin()])
+        return fmt::format("knob 'root_axis_order': '{}' is not a permutation of the root domain's axes ({})",
+                           p_.knobs.root_axis_order, names);
+      seen[it - args.begin()] = true;
+      p_.root_axis_order.push_back(static_cast<int>(it - args.begin()));
+    }
+    if (p_.root_axis_order.size() != args.size())
+      return fmt::format("knob 'root_axis_order': '{}' is not a permutation of the root domain's axes ({})",
+                         p_.knobs.root_axis_order, names);
+    return std::nullopt;
+  }
+
+  void analyseUniform() {
+    for (const Value* v : k_.params) p_.uniform[v->id] = true;
+    ir::walk(k_.body, [&](const Op* op) {
+      bool u = op->kind != OpKind::Load && op->kind != OpKind::Parallel;
+      for (const Value* v : op->operands) u = u && p_.uniform[v->id];
+      for (const ir::Index& ix : op->indices)
+        if (ix.value) u = u && p_.uniform[ix.value->id];
+      bool loop = ir::isLoop(op->kind);
+      // Loop results and carried values are conservatively per-lane.
+      for (const Value* r : op->results) p_.uniform[r->id] = u && !loop;
+      for (const ir::Region* reg : op->regions)
+        for (size_t i = 0; i < reg->args.size(); ++i)
+          p_.uniform[reg->args[i]->id] = loop && i == 0 && u;  // a loop IV is uniform iff its bounds are
+    });
+  }
+
+  // A consumer that reads each element of this operand at most once.
+  bool readsOnce(const Op* user, const Value* v) const {
+    if (isElementwise(user->kind)) return !v->type.isScalar() || user->results[0]->type.isScalar();
+    if (user->kind == OpKind::Reduce) return user->operands[0] == v;
+    if (user->kind == OpKind::Store) return user->operands[1] == v;
+    return false;
+  }
+
+  void chooseReps() {
+    for (const Value* v : k_.params) p_.rep[v->id] = Rep::SSA;
+    ir::walk(k_.body, [&](const Op* op) {
+      for (const ir::Region* reg : op->regions)
+        for (size_t i = 0; i < reg->args.size(); ++i) {
+          const Value* a = reg->args[i];
+          bool carried = ir::isLoop(op->kind) && i > 0;
+          p_.rep[a->id] = carried && large(a->type.numElements()) ? Rep::Snapshot : Rep::SSA;
+        }
+      for (const Value* r : op->results) {
+        Rep rep = large(r->type.numElements()) ? Rep::Snapshot : Rep::SSA;
+        if (op->kind == OpKind::Const) rep = Rep::Splat;
+        if (op->kind == OpKind::Iota || op->kind == OpKind::Broadcast) rep = Rep::Recipe;
+        if (op->kind == OpKind::Extract) rep = Rep::SSA;
+        bool yielded = std::any_of(users_[r->id].begin(), users_[r->id].end(),
+                                   [](const Op* u) { return u->kind == OpKind::Yield; });
+        if (yielded && rep == Rep::Recipe) rep = large(r->type.numElements()) ? Rep::Snapshot : Rep::SSA;
+        if (isElementwise(op->kind) && p_.knobs.fuse_recipes && users_[r->id].size() == 1) {
+          const Op* u = users_[r->id][0];
+          if (u->parent == op->parent && readsOnce(u, r)) rep = Rep::Recipe;
+        }
+        p_.rep[r->id] = rep;
+      }
+    });
+  }
+
+  static std::vector<int64_t> contractedExtents(const Op* op) {
+    std::vector<int64_t> ks;
+    const ir::Type& a = op->operands[0]->type;
+    for (const std::string& d : op->dims) ks.push_back(a.dims[a.findDim(d)].extent);
+    return ks;
+  }
+
+  void planMmas() {
+    const Knobs& kn = p_.knobs;
+    ir::walk(k_.body, [&](const Op* op) {
+      if (op->kind != OpKind::Mma) return;
+      MmaPlan m;
+      const ir::Type& acc = op->operands[2]->type;
+      m.outputs = acc.numElements();
+      m.k = 1;
+      for (int64_t e : contractedExtents(op)) m.k *= e;
+      if (kn.max_unrolled_tile_elements == 0) {
+        m.contraction_rolled = false;
+        m.rolled_reason = "max_unrolled_tile_elements=0: the fully unrolled diagnostic wins over every cap";
+      } else if (m.k > kn.max_unrolled_tile_elements) {
+        m.contraction_rolled = true;
+        m.rolled_reason = fmt::format("K={} > max_unrolled_tile_elements={}", m.k, kn.max_unrolled_tile_elements);
+      } else if (kn.max_unrolled_mma_terms != 0 && m.k > kn.max_unrolled_mma_terms) {
+        m.contraction_rolled = true;
+        m.rolled_reason = fmt::format("K={} > max_unrolled_mma_terms={}", m.k, kn.max_unrolled_mma_terms);
+      } else {
+        m.contraction_rolled = false;
+        m.rolled_reason = fmt::format("K={} within max_unrolled_tile_elements={}{}", m.k,
+                                      kn.max_unrolled_tile_elements,
+                                      kn.max_unrolled_mma_terms ? fmt::format(" and max_unrolled_mma_terms={}",
+                                                                              kn.max_unrolled_mma_terms)
+                                                                : std::string());
+      }
+      if (m.k == 0) m.contraction_rolled = false;
+      m.region_work = m.outputs * m.k * (2 + op->operands[0]->type.rank() + op->operands[1]->type.rank());
+      m.output_block_requested = kn.mma_output_block;
+      m.output_block = kn.mma_output_block;
+      if (m.output_block > 1) {
+        int64_t inner = acc.dims.empty() ? 1 : acc.dims.back().extent;
+        if (acc.dims.empty() || inner % m.output_block != 0) {
+          m.output_block_reason = fmt::format("R={} fell back to 1: the innermost acc dim ({}) is not a multiple of R",
+                                              m.output_block, acc.dims.empty() ? "none" : acc.dims.back().name);
+          m.output_block = 1;
+        } else if (kn.max_unrolled_region_work != 0 && m.region_work > kn.max_unrolled_region_work) {
+          m.output_block_reason = fmt::format("R={} fell back to 1: region work {} > max_unrolled_region_work={}",
+                                              m.output_block, m.region_work, kn.max_unrolled_region_work);
+          m.output_block = 1;
+        }
+      }
+      if (m.contraction_rolled && m.k > 1) {
+        for (int i = 0; i < 2; ++i) {
+          const Value* v = op->operands[i];
+          if (p_.rep[v->id] != Rep::SSA || v->type.numElements() <= 1) continue;
+          if (kn.mma_indexable_snapshot) {
+            p_.rep[v->id] = Rep::Snapshot;
+            m.indexable_snapshot = true;
+          } else {
+            m.select_chain = true;
+          }
+        }
+      }
+      p_.mma[op] = m;
+    });
+    // Operand representations are final only after every mma has been planned.
+    for (auto& [op, m] : p_.mma)
+      for (int i = 0; i < 3; ++i) m.operand_representations.push_back(repName(p_.rep[op->operands[i]->id]));
+  }
+
+  void planReduces() {
+    ir::walk(k_.body, [&](const Op* op) {
+      if (op->kind != OpKind::Reduce) return;
+      ReducePlan r;
+      const ir::Type& x = op->operands[0]->type;
+      r.contributions = 1;
+      for (const std::string& d : op->dims) r.contributions *= x.dims[x.findDim(d)].extent;
+      r.partitions = op->reduce_policy.kind == ir::ReducePolicy::Kind::Ordered ? 1
+                     : op->reduce_policy.partitions ? op->reduce_policy.partitions
+                                                    : p_.knobs.reduction_partitions;
+      r.rolled = large(r.contributions);
+      p_.reduce[op] = r;
+    });
+  }
+
+  // A loop's carried values and its results share one representation (and storage).
+  void tieLoopValues() {
+    ir::walk(k_.body, [&](const Op* op) {
+      if (!ir::isLoop(op->kind)) return;
+      for (size_t i = 0; i < op->results.size(); ++i) {
+        const Value* arg = op->regions[0]->args[i + 1];
+        const Value* res = op->results[i];
+        bool snap = p_.rep[arg->id] == Rep::Snapshot || p_.rep[res->id] == Rep::Snapshot;
+        p_.rep[arg->id] = p_.rep[res->id] = snap ? Rep::Snapshot : Rep::SSA;
+      }
+    });
+  }
+
+  std::optional<std::string> assignStorage() {
+    auto slot = [&](const Value* v) {
+      int64_t e = v->type.numElements();
+      if (e == 0) return;
+      p_.storage_of[v->id] = static_cast<int>(p_.storage_elements.size());
+      p_.storage_elements.push_back(e);
+      p_.snapshot_bytes_per_worker += e * elemBytes(v->type.elem);
+    };
+    ir::walk(k_.body, [&](const Op* op) {
+      for (const ir::Region* reg : op->regions)
+        for (const Value* a : reg->args)
+          if (p_.rep[a->id] == Rep::Snapshot) slot(a);
+      for (size_t i = 0; i < op->results.size(); ++i) {
+        const Value* r = op->results[i];
+        if (p_.rep[r->id] != Rep::Snapshot) continue;
+        if (ir::isLoop(op->kind))
+          p_.storage_of[r->id] = p_.storage_of[op->regions[0]->args[i + 1]->id];
+        else
+          slot(r);
+      }
+    });
+    p_.snapshot_allocas = static_cast<int64_t>(p_.storage_elements.size());
+    if (p_.snapshot_bytes_per_worker > p_.knobs.max_local_bytes)
+      return fmt::format("snapshot bytes per worker {} exceed knob 'max_local_bytes' = {} (legal 0..16777216); "
+                         "raise max_local_bytes or max_unrolled_tile_elements, or use smaller tiles",
+                         p_.snapshot_bytes_per_worker, p_.knobs.max_local_bytes);
+    return std::nullopt;
+  }
+
+  // Mirrors the emission rules of the lowering (src/codegen): which ops become IR loops.
+  void countLoops(const ir::Region* r) {
+    for (const Op* op : r->ops) {
+      if (ir::isLoop(op->kind)) {
+        p_.runtime_loops += 1;
+        for (size_t i = 0; i < op->results.size(); ++i)
+          if (p_.rep[op->results[i]->id] == Rep::Snapshot) p_.runtime_loops += 2;  // init copy, yield copy
+      } else if (op->kind == OpKind::Store) {
+        if (large(op->operands[1]->type.numElements())) p_.runtime_loops += 1;
+      } else if (!op->results.empty() && op->kind != OpKind::Parallel) {
+        const Value* res = op->results[0];
+        bool snap = p_.rep[res->id] == Rep::Snapshot;
+        if (snap && res->type.numElements() > 0) p_.runtime_loops += 1;
+        if (op->kind == OpKind::Reduce && p_.reduce[op].rolled && res->type.numElements() > 0)
+          p_.runtime_loops += snap ? 1 : res->type.numElements();
+        if (op->kind == OpKind::Mma) {
+          const MmaPlan& m = p_.mma[op];
+          if (m.contraction_rolled && m.outputs > 0) p_.runtime_loops += snap ? 1 : m.outputs / m.output_block;
+        }
+      }
+      for (const ir::Region* sub : op->regions) countLoops(sub);
+    }
+  }
+
+  void countWork(const ir::Region* r, int64_t trips, bool tripsKnown) {
+    for (const Op* op : r->ops) {
+      if (op->kind == OpKind::Mma) {
+        const MmaPlan& m = p_.mma[op];
+        int64_t groups = m.outputs / m.output_block;
+        p_.work.multiply_adds += m.outputs * m.k;
+        p_.work.operand_loads += m.output_block > 1 ? groups * m.k * (1 + m.output_block) : m.outputs * m.k * 2;
+        if (m.contraction_rolled) p_.work.k_loop_iterations += groups * m.k;
+        if (tripsKnown) {
+          int64_t prev = p_.work.multiply_adds_per_program.value_or(0);
+          p_.work.multiply_adds_per_program = prev + trips * m.outputs * m.k;
+        }
+      }
+      for (const ir::Region* sub : op->regions) {
+        int64_t t = trips;
+        bool known = tripsKnown;
+        if (ir::isLoop(op->kind)) {
+          const auto& ix = op->indices;
+          if (ix[0].isConstant() && ix[1].isConstant()) {
+            int64_t n = ix[1].constant > ix[0].constant
+                            ? (ix[1].constant - ix[0].constant + ix[2].constant - 1) / ix[2].constant
+                            : 0;
+            t *= n;
+          } else {
+            known = false;
+          }
+        }
+        countWork(sub, t, known);
+      }
+    }
+    unknown_ = unknown_ || !tripsKnown;
+    if (unknown_) p_.work.multiply_adds_per_program.reset();
+  }
+
+  const ir::Kernel& k_;
+  Plan& p_;
+  bool unknown_ = false;
+  std::vector<std::vector<const Op*>> users_;
+};
+
+}  // namespace
+
+std::optional<std::string> buildPlan(const ir::Kernel& kernel, const Knobs& knobs, Plan& out) {
+  out = Plan{};
+  out.knobs = knobs;
+  Planner planner(kernel, out);
+  return planner.run();
+}
+
+}  // namespace kiln::plan

@@ -1,0 +1,89 @@
+// The Plan: every decision about how a verified kernel maps onto the machine. Lowering,
+// resource analysis and the work counts all read this one object; none re-decides.
+// Expects: a kernel that passed ir::verify, and validated knobs.
+// Guarantees: either a complete Plan, or an error naming the knob / limit that failed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "plan/knobs.h"
+
+namespace kiln::plan {
+
+// How a tile value exists at run time (DESIGN.md, "Value representations").
+enum class Rep : uint8_t {
+  SSA,       // one SIMD register per element; constant index free, runtime index = SELECT chain
+  Snapshot,  // private per-worker array written once at definition; runtime loops
+  Recipe,    // single-use pure expression recomputed at its consumer
+  Splat,     // a constant: one register for every element
+};
+const char* repName(Rep r);
+
+struct MmaPlan {
+  int64_t outputs = 0;           // elements of acc
+  int64_t k = 0;                 // contraction length
+  bool contraction_rolled = false;
+  std::string rolled_reason;     // why K is (not) unrolled
+  int64_t output_block = 1;      // R actually used
+  int64_t output_block_requested = 1;
+  std::string output_block_reason;  // why R fell back, empty when R is as requested
+  int64_t region_work = 0;       // outputs x K-updates x (2 + operand ranks)
+  std::vector<std::string> operand_representations;  // a, b, acc
+  bool indexable_snapshot = false;  // an operand was given an indexable snapshot for the rolled K
+  bool select_chain = false;        // an SSA operand is read at the runtime K through a SELECT chain
+};
+
+struct ReducePlan {
+  int64_t contributions = 0;
+  int64_t partitions = 1;  // 1 for ordered
+  bool rolled = false;     // contributions walked by a runtime loop
+};
+
+struct Work {
+  // Per execution of each op, summed over the ops of one program (loop bodies counted once).
+  int64_t multiply_adds = 0;
+  int64_t operand_loads = 0;
+  int64_t k_loop_iterations = 0;
+  // The same, multiplied by the static trip counts of enclosing loops; nullopt = a bound is
+  // only known at run time (unmodeled).
+  std::optional<int64_t> multiply_adds_per_program;
+};
+
+struct Plan {
+  Knobs knobs;  // effective values
+  int64_t num_programs = 0;
+  int64_t num_blocks = 0;
+  std::vector<int> root_axis_order;  // domain axes, outermost first
+  std::vector<int64_t> root_extents;
+
+  std::vector<Rep> rep;          // by Value::id
+  std::vector<bool> uniform;     // by Value::id: same value in every lane of a packet
+  std::vector<int> storage_of;   // by Value::id: snapshot storage slot (-1 = none)
+  std::vector<int64_t> storage_elements;  // per storage slot: elements (per lane)
+  std::map<const ir::Op*, MmaPlan> mma;
+  std::map<const ir::Op*, ReducePlan> reduce;
+
+  int64_t snapshot_bytes_per_worker = 0;
+  int64_t snapshot_allocas = 0;    // predicted private arrays in the packet body
+  int64_t runtime_loops = 0;       // predicted loops in the packet body (IR loops, not dynamic)
+  Work work;
+
+  Rep repOf(const ir::Value* v) const { return rep[v->id]; }
+  bool isUniform(const ir::Value* v) const { return uniform[v->id]; }
+  // True when elements of this tile are produced by unrolled code (SSA) rather than loops.
+  bool unrolled(const ir::Value* v) const { return rep[v->id] != Rep::Snapshot; }
+  // A tile of this many elements is walked by a runtime loop (the size rule of SSA vs snapshot).
+  bool largeTile(int64_t elements) const {
+    return knobs.max_unrolled_tile_elements != 0 && elements > knobs.max_unrolled_tile_elements;
+  }
+};
+
+// Builds the plan. Error: a message naming the knob or limit (e.g. max_local_bytes).
+std::optional<std::string> buildPlan(const ir::Kernel& kernel, const Knobs& knobs, Plan& out);
+
+}  // namespace kiln::plan

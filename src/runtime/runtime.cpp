@@ -1,0 +1,186 @@
+// Launch: check every argument against the signature, then run the blocks, on the calling
+// thread (threads == 1) or over a oneTBB arena of `threads` slots, one task per block
+// (dynamic: an idle worker takes the next block), each task with its own launch record.
+#include "runtime/runtime.h"
+
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/partitioner.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
+
+namespace kiln::runtime {
+namespace {
+
+void internalCheck(bool ok, const char* what, const char* file, int line) {
+  if (ok) return;
+  std::fprintf(stderr, "%s:%d: internal error: %s\n", file, line, what);
+  std::abort();
+}
+#define KILN_RUNTIME_CHECK(cond) internalCheck((cond), #cond, __FILE__, __LINE__)
+
+// Workers are created with this stack for as long as the process lives; see runtime.h.
+void ensureWorkerStack() {
+  static tbb::global_control stack(tbb::global_control::thread_stack_size, kWorkerStackBytes);
+}
+
+std::string joinNames(const std::vector<ParamSpec>& params) {
+  std::string s;
+  for (const ParamSpec& p : params) {
+    if (!s.empty()) s += ", ";
+    s += p.name;
+  }
+  return s;
+}
+
+}  // namespace
+
+const char* paramKindName(ParamKind kind) {
+  switch (kind) {
+    case ParamKind::View: return "view";
+    case ParamKind::I64: return "i64 scalar";
+    case ParamKind::F32: return "f32 scalar";
+  }
+  return "?";
+}
+
+ParamSpec ParamSpec::view(std::string name, std::vector<int64_t> shape) {
+  int64_t elements = 1;
+  for (int64_t extent : shape) elements *= extent;
+  return {std::move(name), ParamKind::View, std::move(shape), elements * int64_t{sizeof(float)}};
+}
+ParamSpec ParamSpec::i64(std::string name) {
+  return {std::move(name), ParamKind::I64, {}, sizeof(int64_t)};
+}
+ParamSpec ParamSpec::f32(std::string name) {
+  return {std::move(name), ParamKind::F32, {}, sizeof(float)};
+}
+
+std::string describe(const ParamSpec& param) {
+  if (param.kind == ParamKind::I64) return "i64";
+  if (param.kind == ParamKind::F32) return "f32";
+  std::string s = "f32[";
+  for (size_t i = 0; i < param.shape.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(param.shape[i]);
+  }
+  return s + "]";
+}
+
+Arg Arg::view(void* data, int64_t byte_size) {
+  Arg a;
+  a.data = data;
+  a.byte_size = byte_size;
+  return a;
+}
+Arg Arg::view(std::span<float> data) {
+  return view(data.data(), static_cast<int64_t>(data.size_bytes()));
+}
+Arg Arg::i64(int64_t value) {
+  Arg a;
+  a.kind = ParamKind::I64;
+  a.i64_value = value;
+  return a;
+}
+Arg Arg::f32(float value) {
+  Arg a;
+  a.kind = ParamKind::F32;
+  a.f32_value = value;
+  return a;
+}
+
+struct LoadedKernel::Pool {
+  explicit Pool(int threads) : arena((ensureWorkerStack(), threads)) {}
+  tbb::task_arena arena;
+};
+
+LoadedKernel::LoadedKernel(KernelEntry entry, std::vector<ParamSpec> params, int threads)
+    : entry_(std::move(entry)), params_(std::move(params)) {
+  KILN_RUNTIME_CHECK(entry_.blocks != nullptr);
+  KILN_RUNTIME_CHECK(entry_.num_blocks >= 0);
+  for (const ParamSpec& p : params_) {
+    if (p.kind == ParamKind::View) KILN_RUNTIME_CHECK(p.byte_size == ParamSpec::view(p.name, p.shape).byte_size);
+    if (p.kind == ParamKind::I64) KILN_RUNTIME_CHECK(p.byte_size == sizeof(int64_t));
+    if (p.kind == ParamKind::F32) KILN_RUNTIME_CHECK(p.byte_size == sizeof(float));
+  }
+  setThreads(threads);
+}
+
+LoadedKernel::~LoadedKernel() = default;
+LoadedKernel::LoadedKernel(LoadedKernel&&) noexcept = default;
+LoadedKernel& LoadedKernel::operator=(LoadedKernel&&) noexcept = default;
+
+void LoadedKernel::setThreads(int threads) {
+  KILN_RUNTIME_CHECK(threads >= 1);
+  threads_ = threads;
+  pool_ = threads == 1 ? nullptr : std::make_unique<Pool>(threads);
+}
+
+std::optional<std::string> LoadedKernel::checkArgs(std::span<const Arg> args) const {
+  if (args.size() != params_.size())
+    return "kernel takes " + std::to_string(params_.size()) + " parameters (" + joinNames(params_) + "), got " +
+           std::to_string(args.size()) + " arguments";
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ParamSpec& p = params_[i];
+    const Arg& a = args[i];
+    std::string which = "parameter '" + p.name + "' (#" + std::to_string(i) + ")";
+    if (a.kind != p.kind)
+      return which + " is " + (p.kind == ParamKind::View ? "a " : "an ") + paramKindName(p.kind) + ", got " +
+             (a.kind == ParamKind::View ? "a " : "an ") + paramKindName(a.kind);
+    if (p.kind != ParamKind::View) continue;
+    if (a.data == nullptr) return which + ": null buffer for view " + describe(p);
+    if (a.byte_size != p.byte_size)
+      return which + ": buffer has " + std::to_string(a.byte_size) + " bytes, view " + describe(p) + " needs " +
+             std::to_string(p.byte_size) + " bytes";
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> LoadedKernel::launch(std::span<const Arg> args, KilnLaunchRecord* record) const {
+  if (auto error = checkArgs(args)) return error;
+
+  // params[i]: the view's buffer, or a copy of the scalar that lives for the launch.
+  struct Scalar {
+    int64_t i64;
+    float f32;
+  };
+  std::vector<Scalar> scalars(args.size());
+  std::vector<void*> params(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    switch (args[i].kind) {
+      case ParamKind::View: params[i] = args[i].data; break;
+      case ParamKind::I64: scalars[i].i64 = args[i].i64_value, params[i] = &scalars[i].i64; break;
+      case ParamKind::F32: scalars[i].f32 = args[i].f32_value, params[i] = &scalars[i].f32; break;
+    }
+  }
+
+  KilnLaunchRecord total;
+  const int64_t blocks = entry_.num_blocks;
+  if (!pool_ || blocks <= 1) {
+    if (blocks > 0) entry_.blocks(params.data(), 0, blocks, &total);
+  } else {
+    std::atomic<int64_t> full{0}, masked{0};
+    pool_->arena.execute([&] {
+      tbb::parallel_for(
+          tbb::blocked_range<int64_t>(0, blocks, 1),
+          [&](const tbb::blocked_range<int64_t>& range) {
+            KilnLaunchRecord task;
+            entry_.blocks(params.data(), range.begin(), range.end(), &task);
+            full.fetch_add(task.packets_full, std::memory_order_relaxed);
+            masked.fetch_add(task.packets_masked, std::memory_order_relaxed);
+          },
+          tbb::simple_partitioner());
+    });
+    total.packets_full = full.load();
+    total.packets_masked = masked.load();
+  }
+  if (record) *record = total;
+  return std::nullopt;
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,104 @@
+// The runtime: one loaded kernel (its ABI entry points and parameter signature), argument
+// checks, and dispatch of its blocks over a oneTBB pool. No LLVM here: whoever loads the
+// code (src/jit, or a test with a plain C++ function) hands over function pointers and an
+// owner that keeps the code mapped.
+//
+// Stack: generated code keeps per-worker snapshots on the stack (up to 256 KiB per worker x
+// 16 lanes, i.e. up to 4 MiB per call of kiln_blocks), so pool workers are created with
+// kWorkerStackBytes of stack (tbb::global_control(thread_stack_size), set once, before the
+// runtime's first pool exists). The calling thread runs blocks too (always with threads == 1,
+// and as one of the arena's slots otherwise): it must have that much stack itself (the main
+// thread's default 8 MiB does).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/abi.h"
+
+namespace kiln::runtime {
+
+inline constexpr size_t kWorkerStackBytes = size_t{64} << 20;
+
+enum class ParamKind { View, I64, F32 };
+
+// "view", "i64 scalar", "f32 scalar"
+const char* paramKindName(ParamKind kind);
+
+// One kernel parameter as the generated code expects it; filled by whoever builds the
+// kernel from the IR. Views are row-major f32.
+struct ParamSpec {
+  std::string name;
+  ParamKind kind = ParamKind::View;
+  std::vector<int64_t> shape;  // views: extents; scalars: empty
+  int64_t byte_size = 0;       // views: 4 * product(shape); i64: 8; f32: 4
+
+  static ParamSpec view(std::string name, std::vector<int64_t> shape);
+  static ParamSpec i64(std::string name);
+  static ParamSpec f32(std::string name);
+};
+
+// "f32[4,16]", "i64", "f32"
+std::string describe(const ParamSpec& param);
+
+// One launch argument: a buffer for a view, a value for a scalar. The same buffer may be
+// passed for several views (an input aliasing an output).
+struct Arg {
+  ParamKind kind = ParamKind::View;
+  void* data = nullptr;   // view: the first float
+  int64_t byte_size = 0;  // view: bytes available at data
+  int64_t i64_value = 0;
+  float f32_value = 0.0f;
+
+  static Arg view(void* data, int64_t byte_size);
+  static Arg view(std::span<float> data);
+  static Arg i64(int64_t value);
+  static Arg f32(float value);
+};
+
+// The code of one kernel.
+struct KernelEntry {
+  BlocksFn blocks = nullptr;  // required
+  LaunchFn launch = nullptr;  // optional (single-thread replay); launch() uses blocks
+  int64_t num_blocks = 0;
+  std::shared_ptr<void> owner;  // keeps the code mapped (the JIT session); null for code
+                                // linked into the process
+};
+
+class LoadedKernel {
+ public:
+  // threads >= 1; an entry without blocks or a malformed signature is a bug (aborts).
+  LoadedKernel(KernelEntry entry, std::vector<ParamSpec> params, int threads = 1);
+  ~LoadedKernel();
+  LoadedKernel(LoadedKernel&&) noexcept;
+  LoadedKernel& operator=(LoadedKernel&&) noexcept;
+
+  // nullopt when `args` match the signature: count, kind, non-null buffers, byte sizes.
+  // Otherwise one sentence naming the parameter and both sizes or kinds.
+  std::optional<std::string> checkArgs(std::span<const Arg> args) const;
+
+  // Checks `args`, then runs every block. `record` (optional) receives the sum of the
+  // per-task launch records. Returns the check's error; never aborts on bad arguments.
+  std::optional<std::string> launch(std::span<const Arg> args, KilnLaunchRecord* record = nullptr) const;
+
+  // Not concurrently with launch().
+  void setThreads(int threads);
+  int threads() const { return threads_; }
+  int64_t numBlocks() const { return entry_.num_blocks; }
+  const std::vector<ParamSpec>& params() const { return params_; }
+  const KernelEntry& entry() const { return entry_; }
+
+ private:
+  struct Pool;
+  KernelEntry entry_;
+  std::vector<ParamSpec> params_;
+  int threads_ = 1;
+  std::unique_ptr<Pool> pool_;  // null when threads_ == 1
+};
+
+}  // namespace kiln::runtime
