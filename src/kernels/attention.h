@@ -1,0 +1,31 @@
+// Attention (flash-style, online softmax) written in the DSL: one program per
+// (batch, query head, query block); GQA/MQA/MHA through the KV-head mapping h / (Hq / Hkv).
+// Expects: a shape with Hq a multiple of Hkv; block sizes of at least 1.
+// Guarantees: a verified kernel with views q [B,Hq,Q,D], k [B,Hkv,K,D], v [B,Hkv,K,Dv],
+// o [B,Hq,Q,Dv] (in that order), or diagnostics. Rows with no valid key output zeros.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "kiln/dsl.h"
+
+namespace kiln::kernels {
+
+struct AttentionShape {
+  int64_t B = 1, Hq = 1, Hkv = 1, Q = 1, K = 1, D = 1, Dv = 1;
+};
+
+struct AttentionOptions {
+  int64_t block_q = 1;          // BQ: query rows per program
+  int64_t block_k = 16;         // BK: keys per step of the KV loop
+  bool causal = false;          // bottom-right aligned: key j is visible to query i iff j <= i + K - Q
+  std::optional<double> scale;  // default 1/sqrt(D)
+};
+
+dsl::BuildResult attention(const AttentionShape& shape, const AttentionOptions& options = {});
+
+// The score scale the kernel uses: options.scale (or 1/sqrt(D)) rounded to f32.
+float attentionScale(const AttentionShape& shape, const AttentionOptions& options = {});
+
+}  // namespace kiln::kernels

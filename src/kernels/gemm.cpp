@@ -1,0 +1,34 @@
+// GEMM in the DSL; see gemm.h for the contract.
+#include "kernels/gemm.h"
+
+namespace kiln::kernels {
+
+using namespace kiln::dsl;
+
+BuildResult gemm(const GemmShape& s, const GemmTiles& t, bool trans_b) {
+  KernelBuilder kb(trans_b ? "gemm_tn" : "gemm");
+  if (s.M < 1 || s.N < 1 || s.K < 0 || t.TM < 1 || t.TN < 1 || t.TK < 1) {
+    kb.error("bad-shape", "gemm needs M, N >= 1, K >= 0 and tile sizes >= 1");
+    return kb.finish();
+  }
+  View a = kb.view("a", {s.M, s.K});
+  View b = trans_b ? kb.view("b", {s.N, s.K}) : kb.view("b", {s.K, s.N});
+  View c = kb.view("c", {s.M, s.N});
+  const int64_t nM = (s.M + t.TM - 1) / t.TM, nN = (s.N + t.TN - 1) / t.TN, nK = (s.K + t.TK - 1) / t.TK;
+
+  kb.parallel({{"i", nM}, {"j", nN}}, [&](Idx i, Idx j) {
+    Idx m0 = (i * t.TM).as("m0");
+    Idx n0 = (j * t.TN).as("n0");
+    Carry acc0{"acc", kb.zeros({{"m", t.TM}, {"n", t.TN}})};
+    auto [acc] = kb.serial("kk", 0, nK, {acc0}, [&](Idx kk, Tile acc) {
+      Idx k0 = (kk * t.TK).as("k0");
+      Tile at = load(a, {m0, k0}, {{"m", t.TM}, {"k", t.TK}}).as("at");
+      Tile bt = trans_b ? load(b, {n0, k0}, {{"n", t.TN}, {"k", t.TK}}) : load(b, {k0, n0}, {{"k", t.TK}, {"n", t.TN}});
+      return mma(at, bt.as("bt"), acc, {"k"}).as("acc_next");
+    });
+    store(acc, c, {m0, n0}, {{"m", t.TM}, {"n", t.TN}});
+  });
+  return kb.finish();
+}
+
+}  // namespace kiln::kernels

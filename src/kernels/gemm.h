@@ -1,0 +1,23 @@
+// GEMM written in the DSL: C[M,N] = A[M,K] · B, with B stored [K,N] or, with trans_b, [N,K].
+// Expects: M, N >= 1, K >= 0, tile sizes >= 1 (any of M, N, K may be ragged).
+// Guarantees: a verified kernel with views a, b, c (in that order), or diagnostics. One program
+// per output tile; the K loop carries the accumulator; loads past the edges read 0.
+#pragma once
+
+#include <cstdint>
+
+#include "kiln/dsl.h"
+
+namespace kiln::kernels {
+
+struct GemmShape {
+  int64_t M = 1, N = 1, K = 1;
+};
+
+struct GemmTiles {
+  int64_t TM = 16, TN = 16, TK = 16;
+};
+
+dsl::BuildResult gemm(const GemmShape& shape, const GemmTiles& tiles = {}, bool trans_b = false);
+
+}  // namespace kiln::kernels
