@@ -1,0 +1,42 @@
+// The kernel library as the CLI and the bench harness see it: a kernel by NAME, a --shape
+// string and options, built through the DSL (specialised per shape), plus its independent
+// FP64 reference written plainly in C++ (no IR, no interpreter).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "host/data.h"
+#include "ir/ir.h"
+
+namespace kiln::kernels {
+
+struct LibraryRequest {
+  std::string name;                            // e.g. "attention"
+  std::string shape;                           // e.g. "1,8,2,1,2053,80,96"
+  std::map<std::string, std::string> options;  // e.g. {"mask","causal"}, {"block","1x16"}
+};
+
+struct LibraryKernelInfo {
+  std::string name;
+  std::string shape_fields;  // e.g. "B,Hq,Hkv,Q,K,D,Dv"
+  std::string options;       // one line per option: "--mask causal|none (default causal)"
+  std::string summary;
+};
+
+const std::vector<LibraryKernelInfo>& libraryKernels();
+
+// Builds the kernel. Error: a sentence naming the parameter (shape field, option) that is
+// wrong and what is legal; never aborts.
+std::optional<std::string> buildLibraryKernel(const LibraryRequest& request, std::unique_ptr<ir::Kernel>& out);
+
+// The independent FP64 reference: from the parameter values (as makeInputs lays them out, one
+// per kernel parameter), the double-precision result of every parameter that the kernel
+// writes, indexed like the parameters (entries for non-outputs are left empty).
+std::optional<std::string> libraryReference(const LibraryRequest& request, const std::vector<host::ParamData>& params,
+                                            std::vector<std::vector<double>>& outputs);
+
+}  // namespace kiln::kernels

@@ -1,0 +1,91 @@
+// `kiln compile FILE`: run the pipeline and print one stage (ir, plan, llvm, asm, obj) or the
+// realization report; `--capture DIR` writes the exact object that is linked, plus the report.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "command.h"
+#include "driver/compile.h"
+#include "ir/printer.h"
+#include "jit/object_file.h"
+#include "kernel_source.h"
+#include "knob_options.h"
+
+namespace kiln::cli {
+
+Command addCompile(CLI::App& parent) {
+  CLI::App* app = parent.add_subcommand("compile", "Compile a kernel; print a stage or the realization report");
+  struct Args {
+    KernelSource source;
+    std::string emit = "report";
+    std::string output;
+    std::string capture;
+    KnobOptions knobs;
+  };
+  auto a = std::make_shared<Args>();
+  a->source.add(app);
+  app->add_option("--emit", a->emit, "What to print: ir | plan | llvm | asm | obj | report")
+      ->check(CLI::IsMember({"ir", "plan", "llvm", "asm", "obj", "report"}));
+  app->add_option("-o,--output", a->output, "Write the emitted stage to this file instead of stdout");
+  app->add_option("--capture", a->capture,
+                  "Write DIR/kernel.o (the exact object that runs), DIR/report.json and DIR/kernel.tile; DIR must "
+                  "not exist");
+  a->knobs.add(app);
+  app->footer("Exit codes: 0 success, 1 invalid kernel, bad knob or failed compilation.");
+  return {app, [a] {
+            std::unique_ptr<ir::Kernel> kernel = a->source.load("compile");
+            if (!kernel) return 1;
+            plan::Knobs knobs;
+            if (!a->knobs.apply(knobs, "compile")) return 1;
+            static const std::map<std::string, driver::Stage> stages = {
+                {"ir", driver::Stage::Ir},   {"plan", driver::Stage::Plan}, {"llvm", driver::Stage::Llvm},
+                {"asm", driver::Stage::Asm}, {"obj", driver::Stage::Obj},   {"report", driver::Stage::Report}};
+            driver::Stage stage = a->capture.empty() ? stages.at(a->emit) : driver::Stage::Report;
+            driver::Compilation c;
+            if (auto e = driver::compile(*kernel, knobs, c, stage)) {
+              std::cerr << "kiln compile: error: " << *e << (e->back() == '\n' ? "" : "\n");
+              return 1;
+            }
+            if (!a->capture.empty()) {
+              std::error_code ec;
+              if (std::filesystem::exists(a->capture, ec)) {
+                std::cerr << "kiln compile: error: capture directory '" << a->capture
+                          << "' already exists; captures are never overwritten\n";
+                return 1;
+              }
+              std::filesystem::create_directories(a->capture, ec);
+              if (ec) {
+                std::cerr << "kiln compile: error: cannot create '" << a->capture << "': " << ec.message() << '\n';
+                return 1;
+              }
+              for (auto [name, bytes] : {std::pair<std::string, std::string>{"kernel.o", c.object},
+                                         {"report.json", c.report.dump(2) + "\n"},
+                                         {"kernel.tile", ir::print(*kernel)}})
+                if (auto e = jit::writeFile(a->capture + "/" + name, bytes)) {
+                  std::cerr << "kiln compile: error: " << *e << '\n';
+                  return 1;
+                }
+              std::cout << "captured " << a->capture << "/kernel.o (" << c.object.size() << " bytes, sha256 "
+                        << c.report["object"]["sha256"].get<std::string>() << ")\n";
+              return 0;
+            }
+            std::string text;
+            if (a->emit == "ir") text = ir::print(*kernel);
+            if (a->emit == "plan") text = c.report.dump(2) + "\n";
+            if (a->emit == "llvm") text = c.llvm_text;
+            if (a->emit == "asm") text = c.assembly;
+            if (a->emit == "obj") text = c.object;
+            if (a->emit == "report") text = c.report.dump(2) + "\n";
+            if (!a->output.empty()) {
+              if (auto e = jit::writeFile(a->output, text)) {
+                std::cerr << "kiln compile: error: " << *e << '\n';
+                return 1;
+              }
+              return 0;
+            }
+            std::cout << text;
+            return 0;
+          }};
+}
+
+}  // namespace kiln::cli

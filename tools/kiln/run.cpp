@@ -1,0 +1,89 @@
+// `kiln run FILE --check f64|bitexact`: compile, run natively on the deterministic inputs of
+// `kiln eval` (inside guard zones), compare with the interpreter, print the verdict.
+#include <iomanip>
+#include <iostream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "command.h"
+#include "driver/check.h"
+#include "kernel_source.h"
+#include "knob_options.h"
+
+namespace kiln::cli {
+
+Command addRun(CLI::App& parent) {
+  CLI::App* app = parent.add_subcommand("run", "Compile and run a kernel natively; check it against the interpreter");
+  struct Args {
+    KernelSource source;
+    KnobOptions knobs;
+    uint64_t seed = 0;
+    std::vector<std::string> scalar_args;
+    std::string check = "f64";
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  a->source.add(app);
+  a->knobs.add(app);
+  app->add_option("--seed", a->seed, "Seed of the deterministic inputs (as for kiln eval)");
+  app->add_option("--arg", a->scalar_args, "Scalar parameter value, NAME=VALUE (repeatable)");
+  app->add_option("--check", a->check,
+                  "f64: |got - ref| <= 5e-5 + 5e-5*|ref| against the FP64 interpreter; bitexact: identical bytes "
+                  "to the strict-f32 interpreter (precise mode only)")
+      ->check(CLI::IsMember({"f64", "bitexact"}));
+  app->add_flag("--json", a->json, "Print the verdict as JSON");
+  app->footer("Exit codes: 0 the check passed, 1 a mismatch or an error.");
+  return {app, [a] {
+            std::unique_ptr<ir::Kernel> kernel = a->source.load("run");
+            if (!kernel) return 1;
+            plan::Knobs knobs;
+            if (!a->knobs.apply(knobs, "run")) return 1;
+            driver::CheckOptions opts;
+            opts.mode = a->check == "bitexact" ? driver::CheckMode::Bitexact : driver::CheckMode::F64;
+            opts.seed = a->seed;
+            for (const std::string& s : a->scalar_args) {
+              auto eq = s.find('=');
+              if (eq == std::string::npos || eq == 0) {
+                std::cerr << "kiln run: error: --arg expects NAME=VALUE, got '" << s << "'\n";
+                return 1;
+              }
+              opts.scalar_args[s.substr(0, eq)] = s.substr(eq + 1);
+            }
+            driver::CheckResult r;
+            if (auto e = driver::check(*kernel, knobs, opts, r)) {
+              std::cerr << "kiln run: error: " << *e << (e->back() == '\n' ? "" : "\n");
+              return 1;
+            }
+            if (a->json) {
+              nlohmann::ordered_json j;
+              j["check"] = a->check;
+              j["pass"] = r.pass;
+              j["max_abs_err"] = r.max_abs_err;
+              j["max_rel_err"] = r.max_rel_err;
+              nlohmann::ordered_json outs = nlohmann::ordered_json::array();
+              for (const driver::OutputCheck& o : r.outputs)
+                outs.push_back({{"name", o.name},
+                                {"pass", o.pass},
+                                {"max_abs_err", o.max_abs_err},
+                                {"max_rel_err", o.max_rel_err},
+                                {"mismatches", o.mismatches},
+                                {"first_bad", o.first_bad}});
+              j["outputs"] = outs;
+              j["packets"] = {{"full", r.packets_full}, {"masked", r.packets_masked}};
+              std::cout << j.dump() << '\n';
+            } else {
+              std::cout << "check " << a->check << ": " << (r.pass ? "PASS" : "FAIL") << "  max_abs_err "
+                        << std::setprecision(6) << r.max_abs_err << "  max_rel_err " << r.max_rel_err << '\n';
+              for (const driver::OutputCheck& o : r.outputs)
+                if (!o.pass)
+                  std::cout << "  output %" << o.name << ": first mismatch at element " << o.first_bad
+                            << (a->check == "bitexact" ? ", " + std::to_string(o.mismatches) + " elements differ"
+                                                       : std::string())
+                            << '\n';
+            }
+            return r.pass ? 0 : 1;
+          }};
+}
+
+}  // namespace kiln::cli
