@@ -30,11 +30,17 @@ llvm::Type* Emitter::scalarTy(Elem e) {
   }
 }
 
-llvm::VectorType* Emitter::vecTy(Elem e) { return llvm::FixedVectorType::get(scalarTy(e), w_); }
+llvm::VectorType* Emitter::vecTy(Elem e) {
+  return llvm::FixedVectorType::get(scalarTy(e), w_);
+}
 
-llvm::Value* Emitter::splat(llvm::Value* scalar) { return b_.CreateVectorSplat(w_, scalar); }
+llvm::Value* Emitter::splat(llvm::Value* scalar) {
+  return b_.CreateVectorSplat(w_, scalar);
+}
 
-llvm::Value* Emitter::splatI64(int64_t v) { return splat(b_.getInt64(v)); }
+llvm::Value* Emitter::splatI64(int64_t v) {
+  return splat(b_.getInt64(v));
+}
 
 llvm::Value* Emitter::constVec(Elem e, double f, int64_t i) {
   switch (e) {
@@ -44,13 +50,19 @@ llvm::Value* Emitter::constVec(Elem e, double f, int64_t i) {
   }
 }
 
-llvm::Value* Emitter::zeroVec(Elem e) { return llvm::Constant::getNullValue(vecTy(e)); }
+llvm::Value* Emitter::zeroVec(Elem e) {
+  return llvm::Constant::getNullValue(vecTy(e));
+}
 
-llvm::Value* Emitter::allTrue() { return llvm::Constant::getAllOnesValue(vecTy(Elem::I1)); }
+llvm::Value* Emitter::allTrue() {
+  return llvm::Constant::getAllOnesValue(vecTy(Elem::I1));
+}
 
 // ---------------------------------------------------------------- index arithmetic
 
-llvm::Value* Emitter::toValue(Ix a) { return a.isConst() ? b_.getInt64(a.c) : a.v; }
+llvm::Value* Emitter::toValue(Ix a) {
+  return a.isConst() ? b_.getInt64(a.c) : a.v;
+}
 
 Ix Emitter::add(Ix a, Ix b) {
   if (a.isConst() && b.isConst()) return Ix{nullptr, a.c + b.c};

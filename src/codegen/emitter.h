@@ -92,9 +92,9 @@ class Emitter {
   llvm::Function* f_ = nullptr;
   llvm::Value* mask_ = nullptr;  // active lanes <W x i1>
   llvm::Value* laneIota_ = nullptr;
-  std::vector<llvm::Value*> base_;                 // by param index: view base pointer
-  std::vector<std::vector<llvm::Value*>> ssa_;     // by value id
-  std::vector<llvm::Value*> slots_;                // by storage slot: alloca
+  std::vector<llvm::Value*> base_;              // by param index: view base pointer
+  std::vector<std::vector<llvm::Value*>> ssa_;  // by value id
+  std::vector<llvm::Value*> slots_;             // by storage slot: alloca
   std::string error_;
 };
 

@@ -322,8 +322,9 @@ std::vector<llvm::Value*> Emitter::genMmaGroup(const Op* op, Ix first, int64_t g
     return cur;
   };
   if (mp.contraction_rolled)
-    return loop(b_.getInt64(0), b_.getInt64(mp.k), 1, s,
-                [&](llvm::Value* k, const std::vector<llvm::Value*>& cur) { return body(Ix{k, 0}, cur); });
+    return loop(b_.getInt64(0), b_.getInt64(mp.k), 1, s, [&](llvm::Value* k, const std::vector<llvm::Value*>& cur) {
+      return body(Ix{k, 0}, cur);
+    });
   for (int64_t k = 0; k < mp.k; ++k) s = body(Ix{nullptr, k}, s);
   return s;
 }
@@ -451,8 +452,7 @@ void Emitter::emitLoop(const Op* op) {
       copyInto(arg, init, nullptr);
       const ir::Value* y = yield ? yield->operands[i] : nullptr;
       if (y && y != arg && y->origin == ir::Value::Origin::RegionArg && y->region == body)
-        error_ = fmt::format("not yet supported: loop yields carried snapshot %{} in place of %{}", y->name,
-                             arg->name);
+        error_ = fmt::format("not yet supported: loop yields carried snapshot %{} in place of %{}", y->name, arg->name);
     } else {
       for (int64_t e = 0; e < arg->type.numElements(); ++e) flat.push_back(read(init, Ix{nullptr, e}));
     }

@@ -19,8 +19,8 @@ namespace kiln::codegen {
 
 struct Lowered {
   std::unique_ptr<llvm::Module> module;
-  int64_t instructions_pre_opt = 0;   // whole module
-  int64_t body_instructions = 0;      // the masked packet body, before optimisation
+  int64_t instructions_pre_opt = 0;  // whole module
+  int64_t body_instructions = 0;     // the masked packet body, before optimisation
   int64_t basic_blocks_pre_opt = 0;
   // Full-packet clone: not_requested | over_budget | no_full_packet | selected
   std::string full_packet_decision;

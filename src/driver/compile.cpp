@@ -18,7 +18,9 @@ namespace kiln::driver {
 
 namespace {
 
-std::string where(const ir::Loc& loc) { return fmt::format("{}:{}:{}", loc.file, loc.line, loc.col); }
+std::string where(const ir::Loc& loc) {
+  return fmt::format("{}:{}:{}", loc.file, loc.line, loc.col);
+}
 
 nlohmann::json knobsJson(const plan::Knobs& k) {
   nlohmann::json j = nlohmann::json::object();
@@ -57,8 +59,8 @@ nlohmann::json planJson(const ir::Kernel& kernel, const plan::Plan& p) {
                     {"contraction_reason", m.rolled_reason},
                     {"output_block", m.output_block},
                     {"output_block_requested", m.output_block_requested},
-                    {"output_block_reason", m.output_block_reason.empty() ? nlohmann::json(nullptr)
-                                                                          : nlohmann::json(m.output_block_reason)},
+                    {"output_block_reason",
+                     m.output_block_reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.output_block_reason)},
                     {"region_work", m.region_work},
                     {"operand_representations",
                      {{"a", m.operand_representations[0]},
@@ -74,12 +76,13 @@ nlohmann::json planJson(const ir::Kernel& kernel, const plan::Plan& p) {
   ir::walk(kernel.body, [&](const ir::Op* op) {
     if (op->kind != ir::OpKind::Reduce) return;
     const plan::ReducePlan& r = p.reduce.at(op);
-    reds.push_back({{"at", where(op->loc)},
-                    {"result", "%" + op->results[0]->name},
-                    {"policy", op->reduce_policy.kind == ir::ReducePolicy::Kind::Ordered ? "ordered" : "unordered_tree"},
-                    {"partitions", r.partitions},
-                    {"contributions", r.contributions},
-                    {"rolled", r.rolled}});
+    reds.push_back(
+        {{"at", where(op->loc)},
+         {"result", "%" + op->results[0]->name},
+         {"policy", op->reduce_policy.kind == ir::ReducePolicy::Kind::Ordered ? "ordered" : "unordered_tree"},
+         {"partitions", r.partitions},
+         {"contributions", r.contributions},
+         {"rolled", r.rolled}});
   });
   j["reductions"] = reds;
   std::map<std::string, int> reps;
@@ -90,18 +93,17 @@ nlohmann::json planJson(const ir::Kernel& kernel, const plan::Plan& p) {
   j["resources"] = {{"snapshot_allocas", p.snapshot_allocas},
                     {"runtime_loops", p.runtime_loops},
                     {"max_local_bytes", p.knobs.max_local_bytes}};
-  j["work"] = {{"multiply_adds", p.work.multiply_adds},
-               {"operand_loads", p.work.operand_loads},
-               {"k_loop_iterations", p.work.k_loop_iterations},
-               {"multiply_adds_per_program", p.work.multiply_adds_per_program
-                                                 ? nlohmann::json(*p.work.multiply_adds_per_program)
-                                                 : nlohmann::json("unmodeled")},
-               {"time", "unmodeled"}};
+  j["work"] = {
+      {"multiply_adds", p.work.multiply_adds},
+      {"operand_loads", p.work.operand_loads},
+      {"k_loop_iterations", p.work.k_loop_iterations},
+      {"multiply_adds_per_program", p.work.multiply_adds_per_program ? nlohmann::json(*p.work.multiply_adds_per_program)
+                                                                     : nlohmann::json("unmodeled")},
+      {"time", "unmodeled"}};
   return j;
 }
 
-std::optional<std::string> compile(const ir::Kernel& kernel, const plan::Knobs& knobs, Compilation& out,
-                                   Stage until) {
+std::optional<std::string> compile(const ir::Kernel& kernel, const plan::Knobs& knobs, Compilation& out, Stage until) {
   auto start = std::chrono::steady_clock::now();
   // 1. verify
   ir::DiagEngine diag;
@@ -173,8 +175,8 @@ std::optional<std::string> load(const std::string& object, const ir::Kernel& ker
   return std::nullopt;
 }
 
-std::optional<std::string> run(const runtime::LoadedKernel& kernel, std::vector<host::ParamData>& params,
-                               bool guarded, runtime::KilnLaunchRecord* record) {
+std::optional<std::string> run(const runtime::LoadedKernel& kernel, std::vector<host::ParamData>& params, bool guarded,
+                               runtime::KilnLaunchRecord* record) {
   const auto& sig = kernel.params();
   if (params.size() != sig.size())
     return fmt::format("the kernel has {} parameters but {} values were given", sig.size(), params.size());

@@ -46,7 +46,7 @@ std::optional<std::string> load(const std::string& object, const ir::Kernel& ker
 // that are checked after the launch (a corrupted guard is an error naming the parameter).
 // Views that alias (the same ParamData index listed twice) are not supported here; the
 // runtime API supports aliasing directly.
-std::optional<std::string> run(const runtime::LoadedKernel& kernel, std::vector<host::ParamData>& params,
-                               bool guarded, runtime::KilnLaunchRecord* record = nullptr);
+std::optional<std::string> run(const runtime::LoadedKernel& kernel, std::vector<host::ParamData>& params, bool guarded,
+                               runtime::KilnLaunchRecord* record = nullptr);
 
 }  // namespace kiln::driver

@@ -209,8 +209,8 @@ Value* Builder::reduce(ReduceKind kind, Value* x, std::vector<std::string> dims,
   return single(op, nullptr, std::move(name));
 }
 
-Value* Builder::mma(Value* a, Value* b, Value* acc, std::vector<std::string> contract, MmaPolicy policy,
-                    const Loc& loc, std::string name) {
+Value* Builder::mma(Value* a, Value* b, Value* acc, std::vector<std::string> contract, MmaPolicy policy, const Loc& loc,
+                    std::string name) {
   if (!a || !b || !acc) return nullptr;
   Op* op = k_.newOp(OpKind::Mma, loc);
   op->operands = {a, b, acc};

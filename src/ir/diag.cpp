@@ -5,8 +5,8 @@
 namespace kiln::ir {
 
 std::string format(const Diagnostic& d) {
-  return fmt::format("{}:{}:{}: error: {} [{}]", d.loc.file.empty() ? "<unknown>" : d.loc.file,
-                     d.loc.line, d.loc.col, d.message, d.code);
+  return fmt::format("{}:{}:{}: error: {} [{}]", d.loc.file.empty() ? "<unknown>" : d.loc.file, d.loc.line, d.loc.col,
+                     d.message, d.code);
 }
 
 void DiagEngine::error(const Loc& loc, std::string code, std::string message) {

@@ -20,7 +20,9 @@ InferResult ok(Type t) {
   return r;
 }
 
-InferResult okNone() { return InferResult{}; }
+InferResult okNone() {
+  return InferResult{};
+}
 
 std::string dimList(const std::vector<Dim>& dims) {
   std::string s = "[";
@@ -28,7 +30,9 @@ std::string dimList(const std::vector<Dim>& dims) {
   return s + "]";
 }
 
-bool isNumeric(Elem e) { return e == Elem::F32 || e == Elem::I64; }
+bool isNumeric(Elem e) {
+  return e == Elem::F32 || e == Elem::I64;
+}
 
 std::optional<TypeError> checkIndexOperand(const Index& ix, const char* what) {
   if (ix.isConstant()) return std::nullopt;
@@ -46,7 +50,8 @@ std::optional<TypeError> checkDimsWellFormed(const std::vector<Dim>& dims, const
     if (!seen.insert(d.name).second)
       return TypeError{"dim-duplicate", fmt::format("{} names dim '{}' twice", what, d.name)};
     if (d.extent < 0)
-      return TypeError{"negative-extent", fmt::format("{} gives dim '{}' the negative extent {}", what, d.name, d.extent)};
+      return TypeError{"negative-extent",
+                       fmt::format("{} gives dim '{}' the negative extent {}", what, d.name, d.extent)};
   }
   return std::nullopt;
 }
@@ -56,8 +61,8 @@ InferResult inferUnary(const Op& op) {
   if (!a.isTile()) return fail("operand-kind", fmt::format("{} needs a tile operand, not a view", opName(op.kind)));
   bool intOk = op.kind == OpKind::Neg || op.kind == OpKind::Abs;
   if (!(a.elem == Elem::F32 || (intOk && a.elem == Elem::I64)))
-    return fail("elem-type", fmt::format("{} needs an f32{} operand, got {}", opName(op.kind), intOk ? " or i64" : "",
-                                         toString(a)));
+    return fail("elem-type",
+                fmt::format("{} needs an f32{} operand, got {}", opName(op.kind), intOk ? " or i64" : "", toString(a)));
   return ok(a);
 }
 
@@ -112,8 +117,8 @@ InferResult inferSelect(const Op& op) {
   if (c.elem != Elem::I1)
     return fail("elem-type", fmt::format("select's condition must be i1 (a cmp result), got {}", elemName(c.elem)));
   if (a.elem != b.elem)
-    return fail("elem-type", fmt::format("select's operands have element types {} and {}", elemName(a.elem),
-                                         elemName(b.elem)));
+    return fail("elem-type",
+                fmt::format("select's operands have element types {} and {}", elemName(a.elem), elemName(b.elem)));
   Type r = *shape;
   r.elem = a.elem;
   return ok(r);
@@ -123,11 +128,11 @@ InferResult inferLoad(const Op& op) {
   const Type& v = op.operands[0]->type;
   if (!v.isView()) return fail("operand-kind", "load reads from a view parameter, not a tile");
   if (op.indices.size() != v.dims.size())
-    return fail("arity", fmt::format("load origin has {} indices but the view has rank {}", op.indices.size(),
-                                     v.dims.size()));
+    return fail("arity",
+                fmt::format("load origin has {} indices but the view has rank {}", op.indices.size(), v.dims.size()));
   if (op.access.size() != v.dims.size())
-    return fail("arity", fmt::format("load shape lists {} dims but the view has rank {}", op.access.size(),
-                                     v.dims.size()));
+    return fail("arity",
+                fmt::format("load shape lists {} dims but the view has rank {}", op.access.size(), v.dims.size()));
   for (const Index& ix : op.indices)
     if (auto e = checkIndexOperand(ix, "a load origin")) return fail(e->code, e->message);
   std::vector<Dim> dims;
@@ -135,8 +140,8 @@ InferResult inferLoad(const Op& op) {
     if (!d.name.empty()) dims.push_back(d);
   if (auto e = checkDimsWellFormed(dims, "load shape")) return fail(e->code, e->message);
   if (v.elem != Elem::F32)
-    return fail("unsupported-dtype", fmt::format("views of {} are reserved but not yet supported; use f32",
-                                                 elemName(v.elem)));
+    return fail("unsupported-dtype",
+                fmt::format("views of {} are reserved but not yet supported; use f32", elemName(v.elem)));
   return ok(Type::tile(Elem::F32, dims));
 }
 
@@ -146,11 +151,11 @@ InferResult inferStore(const Op& op) {
   if (!v.isView()) return fail("operand-kind", "store writes into a view parameter, not a tile");
   if (!t.isTile()) return fail("operand-kind", "store's value must be a tile");
   if (op.indices.size() != v.dims.size())
-    return fail("arity", fmt::format("store origin has {} indices but the view has rank {}", op.indices.size(),
-                                     v.dims.size()));
+    return fail("arity",
+                fmt::format("store origin has {} indices but the view has rank {}", op.indices.size(), v.dims.size()));
   if (op.access.size() != v.dims.size())
-    return fail("arity", fmt::format("store shape lists {} dims but the view has rank {}", op.access.size(),
-                                     v.dims.size()));
+    return fail("arity",
+                fmt::format("store shape lists {} dims but the view has rank {}", op.access.size(), v.dims.size()));
   for (const Index& ix : op.indices)
     if (auto e = checkIndexOperand(ix, "a store origin")) return fail(e->code, e->message);
   std::vector<Dim> dims;
@@ -159,8 +164,8 @@ InferResult inferStore(const Op& op) {
   if (auto e = checkDimsWellFormed(dims, "store shape")) return fail(e->code, e->message);
   if (t.elem != Elem::F32) return fail("elem-type", fmt::format("store needs an f32 tile, got {}", toString(t)));
   if (v.elem != Elem::F32)
-    return fail("unsupported-dtype", fmt::format("views of {} are reserved but not yet supported; use f32",
-                                                 elemName(v.elem)));
+    return fail("unsupported-dtype",
+                fmt::format("views of {} are reserved but not yet supported; use f32", elemName(v.elem)));
   bool same = dims.size() == t.dims.size();
   for (const Dim& d : dims) {
     int i = t.findDim(d.name);
@@ -181,15 +186,15 @@ InferResult inferReduce(const Op& op) {
   std::set<std::string> seen;
   for (const std::string& d : op.dims) {
     if (x.findDim(d) < 0)
-      return fail("reduce-dims", fmt::format("reduce over dim '{}', but the operand {} has no such dim", d,
-                                             toString(x)));
+      return fail("reduce-dims",
+                  fmt::format("reduce over dim '{}', but the operand {} has no such dim", d, toString(x)));
     if (!seen.insert(d).second) return fail("reduce-dims", fmt::format("reduce names dim '{}' twice", d));
   }
   if (!isNumeric(x.elem)) return fail("elem-type", fmt::format("reduce needs f32 or i64, got {}", elemName(x.elem)));
   if (op.reduce_policy.kind == ReducePolicy::Kind::UnorderedTree &&
       (op.reduce_policy.partitions < 0 || op.reduce_policy.partitions > 16))
-    return fail("policy", fmt::format("unordered_tree partition count {} is outside 1..16",
-                                      op.reduce_policy.partitions));
+    return fail("policy",
+                fmt::format("unordered_tree partition count {} is outside 1..16", op.reduce_policy.partitions));
   if (op.reduce_policy.kind == ReducePolicy::Kind::Ordered && op.reduce_policy.partitions != 0)
     return fail("policy", "an ordered reduce takes no partition count");
   Type r = Type::tile(x.elem, {});
@@ -229,8 +234,8 @@ InferResult inferMma(const Op& op) {
       if (it == free.end()) {
         free.push_back(d);
       } else if (it->extent != d.extent) {
-        return fail("dim-mismatch", fmt::format("mma: dim '{}' has extent {} in a and {} in b", d.name, it->extent,
-                                                d.extent));
+        return fail("dim-mismatch",
+                    fmt::format("mma: dim '{}' has extent {} in a and {} in b", d.name, it->extent, d.extent));
       }
     }
   bool same = free.size() == acc.dims.size();
@@ -239,8 +244,8 @@ InferResult inferMma(const Op& op) {
     if (i < 0 || acc.dims[i].extent != d.extent) same = false;
   }
   if (!same)
-    return fail("shape-mismatch", fmt::format("mma: the free dims of a and b are {} but acc has {}", dimList(free),
-                                              dimList(acc.dims)));
+    return fail("shape-mismatch",
+                fmt::format("mma: the free dims of a and b are {} but acc has {}", dimList(free), dimList(acc.dims)));
   return ok(acc);
 }
 

@@ -45,8 +45,7 @@ std::string toString(const Type& t) {
   std::string out;
   if (t.isView()) {
     out = fmt::format("view<{}>[", elemName(t.elem));
-    for (size_t i = 0; i < t.dims.size(); ++i)
-      out += fmt::format("{}{}", i ? ", " : "", t.dims[i].extent);
+    for (size_t i = 0; i < t.dims.size(); ++i) out += fmt::format("{}{}", i ? ", " : "", t.dims[i].extent);
     return out + "]";
   }
   out = std::string(elemName(t.elem));
@@ -93,9 +92,15 @@ std::string_view opName(OpKind k) {
   return "?";
 }
 
-bool isUnary(OpKind k) { return k >= OpKind::Neg && k <= OpKind::Erf; }
-bool isBinary(OpKind k) { return k >= OpKind::Add && k <= OpKind::Min; }
-bool isLoop(OpKind k) { return k == OpKind::Serial || k == OpKind::Pipeline; }
+bool isUnary(OpKind k) {
+  return k >= OpKind::Neg && k <= OpKind::Erf;
+}
+bool isBinary(OpKind k) {
+  return k >= OpKind::Add && k <= OpKind::Min;
+}
+bool isLoop(OpKind k) {
+  return k == OpKind::Serial || k == OpKind::Pipeline;
+}
 
 std::string_view cmpName(CmpPred p) {
   static constexpr std::string_view names[] = {"lt", "le", "gt", "ge", "eq", "ne"};
@@ -155,7 +160,11 @@ std::vector<Value*> paramsUsedBy(const Kernel& k, OpKind kind) {
 }
 }  // namespace
 
-std::vector<Value*> Kernel::outputs() const { return paramsUsedBy(*this, OpKind::Store); }
-std::vector<Value*> Kernel::inputs() const { return paramsUsedBy(*this, OpKind::Load); }
+std::vector<Value*> Kernel::outputs() const {
+  return paramsUsedBy(*this, OpKind::Store);
+}
+std::vector<Value*> Kernel::inputs() const {
+  return paramsUsedBy(*this, OpKind::Load);
+}
 
 }  // namespace kiln::ir

@@ -47,7 +47,7 @@ struct Type {
   bool isTile() const { return kind == Kind::Tile; }
   bool isScalar() const { return kind == Kind::Tile && dims.empty(); }
   int rank() const { return static_cast<int>(dims.size()); }
-  int64_t numElements() const;             // product of extents (1 for rank 0)
+  int64_t numElements() const;               // product of extents (1 for rank 0)
   int findDim(std::string_view name) const;  // index of the named dim, or -1
   std::vector<int64_t> shape() const;
   bool operator==(const Type&) const = default;
@@ -76,9 +76,21 @@ enum class OpKind : uint8_t {
   Select,     // operands: cond (i1), a, b
   Cmp,        // predicate -> i1
   // unary
-  Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Erf,
+  Neg,
+  Abs,
+  Exp,
+  Log,
+  Sqrt,
+  Rsqrt,
+  Tanh,
+  Erf,
   // binary
-  Add, Sub, Mul, Div, Max, Min,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Max,
+  Min,
 };
 std::string_view opName(OpKind k);
 bool isUnary(OpKind k);
@@ -113,9 +125,9 @@ struct Value {
   std::string name;  // text name without '%'
   Type type;
   Origin origin = Origin::OpResult;
-  Op* def = nullptr;          // OpResult: the defining op
-  Region* region = nullptr;   // RegionArg: the region whose arg this is
-  int index = 0;              // result index / arg index / param index
+  Op* def = nullptr;         // OpResult: the defining op
+  Region* region = nullptr;  // RegionArg: the region whose arg this is
+  int index = 0;             // result index / arg index / param index
   Loc loc;
 };
 

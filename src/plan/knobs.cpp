@@ -86,9 +86,9 @@ const std::vector<Entry>& entries() {
     t.push_back(intKnob({"max_unrolled_mma_terms", "0", "0..65536 (0 = no extra cap)",
                          "extra cap on unrolling an mma's K: can only keep K rolled earlier, never unroll more"},
                         &Knobs::max_unrolled_mma_terms, inRange(0, 65536)));
-    t.push_back(intKnob({"mma_output_block", "1", "{1, 2, 4}",
-                         "R: accumulators sharing one K loop (output register blocking)"},
-                        &Knobs::mma_output_block, [](int64_t v) { return v == 1 || v == 2 || v == 4; }));
+    t.push_back(
+        intKnob({"mma_output_block", "1", "{1, 2, 4}", "R: accumulators sharing one K loop (output register blocking)"},
+                &Knobs::mma_output_block, [](int64_t v) { return v == 1 || v == 2 || v == 4; }));
     t.push_back(intKnob({"max_unrolled_region_work", "4096", "0..1073741824 (0 = no limit)",
                          "work budget (outputs x K-updates x (2 + operand ranks)) admitting output blocking"},
                         &Knobs::max_unrolled_region_work, inRange(0, int64_t(1) << 30)));
@@ -105,12 +105,12 @@ const std::vector<Entry>& entries() {
                         &Knobs::reduction_partitions, inRange(1, 16)));
     t.push_back(boolKnob({"fast_math", "off", "", "allow FMA contraction and fast-math flags (not bitexact)"},
                          &Knobs::fast_math));
-    t.push_back(intKnob({"max_local_bytes", "262144", "0..16777216",
-                         "limit on snapshot bytes per worker (private arrays)"},
-                        &Knobs::max_local_bytes, inRange(0, int64_t(1) << 24)));
-    t.push_back(boolKnob({"fuse_recipes", "on", "",
-                          "fusion switch: single-use pure expressions are recomputed at their consumer"},
-                         &Knobs::fuse_recipes));
+    t.push_back(
+        intKnob({"max_local_bytes", "262144", "0..16777216", "limit on snapshot bytes per worker (private arrays)"},
+                &Knobs::max_local_bytes, inRange(0, int64_t(1) << 24)));
+    t.push_back(boolKnob(
+        {"fuse_recipes", "on", "", "fusion switch: single-use pure expressions are recomputed at their consumer"},
+        &Knobs::fuse_recipes));
     t.push_back(intKnob({"threads", "1", "1..256", "threads of the pool running blocks (1 = the calling thread)"},
                         &Knobs::threads, inRange(1, 256)));
     return t;
@@ -139,8 +139,7 @@ std::optional<std::string> Knobs::set(const std::string& name, const std::string
 
 std::optional<std::string> Knobs::setAssignment(const std::string& assignment) {
   auto eq = assignment.find('=');
-  if (eq == std::string::npos || eq == 0)
-    return fmt::format("expected name=value, got '{}'", assignment);
+  if (eq == std::string::npos || eq == 0) return fmt::format("expected name=value, got '{}'", assignment);
   return set(assignment.substr(0, eq), assignment.substr(eq + 1));
 }
 

@@ -27,7 +27,9 @@ bool isElementwise(OpKind k) {
   return ir::isUnary(k) || ir::isBinary(k) || k == OpKind::Cmp || k == OpKind::Select || k == OpKind::Cast;
 }
 
-int64_t elemBytes(ir::Elem e) { return e == ir::Elem::I64 ? 8 : e == ir::Elem::I1 ? 1 : 4; }
+int64_t elemBytes(ir::Elem e) {
+  return e == ir::Elem::I64 ? 8 : e == ir::Elem::I1 ? 1 : 4;
+}
 
 class Planner {
  public:
@@ -64,17 +66,20 @@ class Planner {
   std::optional<std::string> checkKnobs() {
     const Knobs& kn = p_.knobs;
     if (kn.block_size % kn.packet_width != 0)
-      return fmt::format("knob 'block_size': {} is not a multiple of packet_width {} (legal: 1..4096, a multiple "
-                         "of packet_width)",
-                         kn.block_size, kn.packet_width);
+      return fmt::format(
+          "knob 'block_size': {} is not a multiple of packet_width {} (legal: 1..4096, a multiple "
+          "of packet_width)",
+          kn.block_size, kn.packet_width);
     if (kn.local_lanes == kn.packet_width && kn.packet_width != 1)
-      return fmt::format("knob 'local_lanes': {} (= packet_width, one program per packet with its elements over the "
-                         "lanes) is reserved and not yet supported; use local_lanes=1",
-                         kn.local_lanes);
+      return fmt::format(
+          "knob 'local_lanes': {} (= packet_width, one program per packet with its elements over the "
+          "lanes) is reserved and not yet supported; use local_lanes=1",
+          kn.local_lanes);
     if (kn.local_lanes != 1)
-      return fmt::format("knob 'local_lanes': {} is not legal; legal values are 1 (and packet_width, not yet "
-                         "supported)",
-                         kn.local_lanes);
+      return fmt::format(
+          "knob 'local_lanes': {} is not legal; legal values are 1 (and packet_width, not yet "
+          "supported)",
+          kn.local_lanes);
     return std::nullopt;
   }
 
@@ -187,11 +192,10 @@ class Planner {
         m.rolled_reason = fmt::format("K={} > max_unrolled_mma_terms={}", m.k, kn.max_unrolled_mma_terms);
       } else {
         m.contraction_rolled = false;
-        m.rolled_reason = fmt::format("K={} within max_unrolled_tile_elements={}{}", m.k,
-                                      kn.max_unrolled_tile_elements,
-                                      kn.max_unrolled_mma_terms ? fmt::format(" and max_unrolled_mma_terms={}",
-                                                                              kn.max_unrolled_mma_terms)
-                                                                : std::string());
+        m.rolled_reason = fmt::format("K={} within max_unrolled_tile_elements={}{}", m.k, kn.max_unrolled_tile_elements,
+                                      kn.max_unrolled_mma_terms
+                                          ? fmt::format(" and max_unrolled_mma_terms={}", kn.max_unrolled_mma_terms)
+                                          : std::string());
       }
       if (m.k == 0) m.contraction_rolled = false;
       m.region_work = m.outputs * m.k * (2 + op->operands[0]->type.rank() + op->operands[1]->type.rank());
@@ -236,8 +240,8 @@ class Planner {
       r.contributions = 1;
       for (const std::string& d : op->dims) r.contributions *= x.dims[x.findDim(d)].extent;
       r.partitions = op->reduce_policy.kind == ir::ReducePolicy::Kind::Ordered ? 1
-                     : op->reduce_policy.partitions ? op->reduce_policy.partitions
-                                                    : p_.knobs.reduction_partitions;
+                     : op->reduce_policy.partitions                            ? op->reduce_policy.partitions
+                                                                               : p_.knobs.reduction_partitions;
       r.rolled = large(r.contributions);
       p_.reduce[op] = r;
     });
@@ -279,9 +283,10 @@ class Planner {
     });
     p_.snapshot_allocas = static_cast<int64_t>(p_.storage_elements.size());
     if (p_.snapshot_bytes_per_worker > p_.knobs.max_local_bytes)
-      return fmt::format("snapshot bytes per worker {} exceed knob 'max_local_bytes' = {} (legal 0..16777216); "
-                         "raise max_local_bytes or max_unrolled_tile_elements, or use smaller tiles",
-                         p_.snapshot_bytes_per_worker, p_.knobs.max_local_bytes);
+      return fmt::format(
+          "snapshot bytes per worker {} exceed knob 'max_local_bytes' = {} (legal 0..16777216); "
+          "raise max_local_bytes or max_unrolled_tile_elements, or use smaller tiles",
+          p_.snapshot_bytes_per_worker, p_.knobs.max_local_bytes);
     return std::nullopt;
   }
 

@@ -25,17 +25,17 @@ enum class Rep : uint8_t {
 const char* repName(Rep r);
 
 struct MmaPlan {
-  int64_t outputs = 0;           // elements of acc
-  int64_t k = 0;                 // contraction length
+  int64_t outputs = 0;  // elements of acc
+  int64_t k = 0;        // contraction length
   bool contraction_rolled = false;
-  std::string rolled_reason;     // why K is (not) unrolled
-  int64_t output_block = 1;      // R actually used
+  std::string rolled_reason;  // why K is (not) unrolled
+  int64_t output_block = 1;   // R actually used
   int64_t output_block_requested = 1;
-  std::string output_block_reason;  // why R fell back, empty when R is as requested
-  int64_t region_work = 0;       // outputs x K-updates x (2 + operand ranks)
+  std::string output_block_reason;                   // why R fell back, empty when R is as requested
+  int64_t region_work = 0;                           // outputs x K-updates x (2 + operand ranks)
   std::vector<std::string> operand_representations;  // a, b, acc
-  bool indexable_snapshot = false;  // an operand was given an indexable snapshot for the rolled K
-  bool select_chain = false;        // an SSA operand is read at the runtime K through a SELECT chain
+  bool indexable_snapshot = false;                   // an operand was given an indexable snapshot for the rolled K
+  bool select_chain = false;                         // an SSA operand is read at the runtime K through a SELECT chain
 };
 
 struct ReducePlan {
@@ -61,16 +61,16 @@ struct Plan {
   std::vector<int> root_axis_order;  // domain axes, outermost first
   std::vector<int64_t> root_extents;
 
-  std::vector<Rep> rep;          // by Value::id
-  std::vector<bool> uniform;     // by Value::id: same value in every lane of a packet
-  std::vector<int> storage_of;   // by Value::id: snapshot storage slot (-1 = none)
+  std::vector<Rep> rep;                   // by Value::id
+  std::vector<bool> uniform;              // by Value::id: same value in every lane of a packet
+  std::vector<int> storage_of;            // by Value::id: snapshot storage slot (-1 = none)
   std::vector<int64_t> storage_elements;  // per storage slot: elements (per lane)
   std::map<const ir::Op*, MmaPlan> mma;
   std::map<const ir::Op*, ReducePlan> reduce;
 
   int64_t snapshot_bytes_per_worker = 0;
-  int64_t snapshot_allocas = 0;    // predicted private arrays in the packet body
-  int64_t runtime_loops = 0;       // predicted loops in the packet body (IR loops, not dynamic)
+  int64_t snapshot_allocas = 0;  // predicted private arrays in the packet body
+  int64_t runtime_loops = 0;     // predicted loops in the packet body (IR loops, not dynamic)
   Work work;
 
   Rep repOf(const ir::Value* v) const { return rep[v->id]; }

@@ -51,8 +51,8 @@ nlohmann::json checkBoth(const kiln::ir::Kernel& k, const Knobs& kn) {
 
 // Runs a compiled kernel on explicit parameter values.
 std::vector<kiln::host::ParamData> runNative(const kiln::ir::Kernel& k, const Knobs& kn,
-                                            std::vector<kiln::host::ParamData> params,
-                                            kiln::runtime::KilnLaunchRecord* rec = nullptr) {
+                                             std::vector<kiln::host::ParamData> params,
+                                             kiln::runtime::KilnLaunchRecord* rec = nullptr) {
   kiln::driver::Compilation c;
   auto err = kiln::driver::compile(k, kn, c, kiln::driver::Stage::Obj);
   EXPECT_FALSE(err.has_value()) << *err;
@@ -101,8 +101,7 @@ kernel @k0(%a: view<f32>[4, 1], %b: view<f32>[1, 8], %acc: view<f32>[4, 8], %c: 
   }
 })");
   ASSERT_TRUE(k);
-  for (const char* t : {"max_unrolled_tile_elements=64", "max_unrolled_tile_elements=8"})
-    checkBoth(*k, knobs({t}));
+  for (const char* t : {"max_unrolled_tile_elements=64", "max_unrolled_tile_elements=8"}) checkBoth(*k, knobs({t}));
 }
 
 std::string mmaKernel(int m, int kk, int n) {
@@ -111,8 +110,9 @@ std::string mmaKernel(int m, int kk, int n) {
          std::to_string(n) + "]) {\n  parallel (%p) in (11) {\n    %x = load %a[0, 0] as [m:" + std::to_string(m) +
          ", k:" + std::to_string(kk) + "] fill 0\n    %y = load %b[0, 0] as [k:" + std::to_string(kk) +
          ", n:" + std::to_string(n) + "] fill 0\n    %z = const 0.5 : f32[m:" + std::to_string(m) +
-         ", n:" + std::to_string(n) + "]\n    %r = mma %x, %y, %z contract [k]\n    store %r, %c[0, 0] as [m:" +
-         std::to_string(m) + ", n:" + std::to_string(n) + "]\n  }\n}\n";
+         ", n:" + std::to_string(n) +
+         "]\n    %r = mma %x, %y, %z contract [k]\n    store %r, %c[0, 0] as [m:" + std::to_string(m) +
+         ", n:" + std::to_string(n) + "]\n  }\n}\n";
 }
 
 TEST(Codegen, BothSidesOfTheMmaThresholds) {
@@ -121,8 +121,10 @@ TEST(Codegen, BothSidesOfTheMmaThresholds) {
     int k;
     const char* cap;
     bool rolled;
-  } cases[] = {{8, "max_unrolled_mma_terms=8", false}, {9, "max_unrolled_mma_terms=8", true},
-               {64, "max_unrolled_mma_terms=0", false}, {65, "max_unrolled_mma_terms=0", true},
+  } cases[] = {{8, "max_unrolled_mma_terms=8", false},
+               {9, "max_unrolled_mma_terms=8", true},
+               {64, "max_unrolled_mma_terms=0", false},
+               {65, "max_unrolled_mma_terms=0", true},
                {65, "max_unrolled_tile_elements=0", false}};
   for (const Case& c : cases) {
     auto k = parse(mmaKernel(2, c.k, 4));

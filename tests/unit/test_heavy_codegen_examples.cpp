@@ -38,8 +38,8 @@ std::vector<std::vector<std::string>> knobPoints() {
   pts.push_back({"fuse_recipes=off"});
   // The seed's configuration: W8, block 32, local 1, tile 64, region 4096, R4, cap 8, clone on.
   pts.push_back({"packet_width=8", "block_size=32", "local_lanes=1", "max_unrolled_tile_elements=64",
-                 "max_unrolled_region_work=4096", "mma_output_block=4", "max_unrolled_mma_terms=8",
-                 "full_packet=on", "mma_indexable_snapshot=off"});
+                 "max_unrolled_region_work=4096", "mma_output_block=4", "max_unrolled_mma_terms=8", "full_packet=on",
+                 "mma_indexable_snapshot=off"});
   pts.push_back({"packet_width=4", "block_size=8", "mma_output_block=2", "max_unrolled_tile_elements=16",
                  "full_packet=on", "threads=2", "reduction_partitions=4"});
   return pts;
@@ -70,8 +70,7 @@ TEST_P(Examples, BitexactAcrossKnobGrid) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, Examples, ::testing::ValuesIn(examples()), [](const auto& info) {
-  return std::filesystem::path(info.param).stem().string();
-});
+INSTANTIATE_TEST_SUITE_P(All, Examples, ::testing::ValuesIn(examples()),
+                         [](const auto& info) { return std::filesystem::path(info.param).stem().string(); });
 
 }  // namespace

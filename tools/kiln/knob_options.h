@@ -20,7 +20,8 @@ struct KnobOptions {
     std::string names;
     for (const plan::KnobInfo& k : plan::knobTable()) names += "\n  " + k.name + " (default " + k.default_value + ")";
     app->add_option("--set", sets, "Set a planner knob, NAME=VALUE (repeatable); knobs:" + names);
-    app->add_option("--threads", threads, "Threads running blocks (same as --set threads=N)")->check(CLI::Range(1, 256));
+    app->add_option("--threads", threads, "Threads running blocks (same as --set threads=N)")
+        ->check(CLI::Range(1, 256));
   }
 
   // Applies the options; prints the error (naming the knob and its range) and returns false.
