@@ -162,7 +162,8 @@ llvm::Value* emitKilnMath(llvm::IRBuilder<>& b, llvm::Module& m, ir::OpKind kind
     fn->addFnAttr(llvm::Attribute::AlwaysInline);
     fn->addFnAttr(llvm::Attribute::NoUnwind);
     llvm::IRBuilder<> fb(llvm::BasicBlock::Create(m.getContext(), "entry", fn));
-    fb.setFastMathFlags(b.getFastMathFlags());
+    // No fast-math flags here, ever: the range reduction relies on exact rounding steps
+    // ((z + magic) - magic) that reassociation would fold away.
     V v(fb, vty);
     llvm::Value* arg = fn->getArg(0);
     llvm::Value* r = nullptr;

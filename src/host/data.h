@@ -1,7 +1,8 @@
-// Host data for a kernel's parameters: deterministic inputs, and output comparison.
+// Host data for a kernel's parameters: deterministic inputs, output comparison, digests.
 // Shared by `kiln eval`, `kiln run`, the runtime tests and the bench harness.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -24,8 +25,56 @@ struct ParamData {
 // index); views only stored to start as zeros; f32 scalars get one draw of the same stream;
 // i64 scalars are 0. `overrides` (name -> value) sets scalar parameters by name.
 // Returns an error message for an override naming no scalar parameter or a malformed value.
+//
+// The generator, exactly (all arithmetic on uint64_t, wrapping):
+//   mix(z):  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9; z = (z ^ (z >> 27)) * 0x94D049BB133111EB;
+//            return z ^ (z >> 31)
+//   stream of parameter i (0-based position in the kernel's parameter list):
+//            state = seed ^ mix(i + 1)
+//   next():  state = state + 0x9E3779B97F4A7C15; return mix(state)          (SplitMix64)
+//   draw():  u = next() >> 40 (the top 24 bits, 0 .. 2^24-1);
+//            value = float(int64(u) - 2^23) * 2^-23   (exact: in [-1, 1 - 2^-23], step 2^-23)
+// A loaded view takes numElements draws, element 0 first (row-major order). An f32 scalar takes
+// the first draw of its stream. Overrides: the key is the parameter name with or without the
+// leading '%'; an i64 value is a decimal integer (optional sign), an f32 value is a decimal or
+// exponent-form number, `inf`, `-inf` or `nan`; the whole string must parse.
 std::optional<std::string> makeInputs(const ir::Kernel& kernel, uint64_t seed,
-                                      const std::map<std::string, std::string>& overrides,
-                                      std::vector<ParamData>& out);
+                                      const std::map<std::string, std::string>& overrides, std::vector<ParamData>& out);
+
+// Result of comparing an output against the FP64 oracle.
+struct CompareResult {
+  bool pass = true;
+  double max_abs_err = 0.0;  // over elements where both values are finite
+  double max_rel_err = 0.0;  // |got - ref| / |ref| over those with ref != 0
+  int64_t first_bad = -1;    // index of the first failing element, -1 when all pass
+};
+
+// Element i passes when ref[i] is finite, got[i] is finite and
+// |got - ref| <= atol + rtol * |ref|; or when ref[i] is not finite and got[i] is in the same
+// class (NaN <-> NaN, +inf <-> +inf, -inf <-> -inf). Different sizes fail with
+// first_bad = the smaller size.
+CompareResult compareF64(const std::vector<float>& got, const std::vector<double>& ref, double atol = 5e-5,
+                         double rtol = 5e-5);
+
+// Bit-exact comparison: identical bytes, except that any NaN equals any NaN.
+struct BitexactResult {
+  bool pass = true;
+  int64_t mismatches = 0;  // number of differing elements (size difference counts as one)
+  int64_t first_bad = -1;  // index of the first differing element, -1 when equal
+};
+BitexactResult compareBitexact(const std::vector<float>& a, const std::vector<float>& b);
+
+// SHA-256 of a byte range, as 64 lowercase hex digits.
+std::string sha256Hex(const void* data, size_t size);
+
+// Summary of a buffer. NaN propagates: any NaN element makes min, max and mean NaN (print them
+// as null). Infinities take part normally. An empty buffer gives count 0 and NaN min/max/mean.
+struct Stats {
+  int64_t count = 0;
+  double min = 0.0;
+  double max = 0.0;
+  double mean = 0.0;  // sum in double, in element order, divided by count
+};
+Stats stats(const std::vector<float>& values);
 
 }  // namespace kiln::host

@@ -39,22 +39,10 @@ llvm::Error error(const std::string& message) {
 
 llvm::TargetOptions targetOptions(const JitOptions& options) {
   llvm::TargetOptions t;
+  // Fast math permits FMA contraction (and, through instruction flags set by the lowering,
+  // reassociation); it never assumes away infinities or NaNs: kernels mask with -inf.
   t.AllowFPOpFusion = options.fast_math ? llvm::FPOpFusion::Fast : llvm::FPOpFusion::Strict;
-  t.NoInfsFPMath = options.fast_math;
-  t.NoNaNsFPMath = options.fast_math;
-  t.NoSignedZerosFPMath = options.fast_math;
   return t;
-}
-
-// Codegen re-reads the no-NaNs/no-infs/no-signed-zeros options from each function's
-// attributes (TargetMachine::resetTargetOptions), so fast math must be written there too.
-void markFastMath(llvm::Module& module) {
-  for (llvm::Function& f : module) {
-    if (f.isDeclaration()) continue;
-    f.addFnAttr("no-infs-fp-math", "true");
-    f.addFnAttr("no-nans-fp-math", "true");
-    f.addFnAttr("no-signed-zeros-fp-math", "true");
-  }
 }
 
 void optimizeO2(llvm::Module& module, llvm::TargetMachine& machine) {
@@ -137,7 +125,6 @@ llvm::Expected<CompiledObject> compileToObject(std::unique_ptr<llvm::Module> mod
 
   module->setTargetTriple(triple);
   module->setDataLayout(machine->createDataLayout());
-  if (options.fast_math) markFastMath(*module);
 
   std::string verify_message;
   llvm::raw_string_ostream verify_stream(verify_message);

@@ -17,8 +17,8 @@ namespace kiln::jit {
 
 struct JitOptions {
   // false (precise): no FP contraction (AllowFPOpFusion Strict), IEEE semantics kept.
-  // true: contraction into FMA anywhere, and codegen may assume no NaNs, no infinities and
-  // insignificant signed zeros (TargetOptions and the matching function attributes).
+  // true: contraction into FMA anywhere (AllowFPOpFusion Fast). Infinities and NaNs keep
+  // their meaning (kernels mask with -inf); reassociation comes from instruction flags.
   bool fast_math = false;
   // Also print the optimised module as assembly (CompiledObject::assembly), from a copy
   // codegen'd the same way as the object; for `kiln compile --emit=asm`.

@@ -365,3 +365,20 @@ TEST(Codegen, BitexactIsRefusedUnderFastMath) {
 }
 
 }  // namespace
+
+namespace {
+TEST(Codegen, FastMathKeepsInfinitiesAndStaysWithinTolerance) {
+  // Attention masks with -inf and guards -inf - -inf: fast math must not assume infinities away.
+  for (const char* f : {"/examples/attention_prefill.tile", "/examples/softmax.tile", "/examples/elementwise.tile"}) {
+    kiln::ir::DiagEngine diag;
+    auto k = kiln::ir::parseFile(std::string(KILN_SOURCE_DIR) + f, diag);
+    ASSERT_TRUE(k) << diag.str();
+    kiln::driver::CheckOptions o;
+    o.mode = CheckMode::F64;
+    kiln::driver::CheckResult r;
+    auto err = kiln::driver::check(*k, knobs({"fast_math=on", "mma_output_block=4"}), o, r);
+    ASSERT_FALSE(err.has_value()) << *err;
+    EXPECT_TRUE(r.pass) << f << " max_abs " << r.max_abs_err;
+  }
+}
+}  // namespace

@@ -1,0 +1,85 @@
+// Output comparison against the FP64 oracle and bit for bit, and buffer statistics.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "host/data.h"
+
+namespace kiln::host {
+
+CompareResult compareF64(const std::vector<float>& got, const std::vector<double>& ref, double atol, double rtol) {
+  CompareResult r;
+  const size_t n = std::min(got.size(), ref.size());
+  for (size_t i = 0; i < n; ++i) {
+    const double g = got[i];
+    const double e = ref[i];
+    bool ok;
+    if (!std::isfinite(e)) {
+      ok = std::isnan(e) ? std::isnan(g) : g == e;
+    } else if (!std::isfinite(g)) {
+      ok = false;
+    } else {
+      const double abs = std::fabs(g - e);
+      ok = abs <= atol + rtol * std::fabs(e);
+      r.max_abs_err = std::max(r.max_abs_err, abs);
+      if (e != 0.0) r.max_rel_err = std::max(r.max_rel_err, abs / std::fabs(e));
+    }
+    if (!ok && r.pass) {
+      r.pass = false;
+      r.first_bad = static_cast<int64_t>(i);
+    }
+  }
+  if (got.size() != ref.size() && r.pass) {
+    r.pass = false;
+    r.first_bad = static_cast<int64_t>(n);
+  }
+  return r;
+}
+
+BitexactResult compareBitexact(const std::vector<float>& a, const std::vector<float>& b) {
+  BitexactResult r;
+  const size_t n = std::min(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    bool same = std::memcmp(&a[i], &b[i], sizeof(float)) == 0 || (std::isnan(a[i]) && std::isnan(b[i]));
+    if (same) continue;
+    if (r.first_bad < 0) r.first_bad = static_cast<int64_t>(i);
+    ++r.mismatches;
+  }
+  if (a.size() != b.size()) {
+    if (r.first_bad < 0) r.first_bad = static_cast<int64_t>(n);
+    ++r.mismatches;
+  }
+  r.pass = r.mismatches == 0;
+  return r;
+}
+
+Stats stats(const std::vector<float>& values) {
+  Stats s;
+  s.count = static_cast<int64_t>(values.size());
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (values.empty()) {
+    s.min = s.max = s.mean = nan;
+    return s;
+  }
+  double lo = values[0], hi = values[0], sum = 0.0;
+  bool anyNaN = false;
+  for (float v : values) {
+    if (std::isnan(v)) {
+      anyNaN = true;
+      break;
+    }
+    lo = std::min(lo, static_cast<double>(v));
+    hi = std::max(hi, static_cast<double>(v));
+    sum += v;
+  }
+  if (anyNaN) {
+    s.min = s.max = s.mean = nan;
+    return s;
+  }
+  s.min = lo;
+  s.max = hi;
+  s.mean = sum / static_cast<double>(values.size());
+  return s;
+}
+
+}  // namespace kiln::host

@@ -1,0 +1,96 @@
+// makeInputs: deterministic kernel inputs (the generator is specified in data.h).
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+
+#include "host/data.h"
+
+namespace kiln::host {
+namespace {
+
+uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t state) : state_(state) {}
+  uint64_t next() {
+    state_ += 0x9E3779B97F4A7C15ull;
+    return mix(state_);
+  }
+  // Uniform in [-1, 1) on a 2^-23 grid.
+  float draw() {
+    int64_t u = static_cast<int64_t>(next() >> 40);
+    return static_cast<float>(u - (int64_t{1} << 23)) * 0x1p-23f;
+  }
+
+ private:
+  uint64_t state_;
+};
+
+std::optional<int64_t> parseI64(const std::string& s) {
+  const char* b = s.data();
+  const char* e = s.data() + s.size();
+  if (b != e && *b == '+') ++b;
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(b, e, v);
+  if (ec != std::errc() || p != e || b == e) return std::nullopt;
+  return v;
+}
+
+std::optional<float> parseF32(const std::string& s) {
+  if (s.empty() || s.front() == ' ' || s.front() == '\t') return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  float v = std::strtof(s.c_str(), &end);
+  if (end != s.c_str() + s.size()) return std::nullopt;
+  return v;  // out-of-range decimals round to +-inf / 0 as strtof does
+}
+
+}  // namespace
+
+std::optional<std::string> makeInputs(const ir::Kernel& kernel, uint64_t seed,
+                                      const std::map<std::string, std::string>& overrides,
+                                      std::vector<ParamData>& out) {
+  const size_t n = kernel.params.size();
+  out.assign(n, ParamData{});
+  std::vector<bool> loaded(n, false);
+  for (const ir::Value* v : kernel.inputs()) loaded[v->index] = true;
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Type& t = kernel.params[i]->type;
+    SplitMix64 rng(seed ^ mix(static_cast<uint64_t>(i) + 1));
+    if (t.isView()) {
+      out[i].data.assign(static_cast<size_t>(t.numElements()), 0.0f);
+      if (loaded[i])
+        for (float& x : out[i].data) x = rng.draw();
+    } else if (t.elem == ir::Elem::F32) {
+      out[i].f32 = rng.draw();
+    }
+  }
+  for (const auto& [key, text] : overrides) {
+    std::string name = !key.empty() && key.front() == '%' ? key.substr(1) : key;
+    const ir::Value* param = nullptr;
+    for (const ir::Value* p : kernel.params)
+      if (p->name == name) param = p;
+    if (!param || param->type.isView())
+      return fmt::format("override '{}': @{} has no scalar parameter %{}", key, kernel.name, name);
+    ParamData& d = out[param->index];
+    if (param->type.elem == ir::Elem::I64) {
+      auto v = parseI64(text);
+      if (!v) return fmt::format("override '{}': '{}' is not an i64 integer", key, text);
+      d.i64 = *v;
+    } else {
+      auto v = parseF32(text);
+      if (!v) return fmt::format("override '{}': '{}' is not an f32 number", key, text);
+      d.f32 = *v;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace kiln::host
