@@ -14,21 +14,27 @@ namespace {
 std::optional<std::string> relaxedPolicy(const ir::Kernel& kernel) {
   std::optional<std::string> found;
   ir::walk(kernel.body, [&](const ir::Op* op) {
-    if (op->kind == ir::OpKind::Mma && !found &&
-        (op->mma_policy.allow_fma || op->mma_policy.allow_reassociation))
+    if (op->kind == ir::OpKind::Mma && !found && (op->mma_policy.allow_fma || op->mma_policy.allow_reassociation))
       found = fmt::format("{}:{}:{}", op->loc.file, op->loc.line, op->loc.col);
   });
   return found;
 }
 }  // namespace
 
-std::optional<std::string> reference(const ir::Kernel& kernel, const plan::Knobs& knobs,
-                                     const CheckOptions& options, std::vector<host::ParamData>& inputs,
-                                     std::vector<std::vector<double>>& f64_views,
+std::optional<std::string> reference(const ir::Kernel& kernel, const plan::Knobs& knobs, const CheckOptions& options,
+                                     std::vector<host::ParamData>& inputs, std::vector<std::vector<double>>& f64_views,
                                      std::vector<host::ParamData>& strict_views) {
   if (auto e = host::makeInputs(kernel, options.seed, options.scalar_args, inputs)) return e;
   interp::Options io;
   io.reduction_partitions = static_cast<int>(knobs.reduction_partitions);
+  if (options.mode == CheckMode::F64 && options.f64_reference) {
+    if (auto e = options.f64_reference(inputs, f64_views)) return e;
+    for (const ir::Value* v : kernel.outputs())
+      if (static_cast<size_t>(v->index) >= f64_views.size() ||
+          f64_views[v->index].size() != inputs[v->index].data.size())
+        return "the f64 reference gave no result of the right size for %" + v->name;
+    return std::nullopt;
+  }
   if (options.mode == CheckMode::F64) {
     std::vector<host::ParamData> scratch = inputs;
     io.mode = interp::Mode::F64;
@@ -52,7 +58,8 @@ std::optional<std::string> check(const ir::Kernel& kernel, const plan::Knobs& kn
   }
   std::vector<host::ParamData> inputs, strict;
   std::vector<std::vector<double>> f64;
-  if (auto e = reference(kernel, knobs, options, inputs, f64, strict)) return "interpreter: " + *e;
+  if (auto e = reference(kernel, knobs, options, inputs, f64, strict))
+    return (options.mode == CheckMode::F64 && options.f64_reference ? "reference: " : "interpreter: ") + *e;
 
   Compilation c;
   if (auto e = compile(kernel, knobs, c, Stage::Obj)) return e;
@@ -80,9 +87,8 @@ std::optional<std::string> check(const ir::Kernel& kernel, const plan::Knobs& kn
       oc.pass = r.pass;
       oc.mismatches = r.mismatches;
       oc.first_bad = r.first_bad;
-      host::CompareResult d = host::compareF64(g, std::vector<double>(strict[v->index].data.begin(),
-                                                                      strict[v->index].data.end()),
-                                               0.0, 0.0);
+      host::CompareResult d = host::compareF64(
+          g, std::vector<double>(strict[v->index].data.begin(), strict[v->index].data.end()), 0.0, 0.0);
       oc.max_abs_err = d.max_abs_err;
       oc.max_rel_err = d.max_rel_err;
     }

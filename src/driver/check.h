@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -41,6 +42,12 @@ struct CheckOptions {
   std::map<std::string, std::string> scalar_args;  // name -> value
   double atol = 5e-5;
   double rtol = 5e-5;
+  // When set, the f64 check compares against this reference instead of the FP64 interpreter:
+  // from the inputs (as host::makeInputs made them) it gives the double result of every output
+  // parameter, indexed like the parameters (e.g. a library kernel's plain C++ reference).
+  std::function<std::optional<std::string>(const std::vector<host::ParamData>& inputs,
+                                           std::vector<std::vector<double>>& outputs)>
+      f64_reference;
 };
 
 // Error (compile failure, refused bitexact under fast math, launch failure, corrupted guard
@@ -48,10 +55,10 @@ struct CheckOptions {
 std::optional<std::string> check(const ir::Kernel& kernel, const plan::Knobs& knobs, const CheckOptions& options,
                                  CheckResult& out);
 
-// The interpreter's reference for `options` (exposed for tests and the bench harness).
-std::optional<std::string> reference(const ir::Kernel& kernel, const plan::Knobs& knobs,
-                                     const CheckOptions& options, std::vector<host::ParamData>& inputs,
-                                     std::vector<std::vector<double>>& f64_views,
+// The reference for `options` (exposed for tests and the bench harness): the interpreter's,
+// or in f64 mode options.f64_reference when set.
+std::optional<std::string> reference(const ir::Kernel& kernel, const plan::Knobs& knobs, const CheckOptions& options,
+                                     std::vector<host::ParamData>& inputs, std::vector<std::vector<double>>& f64_views,
                                      std::vector<host::ParamData>& strict_views);
 
 }  // namespace kiln::driver

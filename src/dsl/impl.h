@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -26,6 +27,7 @@ struct KernelBuilder::Impl {
   ir::DiagEngine diag;
   ir::Builder b;
   std::unordered_set<std::string> names;
+  std::unordered_map<std::string, int> next_suffix;  // last suffix given per base name
   bool finished = false;
 
   // Rank-0 consts made for literals, by (element type, value bits): a literal reuses one that

@@ -32,8 +32,11 @@ std::string KernelBuilder::Impl::fresh(const std::string& hint) {
     base += ok ? c : '_';
   }
   if (base.empty()) base = "t";
+  // Suffixes continue from the last one given for this base: linear, not quadratic, in the
+  // number of values that share a hint.
   std::string name = base;
-  for (int n = 1; names.count(name) != 0; ++n) name = fmt::format("{}.{}", base, n);
+  int& next = next_suffix[base];
+  while (names.count(name) != 0) name = base + "." + std::to_string(++next);
   names.insert(name);
   return name;
 }

@@ -1,7 +1,10 @@
-// Elementwise GELU (tanh form) written in the DSL:
-//   y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-// Expects: n >= 1, block >= 1. Guarantees: a verified kernel with views x [n], y [n], or
-// diagnostics. One program per block of `block` elements; the ragged tail is guarded.
+// Elementwise kernels written in the DSL.
+//   gelu, tanh form: y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+//   gelu, erf form:  y = 0.5 x (1 + erf(x / sqrt(2)))
+//   swiglu:          y = gate / (1 + exp(-gate)) * up   (SiLU(gate) * up)
+// Expects: extents >= 1, block >= 1. Guarantees: a verified kernel, or diagnostics. gelu has
+// views x [n], y [n], one program per block of `block` elements; swiglu has views
+// gate, up, y [rows, cols], one program per (row, block of columns). Ragged tails are guarded.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +13,10 @@
 
 namespace kiln::kernels {
 
-dsl::BuildResult gelu(int64_t n, int64_t block = 64);
+enum class GeluForm { Tanh, Erf };
+
+dsl::BuildResult gelu(int64_t n, int64_t block = 64, GeluForm form = GeluForm::Tanh);
+
+dsl::BuildResult swiglu(int64_t rows, int64_t cols, int64_t block = 64);
 
 }  // namespace kiln::kernels

@@ -18,6 +18,8 @@ struct LibraryRequest {
   std::string name;                            // e.g. "attention"
   std::string shape;                           // e.g. "1,8,2,1,2053,80,96"
   std::map<std::string, std::string> options;  // e.g. {"mask","causal"}, {"block","1x16"}
+  // Option names are the CLI's without "--" (block mask scale trans-b eps style base approx);
+  // a flag (trans-b) takes "" or "true". An option the kernel does not take is an error.
 };
 
 struct LibraryKernelInfo {

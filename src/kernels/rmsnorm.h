@@ -1,15 +1,19 @@
 // RMSNorm written in the DSL: y[r, c] = x[r, c] / sqrt(mean_c(x[r, :]^2) + eps) * w[c].
-// Expects: rows, cols, block_rows >= 1 (a whole row fits one tile); eps is baked in as an f32.
+// Expects: rows, cols, block_rows, chunk >= 1; eps is baked in as an f32.
 // Guarantees: a verified kernel with views x [rows, cols], w [cols], y [rows, cols], or
 // diagnostics. One program per block of rows; the sum of squares is an ordered reduction.
+// When cols > chunk, a loop over column chunks accumulates the sum of squares and a second
+// loop writes the result chunk by chunk.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "kiln/dsl.h"
 
 namespace kiln::kernels {
 
-dsl::BuildResult rmsnorm(int64_t rows, int64_t cols, double eps = 1e-6, int64_t block_rows = 4);
+dsl::BuildResult rmsnorm(int64_t rows, int64_t cols, double eps = 1e-6, int64_t block_rows = 4,
+                         int64_t chunk = std::numeric_limits<int64_t>::max());
 
 }  // namespace kiln::kernels

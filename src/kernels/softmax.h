@@ -1,15 +1,19 @@
 // Row softmax written in the DSL: y[r, :] = exp(x[r, :] - max) / sum(exp(x[r, :] - max)).
-// Expects: rows, cols, block_rows >= 1 (a whole row fits one tile).
-// Guarantees: a verified kernel with views x [rows, cols], y [rows, cols], or diagnostics. One
-// program per block of rows; reductions are ordered.
+// Expects: rows, cols, block_rows, chunk >= 1. Guarantees: a verified kernel with views
+// x [rows, cols], y [rows, cols], or diagnostics. One program per block of rows; reductions
+// are ordered. When a row fits one chunk (cols <= chunk) it is one tile; otherwise a first
+// loop over column chunks carries the running max and sum (online softmax, padding reads
+// -inf) and a second loop writes exp(x - max) / sum chunk by chunk.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "kiln/dsl.h"
 
 namespace kiln::kernels {
 
-dsl::BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows = 4);
+dsl::BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows = 4,
+                         int64_t chunk = std::numeric_limits<int64_t>::max());
 
 }  // namespace kiln::kernels

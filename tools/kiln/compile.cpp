@@ -1,5 +1,6 @@
-// `kiln compile FILE`: run the pipeline and print one stage (ir, plan, llvm, asm, obj) or the
-// realization report; `--capture DIR` writes the exact object that is linked, plus the report.
+// `kiln compile FILE|--kernel NAME --shape S`: run the pipeline and print one stage (ir, plan,
+// llvm, asm, obj) or the realization report; `--capture DIR` writes the exact object that is
+// linked, plus the report.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -43,7 +44,7 @@ Command addCompile(CLI::App& parent) {
             driver::Stage stage = a->capture.empty() ? stages.at(a->emit) : driver::Stage::Report;
             driver::Compilation c;
             if (auto e = driver::compile(*kernel, knobs, c, stage)) {
-              std::cerr << "kiln compile: error: " << *e << (e->back() == '\n' ? "" : "\n");
+              std::cerr << "kiln compile: error: " << *e << (e->back() == '\n' ? "" : "\n") << a->source.hint(*e);
               return 1;
             }
             if (!a->capture.empty()) {

@@ -1,23 +1,99 @@
-// Where a subcommand's kernel comes from: a .tile FILE (later also a library kernel).
+// Where a subcommand's kernel comes from: a .tile FILE, or a library kernel
+// (`--kernel NAME --shape S` plus its options, src/kernels/registry.h).
 #pragma once
 
 #include <iostream>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "command.h"
+#include "driver/check.h"
+#include "kernels/registry.h"
 
 namespace kiln::cli {
 
 struct KernelSource {
   std::string file;
+  std::string kernel;
+  std::string shape;
+  // Library kernel options: name (without --) -> the CLI option that holds it.
+  std::vector<std::pair<std::string, CLI::Option*>> kernel_options;
+  std::vector<std::string> values = std::vector<std::string>(7);
+  bool trans_b = false;
 
-  void add(CLI::App* app) { app->add_option("FILE", file, "The .tile kernel (\"-\" reads stdin)")->required(); }
+  void add(CLI::App* app) {
+    app->add_option("FILE", file, "The .tile kernel (\"-\" reads stdin); or use --kernel");
+    app->add_option("--kernel", kernel, "A library kernel instead of FILE (see `kiln kernels`)");
+    app->add_option("--shape", shape,
+                    "The library kernel's shape, comma-separated (e.g. attention: B,Hq,Hkv,Q,K,D,Dv)");
+    const std::pair<const char*, const char*> opts[] = {
+        {"block", "attention: BQxBK, query rows x keys per KV block"},
+        {"mask", "attention: causal | none"},
+        {"scale", "attention: score scale (default 1/sqrt(D))"},
+        {"eps", "rmsnorm, layernorm: epsilon"},
+        {"style", "rope: neox | interleaved"},
+        {"base", "rope: frequency base"},
+        {"approx", "gelu: erf | tanh"},
+    };
+    for (size_t i = 0; i < std::size(opts); ++i)
+      kernel_options.emplace_back(opts[i].first,
+                                  app->add_option(std::string("--") + opts[i].first, values[i], opts[i].second));
+    kernel_options.emplace_back("trans-b", app->add_flag("--trans-b", trans_b, "gemm: B is given as N x K"));
+  }
 
-  // The verified kernel, or nullptr after printing diagnostics.
-  std::unique_ptr<ir::Kernel> load(const char* command) const { return loadKernel(file); }
+  bool isLibrary() const { return !kernel.empty(); }
+
+  kernels::LibraryRequest request() const {
+    kernels::LibraryRequest r{kernel, shape, {}};
+    for (size_t i = 0; i < kernel_options.size(); ++i)
+      if (kernel_options[i].second->count() > 0)
+        r.options[kernel_options[i].first] = kernel_options[i].first == "trans-b" ? "true" : values[i];
+    return r;
+  }
+
+  // The verified kernel, or nullptr after printing the error.
+  std::unique_ptr<ir::Kernel> load(const char* command) const {
+    auto fail = [&](const std::string& message) {
+      std::cerr << "kiln " << command << ": error: " << message << (message.back() == '\n' ? "" : "\n");
+      return nullptr;
+    };
+    if (!isLibrary()) {
+      if (!shape.empty()) return fail("--shape needs --kernel NAME");
+      for (const auto& [name, option] : kernel_options)
+        if (option->count() > 0) return fail("--" + name + " is an option of library kernels; it needs --kernel NAME");
+      if (file.empty()) return fail("no kernel: give a .tile FILE, or --kernel NAME --shape S");
+      return loadKernel(file);
+    }
+    if (!file.empty()) return fail("give either FILE ('" + file + "') or --kernel " + kernel + ", not both");
+    if (shape.empty()) {
+      for (const kernels::LibraryKernelInfo& k : kernels::libraryKernels())
+        if (k.name == kernel) return fail("--kernel " + kernel + " needs --shape " + k.shape_fields);
+    }
+    std::unique_ptr<ir::Kernel> out;
+    if (auto e = kernels::buildLibraryKernel(request(), out)) return fail(*e);
+    return out;
+  }
+
+  // More to say about a failed compilation of a library kernel: its tile sizes come from the
+  // request (attention: --block), so the fix is usually there rather than in a knob.
+  std::string hint(const std::string& error) const {
+    if (kernel != "attention" || error.find("max_local_bytes") == std::string::npos) return "";
+    return "kiln: note: attention's tiles are set by --block BQxBK (BK rows of k and v, BQ rows of q and o); a "
+           "smaller block needs less memory per worker\n";
+  }
+
+  // A library kernel is checked in f64 against its own FP64 reference (plain C++).
+  void configure(driver::CheckOptions& options) const {
+    if (!isLibrary()) return;
+    options.f64_reference = [r = request()](const std::vector<host::ParamData>& inputs,
+                                            std::vector<std::vector<double>>& outputs) {
+      return kernels::libraryReference(r, inputs, outputs);
+    };
+  }
 };
 
 }  // namespace kiln::cli

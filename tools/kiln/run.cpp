@@ -1,5 +1,6 @@
-// `kiln run FILE --check f64|bitexact`: compile, run natively on the deterministic inputs of
-// `kiln eval` (inside guard zones), compare with the interpreter, print the verdict.
+// `kiln run FILE|--kernel NAME --shape S --check f64|bitexact`: compile, run natively on the
+// deterministic inputs of `kiln eval` (inside guard zones), compare with the interpreter (or a
+// library kernel's FP64 reference), print the verdict.
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -29,8 +30,9 @@ Command addRun(CLI::App& parent) {
   app->add_option("--seed", a->seed, "Seed of the deterministic inputs (as for kiln eval)");
   app->add_option("--arg", a->scalar_args, "Scalar parameter value, NAME=VALUE (repeatable)");
   app->add_option("--check", a->check,
-                  "f64: |got - ref| <= 5e-5 + 5e-5*|ref| against the FP64 interpreter; bitexact: identical bytes "
-                  "to the strict-f32 interpreter (precise mode only)")
+                  "f64: |got - ref| <= 5e-5 + 5e-5*|ref| against the FP64 interpreter (a --kernel: against the "
+                  "library's FP64 reference); bitexact: identical bytes to the strict-f32 interpreter (precise mode "
+                  "only)")
       ->check(CLI::IsMember({"f64", "bitexact"}));
   app->add_flag("--json", a->json, "Print the verdict as JSON");
   app->footer("Exit codes: 0 the check passed, 1 a mismatch or an error.");
@@ -42,6 +44,7 @@ Command addRun(CLI::App& parent) {
             driver::CheckOptions opts;
             opts.mode = a->check == "bitexact" ? driver::CheckMode::Bitexact : driver::CheckMode::F64;
             opts.seed = a->seed;
+            a->source.configure(opts);
             for (const std::string& s : a->scalar_args) {
               auto eq = s.find('=');
               if (eq == std::string::npos || eq == 0) {
@@ -52,7 +55,7 @@ Command addRun(CLI::App& parent) {
             }
             driver::CheckResult r;
             if (auto e = driver::check(*kernel, knobs, opts, r)) {
-              std::cerr << "kiln run: error: " << *e << (e->back() == '\n' ? "" : "\n");
+              std::cerr << "kiln run: error: " << *e << (e->back() == '\n' ? "" : "\n") << a->source.hint(*e);
               return 1;
             }
             if (a->json) {

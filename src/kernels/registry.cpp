@@ -1,0 +1,464 @@
+// The kernel library: a table of entries (shape fields, options, legal ranges, builder,
+// FP64 reference). A request is parsed and validated once into a Spec; building and the
+// reference both start from the Spec, so they cannot disagree about defaults.
+#include "kernels/registry.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <span>
+
+#include "kernels/attention.h"
+#include "kernels/elementwise.h"
+#include "kernels/gemm.h"
+#include "kernels/layernorm.h"
+#include "kernels/reference.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "kernels/softmax.h"
+
+namespace kiln::kernels {
+
+namespace {
+
+using Error = std::optional<std::string>;
+
+// Legal ranges (docs/kernels.md). Extents are capped so that every product fits easily in
+// int64; the total element count keeps the host buffers (and the FP64 reference) in memory.
+constexpr int64_t kMaxExtent = int64_t(1) << 24;
+constexpr double kMaxTotalElements = double(int64_t(1) << 28);
+constexpr int64_t kMaxBlockQ = 128, kMaxBlockK = 1024, kMaxBlockElements = 4096;
+constexpr int64_t kDefaultKvTileElements = 16384;
+// Row kernels (softmax, norms) take a whole row as one tile up to this many columns, and
+// loop over chunks of it beyond.
+constexpr int64_t kRowChunk = 1024;
+
+// A validated request: the shape fields and every option with its default filled in.
+struct Spec {
+  std::vector<int64_t> shape;
+  int64_t block_q = 0, block_k = 0;  // attention
+  bool causal = true;
+  std::optional<double> scale;
+  bool trans_b = false;  // gemm
+  double eps = 0;        // rmsnorm, layernorm
+  bool neox = true;      // rope
+  double base = 10000;
+  bool tanh_form = false;  // gelu
+};
+
+struct ViewShape {
+  std::string name;
+  std::vector<int64_t> shape;
+  bool output = false;
+};
+
+struct Entry {
+  LibraryKernelInfo info;
+  std::vector<std::string> fields;                                // shape field names, in order
+  std::vector<int64_t> field_min;                                 // smallest legal value of each field
+  std::vector<std::string> options;                               // accepted option names (without --)
+  std::function<Error(const LibraryRequest&, Spec&)> options_fn;  // parse options, check shape relations
+  std::function<std::vector<ViewShape>(const Spec&)> views;       // parameters, in kernel order
+  std::function<dsl::BuildResult(const Spec&)> build;
+  // outputs[i] for the output views; inputs as spans in parameter order.
+  std::function<std::vector<double>(const Spec&, const std::vector<std::span<const float>>&)> reference;
+};
+
+std::string joined(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
+  return s;
+}
+
+std::optional<int64_t> parseInt(std::string_view text) {
+  int64_t v = 0;
+  if (!text.empty() && text[0] == '+') text.remove_prefix(1);
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> parseDouble(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (...) {
+    return std::nullopt;
+  }
+  if (used != text.size()) return std::nullopt;
+  return v;
+}
+
+// "--name" as the CLI spells it.
+std::string opt(const std::string& name) {
+  return "--" + name;
+}
+
+Error optionChoice(const LibraryRequest& r, const std::string& name, const std::vector<std::string>& choices,
+                   std::string& out) {
+  auto it = r.options.find(name);
+  if (it == r.options.end()) return std::nullopt;
+  for (const std::string& c : choices)
+    if (it->second == c) {
+      out = c;
+      return std::nullopt;
+    }
+  return fmt::format("{}: {} '{}' is not one of {}", r.name, opt(name), it->second, joined(choices, "|"));
+}
+
+// A finite number within [lo, hi] (lo_open: lo itself excluded).
+Error optionNumber(const LibraryRequest& r, const std::string& name, double lo, bool lo_open, double hi, double& out) {
+  auto it = r.options.find(name);
+  if (it == r.options.end()) return std::nullopt;
+  std::optional<double> v = parseDouble(it->second);
+  if (!v || !std::isfinite(*v)) return fmt::format("{}: {} '{}' is not a finite number", r.name, opt(name), it->second);
+  if (*v < lo || (lo_open && *v == lo) || *v > hi)
+    return fmt::format("{}: {}={} is out of range; legal: {} {} and <= {}", r.name, opt(name), it->second,
+                       lo_open ? ">" : ">=", lo, hi);
+  out = *v;
+  return std::nullopt;
+}
+
+Error optionFlag(const LibraryRequest& r, const std::string& name, bool& out) {
+  auto it = r.options.find(name);
+  if (it == r.options.end()) return std::nullopt;
+  const std::string& v = it->second;
+  if (v.empty() || v == "true" || v == "1" || v == "on") {
+    out = true;
+  } else if (v == "false" || v == "0" || v == "off") {
+    out = false;
+  } else {
+    return fmt::format("{}: {} takes no value (got '{}')", r.name, opt(name), v);
+  }
+  return std::nullopt;
+}
+
+// ---- attention ----
+
+Error attentionOptions(const LibraryRequest& r, Spec& s) {
+  const int64_t Hq = s.shape[1], Hkv = s.shape[2], Q = s.shape[3];
+  if (Hq % Hkv != 0)
+    return fmt::format("attention: Hq={} is not a multiple of Hkv={} (--shape B,Hq,Hkv,Q,K,D,Dv)", Hq, Hkv);
+  s.block_q = Q == 1 ? 1 : 4;
+  // 16 keys per block, fewer when a K or V tile of 16 rows would pass kDefaultKvTileElements.
+  const int64_t widest = std::max(s.shape[5], s.shape[6]);
+  s.block_k = std::clamp<int64_t>(kDefaultKvTileElements / widest, 1, 16);
+  if (auto it = r.options.find("block"); it != r.options.end()) {
+    const std::string& b = it->second;
+    const size_t x = b.find('x');
+    std::optional<int64_t> bq = x == std::string::npos ? std::nullopt : parseInt(b.substr(0, x));
+    std::optional<int64_t> bk = x == std::string::npos ? std::nullopt : parseInt(b.substr(x + 1));
+    if (!bq || !bk) return fmt::format("attention: --block '{}' is not BQxBK (e.g. 4x16)", b);
+    if (*bq < 1 || *bq > kMaxBlockQ)
+      return fmt::format("attention: --block BQ={} is out of range; legal: 1..{} query rows", *bq, kMaxBlockQ);
+    if (*bk < 1 || *bk > kMaxBlockK)
+      return fmt::format("attention: --block BK={} is out of range; legal: 1..{} keys", *bk, kMaxBlockK);
+    if (*bq * *bk > kMaxBlockElements)
+      return fmt::format("attention: --block {}x{} is too large: BQ*BK={} exceeds {} score elements", *bq, *bk,
+                         *bq * *bk, kMaxBlockElements);
+    s.block_q = *bq;
+    s.block_k = *bk;
+  }
+  std::string mask = "causal";
+  if (auto e = optionChoice(r, "mask", {"causal", "none"}, mask)) return e;
+  s.causal = mask == "causal";
+  double scale = 0;
+  if (r.options.count("scale")) {
+    if (auto e = optionNumber(r, "scale", -1e30, false, 1e30, scale)) return e;
+    s.scale = scale;
+  }
+  return std::nullopt;
+}
+
+AttentionShape attentionShape(const Spec& s) {
+  return {s.shape[0], s.shape[1], s.shape[2], s.shape[3], s.shape[4], s.shape[5], s.shape[6]};
+}
+
+AttentionOptions attentionOpts(const Spec& s) {
+  AttentionOptions o;
+  o.block_q = s.block_q;
+  o.block_k = s.block_k;
+  o.causal = s.causal;
+  o.scale = s.scale;
+  return o;
+}
+
+// ---- the table ----
+
+const std::vector<Entry>& entries() {
+  static const std::vector<Entry> table = [] {
+    std::vector<Entry> t;
+    auto rowsViews = [](std::vector<std::string> inputs, bool weight, bool bias) {
+      return [=](const Spec& s) {
+        const int64_t R = s.shape[0], C = s.shape[1];
+        std::vector<ViewShape> v;
+        for (const std::string& n : inputs) v.push_back({n, {R, C}});
+        if (weight) v.push_back({"w", {C}});
+        if (bias) v.push_back({"b", {C}});
+        v.push_back({"y", {R, C}, true});
+        return v;
+      };
+    };
+    auto epsOption = [](double fallback) {
+      return [=](const LibraryRequest& r, Spec& s) -> Error {
+        s.eps = fallback;
+        return optionNumber(r, "eps", 0.0, false, 1.0, s.eps);
+      };
+    };
+
+    t.push_back(
+        Entry{{"attention", "B,Hq,Hkv,Q,K,D,Dv",
+               "--block BQxBK   query rows x keys per KV block (default 1x16 when Q = 1, else 4x16, BK smaller when "
+               "16*max(D,Dv) > 16384; BQ 1..128, BK 1..1024, BQ*BK <= 4096)\n"
+               "--mask causal|none   causal is bottom-right aligned: key k is visible to query q iff k <= q + K - Q "
+               "(default causal)\n"
+               "--scale S   score scale (default 1/sqrt(D)), rounded to f32",
+               "softmax(scale q.k^T) v with GQA/MQA (query head h reads KV head h / (Hq/Hkv)); online softmax over KV "
+               "blocks"},
+              {"B", "Hq", "Hkv", "Q", "K", "D", "Dv"},
+              {1, 1, 1, 1, 0, 1, 1},
+              {"block", "mask", "scale"},
+              attentionOptions,
+              [](const Spec& s) {
+                AttentionShape a = attentionShape(s);
+                return std::vector<ViewShape>{{"q", {a.B, a.Hq, a.Q, a.D}},
+                                              {"k", {a.B, a.Hkv, a.K, a.D}},
+                                              {"v", {a.B, a.Hkv, a.K, a.Dv}},
+                                              {"o", {a.B, a.Hq, a.Q, a.Dv}, true}};
+              },
+              [](const Spec& s) { return attention(attentionShape(s), attentionOpts(s)); },
+              [](const Spec& s, const std::vector<std::span<const float>>& in) {
+                return reference::attention(attentionShape(s), s.causal,
+                                            attentionScale(attentionShape(s), attentionOpts(s)), in[0], in[1], in[2]);
+              }});
+
+    t.push_back(Entry{
+        {"gemm", "M,N,K", "--trans-b   B is given as N x K (default K x N)", "C[M,N] = A[M,K] . B (K = 0 gives zeros)"},
+        {"M", "N", "K"},
+        {1, 1, 0},
+        {"trans-b"},
+        [](const LibraryRequest& r, Spec& s) { return optionFlag(r, "trans-b", s.trans_b); },
+        [](const Spec& s) {
+          const int64_t M = s.shape[0], N = s.shape[1], K = s.shape[2];
+          return std::vector<ViewShape>{{"a", {M, K}},
+                                        {"b", s.trans_b ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}},
+                                        {"c", {M, N}, true}};
+        },
+        [](const Spec& s) {
+          return gemm({s.shape[0], s.shape[1], s.shape[2]}, GemmTiles{}, s.trans_b);
+        },
+        [](const Spec& s, const std::vector<std::span<const float>>& in) {
+          return reference::gemm({s.shape[0], s.shape[1], s.shape[2]}, s.trans_b, in[0], in[1]);
+        }});
+
+    t.push_back(
+        Entry{{"softmax", "rows,cols", "", "y[r,:] = softmax(x[r,:]) (max-subtracted, online over column chunks)"},
+              {"rows", "cols"},
+              {1, 1},
+              {},
+              [](const LibraryRequest&, Spec&) { return Error{}; },
+              rowsViews({"x"}, false, false),
+              [](const Spec& s) { return softmax(s.shape[0], s.shape[1], 1, kRowChunk); },
+              [](const Spec& s, const std::vector<std::span<const float>>& in) {
+                return reference::softmax(s.shape[0], s.shape[1], in[0]);
+              }});
+
+    t.push_back(
+        Entry{{"rmsnorm", "rows,cols", "--eps E   added to the mean square (default 1e-6), rounded to f32; 0..1",
+               "y[r,c] = x[r,c] / sqrt(mean(x[r,:]^2) + eps) * w[c]"},
+              {"rows", "cols"},
+              {1, 1},
+              {"eps"},
+              epsOption(1e-6),
+              rowsViews({"x"}, true, false),
+              [](const Spec& s) { return rmsnorm(s.shape[0], s.shape[1], s.eps, 1, kRowChunk); },
+              [](const Spec& s, const std::vector<std::span<const float>>& in) {
+                return reference::rmsnorm(s.shape[0], s.shape[1], double(float(s.eps)), in[0], in[1]);
+              }});
+
+    t.push_back(Entry{{"layernorm", "rows,cols", "--eps E   added to the variance (default 1e-5), rounded to f32; 0..1",
+                       "y[r,c] = (x[r,c] - mean) / sqrt(var + eps) * w[c] + b[c] (two-pass mean and variance)"},
+                      {"rows", "cols"},
+                      {1, 1},
+                      {"eps"},
+                      epsOption(1e-5),
+                      rowsViews({"x"}, true, true),
+                      [](const Spec& s) { return layernorm(s.shape[0], s.shape[1], s.eps, kRowChunk); },
+                      [](const Spec& s, const std::vector<std::span<const float>>& in) {
+                        return reference::layernorm(s.shape[0], s.shape[1], double(float(s.eps)), in[0], in[1], in[2]);
+                      }});
+
+    t.push_back(Entry{
+        {"swiglu", "rows,cols", "", "y = gate / (1 + exp(-gate)) * up (SiLU(gate) * up), gate and up [rows,cols]"},
+        {"rows", "cols"},
+        {1, 1},
+        {},
+        [](const LibraryRequest&, Spec&) { return Error{}; },
+        rowsViews({"gate", "up"}, false, false),
+        [](const Spec& s) { return swiglu(s.shape[0], s.shape[1]); },
+        [](const Spec& s, const std::vector<std::span<const float>>& in) { return reference::swiglu(in[0], in[1]); }});
+
+    t.push_back(
+        Entry{{"rope", "tokens,heads,head_dim",
+               "--style neox|interleaved   pairs (j, j + head_dim/2) or (2j, 2j+1) (default neox)\n"
+               "--base B   frequency base, > 1 (default 10000)",
+               "rotary embedding of x [tokens,heads,head_dim]; token t at position t, pair j rotated by t * "
+               "base^(-2j/head_dim)"},
+              {"tokens", "heads", "head_dim"},
+              {1, 1, 2},
+              {"style", "base"},
+              [](const LibraryRequest& r, Spec& s) -> Error {
+                if (s.shape[2] % 2 != 0)
+                  return fmt::format("rope: head_dim={} must be even (--shape tokens,heads,head_dim)", s.shape[2]);
+                if (s.shape[0] > kMaxRopeTokens)
+                  return fmt::format("rope: tokens={} is too large; legal: 1..{} (positions must stay exact in f32)",
+                                     s.shape[0], kMaxRopeTokens);
+                std::string style = "neox";
+                if (auto e = optionChoice(r, "style", {"neox", "interleaved"}, style)) return e;
+                s.neox = style == "neox";
+                return optionNumber(r, "base", 1.0, true, 1e12, s.base);
+              },
+              [](const Spec& s) {
+                std::vector<int64_t> x = {s.shape[0], s.shape[1], s.shape[2]};
+                return std::vector<ViewShape>{{"x", x}, {"y", x, true}};
+              },
+              [](const Spec& s) { return rope(s.shape[0], s.shape[1], s.shape[2], s.neox, s.base); },
+              [](const Spec& s, const std::vector<std::span<const float>>& in) {
+                return reference::rope(s.shape[0], s.shape[1], s.shape[2], s.neox, s.base, in[0]);
+              }});
+
+    t.push_back(Entry{{"gelu", "n", "--approx erf|tanh   exact erf form or the tanh approximation (default erf)",
+                       "y = 0.5 x (1 + erf(x / sqrt 2)), or the tanh form"},
+                      {"n"},
+                      {1},
+                      {"approx"},
+                      [](const LibraryRequest& r, Spec& s) -> Error {
+                        std::string approx = "erf";
+                        if (auto e = optionChoice(r, "approx", {"erf", "tanh"}, approx)) return e;
+                        s.tanh_form = approx == "tanh";
+                        return std::nullopt;
+                      },
+                      [](const Spec& s) {
+                        return std::vector<ViewShape>{{"x", {s.shape[0]}}, {"y", {s.shape[0]}, true}};
+                      },
+                      [](const Spec& s) { return gelu(s.shape[0], 64, s.tanh_form ? GeluForm::Tanh : GeluForm::Erf); },
+                      [](const Spec& s, const std::vector<std::span<const float>>& in) {
+                        return reference::gelu(s.tanh_form, in[0]);
+                      }});
+    return t;
+  }();
+  return table;
+}
+
+const Entry* find(const std::string& name) {
+  for (const Entry& e : entries())
+    if (e.info.name == name) return &e;
+  return nullptr;
+}
+
+Error parse(const LibraryRequest& r, const Entry*& entry, Spec& spec) {
+  entry = find(r.name);
+  if (!entry) {
+    std::vector<std::string> names;
+    for (const Entry& e : entries()) names.push_back(e.info.name);
+    return fmt::format("unknown kernel '{}'; the library has: {}", r.name, joined(names, ", "));
+  }
+  const Entry& e = *entry;
+  const std::string fields = joined(e.fields, ",");
+  for (const auto& [name, value] : r.options) {
+    bool known = false;
+    for (const std::string& o : e.options) known = known || o == name;
+    if (!known) {
+      std::vector<std::string> dashed;
+      for (const std::string& o : e.options) dashed.push_back(opt(o));
+      return fmt::format("{}: option {} does not apply to {} ({})", r.name, opt(name), r.name,
+                         dashed.empty() ? "it takes no options" : "its options: " + joined(dashed, ", "));
+    }
+  }
+  std::vector<std::string> parts;
+  for (size_t start = 0;;) {
+    const size_t comma = r.shape.find(',', start);
+    parts.push_back(r.shape.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (r.shape.empty()) parts.clear();
+  if (parts.size() != e.fields.size())
+    return fmt::format("{}: --shape '{}' has {} field{}; expected {}: {}", r.name, r.shape, parts.size(),
+                       parts.size() == 1 ? "" : "s", e.fields.size(), fields);
+  spec = Spec{};
+  for (size_t i = 0; i < parts.size(); ++i) {
+    std::optional<int64_t> v = parseInt(parts[i]);
+    if (!v) return fmt::format("{}: {}='{}' is not an integer (--shape {})", r.name, e.fields[i], parts[i], fields);
+    if (*v < e.field_min[i])
+      return fmt::format("{}: {}={} must be at least {} (--shape {})", r.name, e.fields[i], *v, e.field_min[i], fields);
+    if (*v > kMaxExtent)
+      return fmt::format("{}: {}={} is too large; at most {} (--shape {})", r.name, e.fields[i], *v, kMaxExtent,
+                         fields);
+    spec.shape.push_back(*v);
+  }
+  if (auto err = e.options_fn(r, spec)) return err;
+  double total = 0;
+  for (const ViewShape& v : e.views(spec)) {
+    double n = 1;
+    for (int64_t d : v.shape) n *= double(d);
+    total += n;
+  }
+  if (total > kMaxTotalElements)
+    return fmt::format("{}: --shape {} needs {:.0f} elements in its views; at most {:.0f} are supported", r.name,
+                       r.shape, total, kMaxTotalElements);
+  return std::nullopt;
+}
+
+}  // namespace
+
+const std::vector<LibraryKernelInfo>& libraryKernels() {
+  static const std::vector<LibraryKernelInfo> infos = [] {
+    std::vector<LibraryKernelInfo> v;
+    for (const Entry& e : entries()) v.push_back(e.info);
+    return v;
+  }();
+  return infos;
+}
+
+std::optional<std::string> buildLibraryKernel(const LibraryRequest& request, std::unique_ptr<ir::Kernel>& out) {
+  const Entry* e = nullptr;
+  Spec spec;
+  if (auto err = parse(request, e, spec)) return err;
+  dsl::BuildResult r = e->build(spec);
+  if (!r) return fmt::format("{}: the kernel did not build:\n{}", request.name, r.message());
+  out = std::move(r.kernel);
+  return std::nullopt;
+}
+
+std::optional<std::string> libraryReference(const LibraryRequest& request, const std::vector<host::ParamData>& params,
+                                            std::vector<std::vector<double>>& outputs) {
+  const Entry* e = nullptr;
+  Spec spec;
+  if (auto err = parse(request, e, spec)) return err;
+  const std::vector<ViewShape> views = e->views(spec);
+  if (params.size() != views.size())
+    return fmt::format("{}: the reference needs {} parameters, got {}", request.name, views.size(), params.size());
+  std::vector<std::span<const float>> in;
+  size_t out_index = 0;
+  for (size_t i = 0; i < views.size(); ++i) {
+    size_t n = 1;
+    for (int64_t d : views[i].shape) n *= size_t(d);
+    if (params[i].data.size() != n)
+      return fmt::format("{}: parameter {} has {} elements, the shape needs {}", request.name, views[i].name,
+                         params[i].data.size(), n);
+    if (views[i].output) out_index = i;
+    in.emplace_back(params[i].data);
+  }
+  outputs.assign(params.size(), {});
+  outputs[out_index] = e->reference(spec, in);
+  return std::nullopt;
+}
+
+}  // namespace kiln::kernels

@@ -1,0 +1,462 @@
+// The kernel library (src/kernels/registry.h): request validation and its messages, the FP64
+// references against the FP64 interpreter, every kernel compiled and run natively on ragged
+// shapes (f64 against the reference, bitexact against strict-f32), the NaN/Inf rules of
+// docs/kernels.md, attention's edge cases (K = 0, rows with no visible key, large scores,
+// blocks larger than Q) and the f64_reference hook of driver::check.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "driver/check.h"
+#include "driver/compile.h"
+#include "host/data.h"
+#include "interp/interp.h"
+#include "kernels/registry.h"
+#include "plan/knobs.h"
+
+namespace kiln::kernels {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+LibraryRequest req(std::string name, std::string shape, std::map<std::string, std::string> options = {}) {
+  return LibraryRequest{std::move(name), std::move(shape), std::move(options)};
+}
+
+std::string describe(const LibraryRequest& r) {
+  std::string s = r.name + " --shape " + r.shape;
+  for (const auto& [k, v] : r.options) s += " --" + k + (v.empty() ? "" : " " + v);
+  return s;
+}
+
+std::unique_ptr<ir::Kernel> build(const LibraryRequest& r) {
+  std::unique_ptr<ir::Kernel> k;
+  auto err = buildLibraryKernel(r, k);
+  EXPECT_FALSE(err) << describe(r) << ": " << *err;
+  return k;
+}
+
+// The index of the kernel's (single) output parameter.
+size_t outputIndex(const ir::Kernel& k) {
+  return static_cast<size_t>(k.outputs().at(0)->index);
+}
+
+// Compiles with default knobs and runs natively on `params` (inside guard zones).
+std::vector<host::ParamData> runNative(const ir::Kernel& k, std::vector<host::ParamData> params) {
+  plan::Knobs knobs;
+  driver::Compilation c;
+  auto err = driver::compile(k, knobs, c, driver::Stage::Obj);
+  EXPECT_FALSE(err) << *err;
+  if (err) return params;
+  std::unique_ptr<runtime::LoadedKernel> loaded;
+  err = driver::load(c.object, k, 1, loaded);
+  EXPECT_FALSE(err) << *err;
+  if (err) return params;
+  err = driver::run(*loaded, params, /*guarded=*/true);
+  EXPECT_FALSE(err) << *err;
+  return params;
+}
+
+// ---- requests and their errors ----
+
+TEST(Library, ListsEveryKernel) {
+  std::vector<std::string> names;
+  for (const LibraryKernelInfo& k : libraryKernels()) {
+    names.push_back(k.name);
+    EXPECT_FALSE(k.shape_fields.empty());
+    EXPECT_FALSE(k.summary.empty());
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"attention", "gemm", "softmax", "rmsnorm", "layernorm", "swiglu", "rope",
+                                             "gelu"}));
+}
+
+TEST(Library, BadRequestsAreErrorsNamingTheParameter) {
+  struct Bad {
+    LibraryRequest request;
+    std::string message;  // a substring of the error
+  };
+  const Bad cases[] = {
+      {req("attention", "1,6,4,1,16,8,8"), "attention: Hq=6 is not a multiple of Hkv=4 (--shape B,Hq,Hkv,Q,K,D,Dv)"},
+      {req("attention", "1,8,2,1,16,0,8"), "attention: D=0 must be at least 1"},
+      {req("attention", "1,8,2,1,16,8,0"), "Dv=0 must be at least 1"},
+      {req("attention", "0,8,2,1,16,8,8"), "B=0 must be at least 1"},
+      {req("attention", "1,8,2,0,16,8,8"), "Q=0 must be at least 1"},
+      {req("attention", "1,8,2,1,-1,8,8"), "K=-1 must be at least 0"},
+      {req("attention", "1,8,0,1,16,8,8"), "Hkv=0 must be at least 1"},
+      {req("attention", "1,8,2,1,16,8"), "--shape '1,8,2,1,16,8' has 6 fields; expected 7: B,Hq,Hkv,Q,K,D,Dv"},
+      {req("attention", "1,8,2,1,16,8,8,1"), "has 8 fields; expected 7"},
+      {req("attention", ""), "has 0 fields; expected 7"},
+      {req("attention", "1,8,2,1,16,8,q"), "Dv='q' is not an integer"},
+      {req("attention", "1,8,2,1,16,8,1.5"), "Dv='1.5' is not an integer"},
+      {req("attention", "1,8,2,1,99999999999,8,8"), "K=99999999999 is too large"},
+      {req("attention", "1,8,2,1,16,8,8", {{"block", "129x16"}}), "--block BQ=129 is out of range; legal: 1..128"},
+      {req("attention", "1,8,2,1,16,8,8", {{"block", "1x1025"}}), "--block BK=1025 is out of range; legal: 1..1024"},
+      {req("attention", "1,8,2,1,16,8,8", {{"block", "0x16"}}), "--block BQ=0 is out of range"},
+      {req("attention", "1,8,2,1,16,8,8", {{"block", "64x128"}}), "BQ*BK=8192 exceeds 4096"},
+      {req("attention", "1,8,2,1,16,8,8", {{"block", "4by16"}}), "--block '4by16' is not BQxBK"},
+      {req("attention", "1,8,2,1,16,8,8", {{"mask", "upper"}}), "--mask 'upper' is not one of causal|none"},
+      {req("attention", "1,8,2,1,16,8,8", {{"scale", "inf"}}), "--scale 'inf' is not a finite number"},
+      {req("attention", "1,8,2,1,16,8,8", {{"eps", "1e-5"}}),
+       "option --eps does not apply to attention (its options: --block, --mask, --scale)"},
+      {req("flash", "1"), "unknown kernel 'flash'; the library has: attention, gemm"},
+      {req("gemm", "0,4,4"), "gemm: M=0 must be at least 1 (--shape M,N,K)"},
+      {req("gemm", "4,4,-2"), "gemm: K=-2 must be at least 0"},
+      {req("gemm", "4,4,4", {{"trans-b", "maybe"}}), "--trans-b takes no value"},
+      {req("gemm", "100000,100000,100"), "at most 268435456 are supported"},
+      {req("softmax", "0,5"), "softmax: rows=0 must be at least 1 (--shape rows,cols)"},
+      {req("softmax", "5,0"), "softmax: cols=0 must be at least 1"},
+      {req("softmax", "5"), "softmax: --shape '5' has 1 field; expected 2: rows,cols"},
+      {req("softmax", "3,4", {{"trans-b", "true"}}),
+       "option --trans-b does not apply to softmax (it takes no options)"},
+      {req("rmsnorm", "4,0"), "rmsnorm: cols=0 must be at least 1"},
+      {req("rmsnorm", "4,4", {{"eps", "-1"}}), "rmsnorm: --eps=-1 is out of range"},
+      {req("rmsnorm", "4,4", {{"eps", "x"}}), "rmsnorm: --eps 'x' is not a finite number"},
+      {req("layernorm", "0,4"), "layernorm: rows=0 must be at least 1"},
+      {req("swiglu", "4,-4"), "swiglu: cols=-4 must be at least 1"},
+      {req("rope", "4,2,7"), "rope: head_dim=7 must be even"},
+      {req("rope", "4,2,0"), "rope: head_dim=0 must be at least 2"},
+      {req("rope", "0,2,8"), "rope: tokens=0 must be at least 1"},
+      {req("rope", "4,2,8", {{"style", "gptj"}}), "rope: --style 'gptj' is not one of neox|interleaved"},
+      {req("rope", "4,2,8", {{"base", "1"}}), "rope: --base=1 is out of range"},
+      {req("rope", "2000000,1,2"), "rope: tokens=2000000 is too large"},
+      {req("gelu", "0"), "gelu: n=0 must be at least 1 (--shape n)"},
+      {req("gelu", "8", {{"approx", "fast"}}), "gelu: --approx 'fast' is not one of erf|tanh"},
+  };
+  for (const Bad& b : cases) {
+    std::unique_ptr<ir::Kernel> k;
+    auto err = buildLibraryKernel(b.request, k);
+    ASSERT_TRUE(err) << describe(b.request) << " should be refused";
+    EXPECT_NE(err->find(b.message), std::string::npos) << describe(b.request) << "\n  got: " << *err;
+    EXPECT_FALSE(k);
+    std::vector<std::vector<double>> out;
+    EXPECT_TRUE(libraryReference(b.request, {}, out)) << describe(b.request);
+  }
+}
+
+TEST(Library, ReferenceRefusesParametersOfTheWrongSize) {
+  std::vector<host::ParamData> p(2);
+  std::vector<std::vector<double>> out;
+  auto err = libraryReference(req("gelu", "8"), p, out);
+  ASSERT_TRUE(err);
+  EXPECT_NE(err->find("parameter x has 0 elements, the shape needs 8"), std::string::npos) << *err;
+}
+
+TEST(Library, AttentionDefaults) {
+  // Default block 1x16 when Q = 1 (one query row per program), else 4x16; BK shrinks for wide heads.
+  auto decode = build(req("attention", "1,8,2,1,40,8,8"));
+  auto prefill = build(req("attention", "1,8,2,9,40,8,8"));
+  ASSERT_TRUE(decode && prefill);
+  auto domain = [](const ir::Kernel& k) { return k.root()->extents; };
+  EXPECT_EQ(domain(*decode), (std::vector<int64_t>{1, 8, 1}));
+  EXPECT_EQ(domain(*prefill), (std::vector<int64_t>{1, 8, 3}));
+  // The default is causal: the reference differs from --mask none when Q > 1.
+  std::vector<host::ParamData> in;
+  ASSERT_FALSE(host::makeInputs(*prefill, 1, {}, in));
+  std::vector<std::vector<double>> causal, dflt, none;
+  ASSERT_FALSE(libraryReference(req("attention", "1,8,2,9,40,8,8", {{"mask", "causal"}}), in, causal));
+  ASSERT_FALSE(libraryReference(req("attention", "1,8,2,9,40,8,8"), in, dflt));
+  ASSERT_FALSE(libraryReference(req("attention", "1,8,2,9,40,8,8", {{"mask", "none"}}), in, none));
+  EXPECT_EQ(dflt[3], causal[3]);
+  EXPECT_NE(dflt[3], none[3]);
+}
+
+// ---- the references agree with the FP64 interpreter ----
+
+const std::vector<LibraryRequest>& smallRequests() {
+  static const std::vector<LibraryRequest> v = {
+      req("attention", "1,4,2,5,37,8,6", {{"block", "2x16"}}),
+      req("attention", "2,3,3,7,23,5,4", {{"block", "3x8"}, {"mask", "none"}}),
+      req("attention", "1,8,1,1,67,16,16"),
+      req("attention", "1,2,1,9,4,4,4", {{"block", "4x2"}}),
+      req("attention", "1,4,2,3,10,6,5", {{"block", "8x32"}, {"scale", "0.3"}, {"mask", "none"}}),
+      req("attention", "1,2,1,3,0,4,4"),
+      req("gemm", "13,10,21"),
+      req("gemm", "5,7,3", {{"trans-b", ""}}),
+      req("gemm", "3,4,0"),
+      req("softmax", "7,13"),
+      req("softmax", "3,1031"),
+      req("rmsnorm", "5,6", {{"eps", "1e-3"}}),
+      req("rmsnorm", "2,1031"),
+      req("layernorm", "7,13"),
+      req("layernorm", "2,1031", {{"eps", "0.5"}}),
+      req("swiglu", "3,67"),
+      req("rope", "17,3,10"),
+      req("rope", "9,2,12", {{"style", "interleaved"}, {"base", "500000"}}),
+      req("rope", "300,1,4", {{"base", "10"}}),
+      req("gelu", "97"),
+      req("gelu", "97", {{"approx", "tanh"}}),
+  };
+  return v;
+}
+
+TEST(Library, ReferencesAgreeWithTheFp64Interpreter) {
+  for (const LibraryRequest& r : smallRequests()) {
+    SCOPED_TRACE(describe(r));
+    auto k = build(r);
+    ASSERT_TRUE(k);
+    std::vector<host::ParamData> in;
+    ASSERT_FALSE(host::makeInputs(*k, 5, {}, in));
+    std::vector<host::ParamData> scratch = in;
+    interp::F64Views interp;
+    auto err = interp::evaluate(*k, scratch, {interp::Mode::F64}, &interp);
+    ASSERT_FALSE(err) << *err;
+    std::vector<std::vector<double>> ref;
+    err = libraryReference(r, in, ref);
+    ASSERT_FALSE(err) << *err;
+    const size_t o = outputIndex(*k);
+    ASSERT_EQ(ref[o].size(), interp[o].size());
+    // The kernels' f32 constants (1/sqrt 2, sqrt(2/pi), 2 pi, Taylor coefficients) differ
+    // from double by ~1e-8 relative; everything else is the same function.
+    double worst = 0;
+    for (size_t i = 0; i < ref[o].size(); ++i)
+      worst = std::max(worst, std::abs(ref[o][i] - interp[o][i]) / (1 + std::abs(ref[o][i])));
+    EXPECT_LE(worst, 2e-7);
+  }
+}
+
+// ---- compiled kernels against the reference, on ragged shapes ----
+
+void expectNativePasses(const LibraryRequest& r) {
+  SCOPED_TRACE(describe(r));
+  auto k = build(r);
+  ASSERT_TRUE(k);
+  for (driver::CheckMode mode : {driver::CheckMode::F64, driver::CheckMode::Bitexact}) {
+    driver::CheckOptions o;
+    o.mode = mode;
+    o.seed = 11;
+    o.f64_reference = [&r](const std::vector<host::ParamData>& in, std::vector<std::vector<double>>& out) {
+      return libraryReference(r, in, out);
+    };
+    driver::CheckResult res;
+    auto err = driver::check(*k, plan::Knobs{}, o, res);
+    ASSERT_FALSE(err) << *err;
+    EXPECT_TRUE(res.pass) << (mode == driver::CheckMode::F64 ? "f64" : "bitexact") << ": max_abs_err "
+                          << res.max_abs_err << ", first bad " << res.outputs.at(0).first_bad;
+  }
+}
+
+TEST(LibraryNative, SmallShapes) {
+  for (const LibraryRequest& r : smallRequests()) expectNativePasses(r);
+}
+
+TEST(LibraryNative, RaggedAndLargeRows) {
+  // Primes, 1, sizes that are not multiples of W = 8, of the 64-element tiles or of the
+  // 1024-column chunk, and rows of 8192 columns and more.
+  for (const char* shape : {"1,1", "1,8193", "3,1031", "2,8192", "5,2048", "11,127", "7,1"}) {
+    expectNativePasses(req("softmax", shape));
+    expectNativePasses(req("rmsnorm", shape));
+    expectNativePasses(req("layernorm", shape));
+    expectNativePasses(req("swiglu", shape));
+  }
+  expectNativePasses(req("softmax", "1,16411"));
+  expectNativePasses(req("layernorm", "2,9001", {{"eps", "0"}}));
+  for (const char* shape : {"1", "7", "8", "65", "8193"}) {
+    expectNativePasses(req("gelu", shape));
+    expectNativePasses(req("gelu", shape, {{"approx", "tanh"}}));
+  }
+  for (const char* shape : {"1,1,1", "13,17,29", "37,20,45", "8,8,8", "1,19,67", "5,3,0"}) {
+    expectNativePasses(req("gemm", shape));
+    expectNativePasses(req("gemm", shape, {{"trans-b", ""}}));
+  }
+  for (const char* shape : {"1,1,2", "17,3,10", "5,7,6", "31,2,64"}) {
+    expectNativePasses(req("rope", shape));
+    expectNativePasses(req("rope", shape, {{"style", "interleaved"}}));
+  }
+  // Long positions: angles up to ~8000 radians still reduce exactly.
+  expectNativePasses(req("rope", "8191,1,8", {{"base", "500000"}}));
+}
+
+TEST(LibraryNative, AttentionEdgeCases) {
+  expectNativePasses(req("attention", "1,2,1,3,0,4,4"));                        // K = 0: zeros
+  expectNativePasses(req("attention", "1,2,1,9,4,4,4", {{"block", "4x2"}}));    // Q > K: rows with no key
+  expectNativePasses(req("attention", "1,8,2,1,37,8,8", {{"block", "4x16"}}));  // BQ > Q
+  expectNativePasses(req("attention", "1,8,2,3,67,8,8", {{"block", "8x32"}}));
+  expectNativePasses(req("attention", "1,3,1,5,17,3,2", {{"block", "1x1"}}));
+  expectNativePasses(req("attention", "1,2,2,2,5,4,4", {{"block", "2x1024"}}));  // BK > K
+  expectNativePasses(req("attention", "1,4,4,6,6,7,9", {{"mask", "none"}, {"scale", "-2.5"}}));
+  expectNativePasses(req("attention", "1,2,1,1,40,4096,8"));  // wide heads: default BK shrinks
+}
+
+TEST(LibraryNative, AttentionZeroKeysAndMaskedRowsGiveZeros) {
+  {
+    auto k = build(req("attention", "1,2,1,3,0,4,4"));
+    ASSERT_TRUE(k);
+    std::vector<host::ParamData> in;
+    ASSERT_FALSE(host::makeInputs(*k, 0, {}, in));
+    in[3].data.assign(in[3].data.size(), 7.0f);  // the kernel must overwrite every output
+    auto got = runNative(*k, in);
+    for (float x : got[3].data) EXPECT_EQ(x, 0.0f);
+  }
+  {
+    // Q = 9 > K = 4, causal: query row i sees keys j <= i - 5, so rows 0..4 see none.
+    const LibraryRequest r = req("attention", "1,2,1,9,4,4,4", {{"block", "4x2"}});
+    auto k = build(r);
+    ASSERT_TRUE(k);
+    std::vector<host::ParamData> in;
+    ASSERT_FALSE(host::makeInputs(*k, 0, {}, in));
+    auto got = runNative(*k, in);
+    for (int h = 0; h < 2; ++h)
+      for (int i = 0; i < 9; ++i)
+        for (int e = 0; e < 4; ++e) {
+          const float x = got[3].data[(h * 9 + i) * 4 + e];
+          if (i < 5) {
+            EXPECT_EQ(x, 0.0f) << h << " " << i;
+          } else {
+            EXPECT_NE(x, 0.0f) << h << " " << i;
+          }
+        }
+  }
+}
+
+// Scores of order 1e6 (exact in f32: integer inputs): exp(1e6) overflows, the online softmax
+// never computes it.
+TEST(LibraryNative, AttentionLargeScoresDoNotOverflow) {
+  const LibraryRequest r = req("attention", "1,2,1,7,50,16,16", {{"mask", "none"}, {"block", "4x16"}});
+  auto k = build(r);
+  ASSERT_TRUE(k);
+  std::vector<host::ParamData> in;
+  ASSERT_FALSE(host::makeInputs(*k, 3, {}, in));
+  for (int p = 0; p < 2; ++p)
+    for (float& x : in[p].data) x = 64.0f * std::round(x * 4.0f);  // integers in [-256, 256]
+  std::vector<std::vector<double>> ref;
+  ASSERT_FALSE(libraryReference(r, in, ref));
+  auto got = runNative(*k, in);
+  double maxScore = 0;
+  for (int i = 0; i < 16; ++i) maxScore = std::max(maxScore, std::abs(double(in[0].data[i]) * in[1].data[i]));
+  EXPECT_GT(maxScore, 1e3);
+  for (float x : got[3].data) ASSERT_TRUE(std::isfinite(x));
+  host::CompareResult c = host::compareF64(got[3].data, ref[3]);
+  EXPECT_TRUE(c.pass) << "first bad " << c.first_bad << " max_abs_err " << c.max_abs_err;
+}
+
+// ---- NaN and Inf (docs/kernels.md, "NaN and Inf") ----
+
+struct Poisoned {
+  std::vector<host::ParamData> in, got;
+  std::vector<double> ref;
+};
+
+// Runs `r` natively on its seed-0 inputs edited by `poison`; the result must match the
+// reference class for class (NaN as NaN, ±inf as ±inf) and within tolerance elsewhere.
+Poisoned runPoisoned(const LibraryRequest& r, const std::function<void(std::vector<host::ParamData>&)>& poison) {
+  Poisoned p;
+  auto k = build(r);
+  if (!k) return p;
+  EXPECT_FALSE(host::makeInputs(*k, 0, {}, p.in));
+  poison(p.in);
+  std::vector<std::vector<double>> ref;
+  auto err = libraryReference(r, p.in, ref);
+  EXPECT_FALSE(err) << *err;
+  const size_t o = outputIndex(*k);
+  p.ref = ref[o];
+  p.got = runNative(*k, p.in);
+  host::CompareResult c = host::compareF64(p.got[o].data, p.ref);
+  EXPECT_TRUE(c.pass) << describe(r) << ": first bad " << c.first_bad << " got "
+                      << (c.first_bad >= 0 ? p.got[o].data[c.first_bad] : 0.0f) << " ref "
+                      << (c.first_bad >= 0 ? p.ref[c.first_bad] : 0.0);
+  return p;
+}
+
+int64_t countNaN(const std::vector<double>& v) {
+  int64_t n = 0;
+  for (double x : v) n += std::isnan(x);
+  return n;
+}
+
+TEST(LibraryNaN, AttentionRules) {
+  // B=1 Hq=4 Hkv=2 Q=5 K=37 D=8 Dv=6, causal: row i sees keys j <= i + 32. Heads 0,1 read KV head 0.
+  const LibraryRequest r = req("attention", "1,4,2,5,37,8,6", {{"block", "2x16"}});
+  auto at = [](int h, int i, int e) { return (h * 5 + i) * 6 + e; };
+  {  // NaN in q of head 1, row 2: that row, every column, is NaN; nothing else.
+    Poisoned p = runPoisoned(r, [](auto& in) { in[0].data[(1 * 5 + 2) * 8 + 3] = kNaN; });
+    for (int e = 0; e < 6; ++e) EXPECT_TRUE(std::isnan(p.ref[at(1, 2, e)]));
+    EXPECT_EQ(countNaN(p.ref), 6);
+  }
+  {  // NaN in k at key 34 of KV head 0: visible to rows 2..4 of heads 0 and 1 only.
+    Poisoned p = runPoisoned(r, [](auto& in) { in[1].data[34 * 8 + 0] = kNaN; });
+    for (int h = 0; h < 2; ++h)
+      for (int i = 0; i < 5; ++i) EXPECT_EQ(std::isnan(p.ref[at(h, i, 0)]), i >= 2) << h << " " << i;
+    EXPECT_EQ(countNaN(p.ref), 2 * 3 * 6);
+  }
+  {  // NaN in v at key 36 of KV head 1, column 2: every row of heads 2 and 3 reads it (a masked
+     // key enters with weight 0, and 0 * NaN = NaN), in column 2 only.
+    Poisoned p = runPoisoned(r, [](auto& in) { in[2].data[(37 + 36) * 6 + 2] = kNaN; });
+    for (int h = 2; h < 4; ++h)
+      for (int i = 0; i < 5; ++i) EXPECT_TRUE(std::isnan(p.ref[at(h, i, 2)]));
+    EXPECT_EQ(countNaN(p.ref), 2 * 5);
+  }
+  {  // +inf in v at a key every row sees: +inf in that column (weights are > 0).
+    Poisoned p = runPoisoned(r, [](auto& in) { in[2].data[3 * 6 + 1] = kInf; });
+    for (int h = 0; h < 2; ++h)
+      for (int i = 0; i < 5; ++i) EXPECT_EQ(p.ref[at(h, i, 1)], INFINITY);
+  }
+  // ±inf in q or k: whatever IEEE makes of the scores, kernel and reference agree.
+  runPoisoned(r, [](auto& in) { in[0].data[0] = kInf; });
+  runPoisoned(r, [](auto& in) { in[0].data[9] = -kInf; });
+  runPoisoned(r, [](auto& in) { in[1].data[8 * 20 + 1] = -kInf; });
+  runPoisoned(r, [](auto& in) {
+    for (int d = 0; d < 8; ++d) in[1].data[5 * 8 + d] = kInf;
+  });
+  // A row with no visible key stays 0 (Q > K) as long as v is finite; a score of -inf acts
+  // like a masked key.
+  runPoisoned(req("attention", "1,2,1,9,4,4,4", {{"block", "4x2"}}), [](auto& in) { in[1].data[0] = kNaN; });
+}
+
+TEST(LibraryNaN, RowKernelsAndElementwise) {
+  for (const char* shape : {"6,13", "6,1031"}) {
+    // softmax: a NaN or +inf in a row makes the row NaN; -inf elements give 0; a row of
+    // only -inf is NaN (0/0); -inf in a whole first chunk does not disturb the online sum.
+    Poisoned s = runPoisoned(req("softmax", shape), [&](auto& in) {
+      const int64_t cols = std::string(shape) == "6,13" ? 13 : 1031;
+      in[0].data[1 * cols + 5] = kNaN;
+      in[0].data[2 * cols + 7] = kInf;
+      in[0].data[3 * cols + 2] = -kInf;
+      for (int64_t c = 0; c < cols; ++c) in[0].data[4 * cols + c] = -kInf;
+      for (int64_t c = 0; c < std::min<int64_t>(cols, 1024); ++c) in[0].data[5 * cols + c] = -kInf;
+    });
+    EXPECT_GT(countNaN(s.ref), 0);
+    runPoisoned(req("rmsnorm", shape), [](auto& in) {
+      in[0].data[3] = kNaN;
+      in[0].data[20] = kInf;
+      in[1].data[4] = kNaN;
+    });
+    runPoisoned(req("layernorm", shape), [](auto& in) {
+      in[0].data[3] = kNaN;
+      in[0].data[20] = -kInf;
+      in[2].data[6] = kInf;
+    });
+    runPoisoned(req("swiglu", shape), [](auto& in) {
+      in[0].data[1] = kNaN;
+      in[0].data[2] = kInf;
+      in[0].data[3] = -kInf;
+      in[1].data[4] = kInf;
+    });
+  }
+  for (const char* approx : {"erf", "tanh"}) {
+    Poisoned g = runPoisoned(req("gelu", "17", {{"approx", approx}}), [](auto& in) {
+      in[0].data[1] = kNaN;
+      in[0].data[2] = kInf;
+      in[0].data[3] = -kInf;  // -inf * 0: NaN
+    });
+    EXPECT_TRUE(std::isnan(g.ref[1]));
+    EXPECT_EQ(g.ref[2], INFINITY);
+    EXPECT_TRUE(std::isnan(g.ref[3]));
+  }
+  runPoisoned(req("gemm", "5,7,9"), [](auto& in) {
+    in[0].data[2] = kNaN;
+    in[1].data[10] = kInf;
+  });
+  Poisoned rope = runPoisoned(req("rope", "3,2,8"), [](auto& in) { in[0].data[(1 * 2 + 1) * 8 + 2] = kNaN; });
+  EXPECT_EQ(countNaN(rope.ref), 2);  // the pair (2, 6) of token 1, head 1
+}
+
+}  // namespace
+}  // namespace kiln::kernels
