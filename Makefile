@@ -24,9 +24,18 @@ $(ASAN_BUILD)/build.ninja: CMakeLists.txt | bootstrap
 build-asan: bootstrap $(ASAN_BUILD)/build.ninja
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
-# The main job: check, print and evaluate every example kernel.
+# The main job: check, print and evaluate every example kernel; then the seed's six-case
+# experiment (quick protocol) into a fresh out/seed-mma-roll-TIMESTAMP archive, its table, and
+# the offline audit of that archive (full report beside it in ...-audit.json).
 run: build
 	@./scripts/run-examples.sh $(BUILD)/bin/kiln
+	@out=out/seed-mma-roll-$$(date -u +%Y%m%dT%H%M%SZ); \
+	  echo; echo "=== kiln bench --preset seed-mma-roll --quick --out $$out"; \
+	  $(BUILD)/bin/kiln bench --preset seed-mma-roll --quick --out $$out; bench=$$?; \
+	  echo; echo "=== kiln audit $$out  (report: $$out-audit.json)"; \
+	  $(BUILD)/bin/kiln audit $$out > $$out-audit.json; audit=$$?; \
+	  grep -E '"checks": [0-9]|"passed"|"failed"|"verdict"' $$out-audit.json; \
+	  test $$bench -eq 0 && test $$audit -eq 0
 
 test: check-format test-release test-asan
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian package Kiln's build, tests and benchmarks need. Idempotent:
+# Installs every Debian package Kiln's build, tests and benchmarks need (`kiln peers` times
+# oneDNN and OpenBLAS; its CLI test reads JSON with python3). Idempotent:
 # when everything is present it does nothing (and needs no network).
 set -euo pipefail
 
@@ -9,6 +10,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev libtbb-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format clang-tidy
+  libdnnl-dev libopenblas-dev python3
 )
 
 missing=()

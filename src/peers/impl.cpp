@@ -1,0 +1,110 @@
+// The in-process timing loop, the registry of peers, and the two hand-written peers.
+#include "peers/impl.h"
+
+#include <chrono>
+
+namespace kiln::peers {
+
+std::optional<std::string> LocalImpl::compute(std::vector<float>& out) {
+  run();
+  out = out_;
+  return std::nullopt;
+}
+
+std::optional<std::string> LocalImpl::time(int reps, int samples, std::vector<double>& seconds_per_call) {
+  using Clock = std::chrono::steady_clock;
+  seconds_per_call.clear();
+  for (int s = 0; s < samples; ++s) {
+    const auto t0 = Clock::now();
+    for (int r = 0; r < reps; ++r) run();
+    const auto t1 = Clock::now();
+    seconds_per_call.push_back(std::chrono::duration<double>(t1 - t0).count() / reps);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+class NativeImpl : public LocalImpl {
+ public:
+  explicit NativeImpl(const ImplOptions& o) : options_(o) {}
+  std::string name() const override { return "native"; }
+  std::string detail() const override {
+    return std::string("hand-written online softmax, GQA-aware, ") + (isa_ ? isa_->name : options_.native_isa) + " (" +
+           std::to_string(isa_ ? isa_->lanes : 0) + " lanes), " + std::to_string(threads()) + " thread(s)";
+  }
+  int threads() const override { return options_.threads; }
+  std::optional<std::string> prepare(const Problem& p) override {
+    isa_ = isaKernels(options_.native_isa);
+    if (!isa_)
+      return "this CPU lacks " + (options_.native_isa == "auto" ? std::string("AVX2+FMA") : options_.native_isa);
+    team_ = std::make_unique<ThreadTeam>(options_.threads);
+    out_.assign(p.outputSize(), 0.0f);
+    args_ = p.args(out_.data());
+    return std::nullopt;
+  }
+
+ protected:
+  void run() override { nativeAttention(*isa_, *team_, args_); }
+
+ private:
+  ImplOptions options_;
+  const IsaKernels* isa_ = nullptr;
+  std::unique_ptr<ThreadTeam> team_;
+  AttentionArgs args_;
+};
+
+class PlainImpl : public LocalImpl {
+ public:
+  explicit PlainImpl(const ImplOptions& o) : options_(o) {}
+  std::string name() const override { return "plain"; }
+  std::string detail() const override {
+    return "plain C++ loops, -O3 -march=native, one row at a time, " + std::to_string(threads()) + " thread(s)";
+  }
+  int threads() const override { return options_.threads; }
+  std::optional<std::string> prepare(const Problem& p) override {
+    team_ = std::make_unique<ThreadTeam>(options_.threads);
+    out_.assign(p.outputSize(), 0.0f);
+    args_ = p.args(out_.data());
+    return std::nullopt;
+  }
+
+ protected:
+  void run() override {
+    team_->forEach(plainItems(args_), plainScratchFloats(args_),
+                   [this](int64_t item, float* scratch) { plainItem(args_, item, scratch); });
+  }
+
+ private:
+  ImplOptions options_;
+  std::unique_ptr<ThreadTeam> team_;
+  AttentionArgs args_;
+};
+
+}  // namespace
+
+std::unique_ptr<Impl> makeNative(const ImplOptions& o) {
+  return std::make_unique<NativeImpl>(o);
+}
+std::unique_ptr<Impl> makePlain(const ImplOptions& o) {
+  return std::make_unique<PlainImpl>(o);
+}
+
+const std::vector<std::string>& implNames() {
+  static const std::vector<std::string> names = {"kiln",   "kiln-seed", "onednn", "openblas", "openblas-coretype",
+                                                 "native", "plain"};
+  return names;
+}
+
+std::unique_ptr<Impl> makeImpl(const std::string& name, const ImplOptions& o) {
+  if (name == "kiln") return makeKilnDefault(o);
+  if (name == "kiln-seed") return makeKilnSeed(o);
+  if (name == "onednn") return makeOneDnn(o);
+  if (name == "openblas") return makeOpenBlas(o);
+  if (name == "openblas-coretype") return makeOpenBlasCoretype(o);
+  if (name == "native") return makeNative(o);
+  if (name == "plain") return makePlain(o);
+  return nullptr;
+}
+
+}  // namespace kiln::peers

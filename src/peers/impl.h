@@ -1,0 +1,77 @@
+// A peer: one way to compute the attention of a Problem (Kiln, a library, hand-written code),
+// behind one interface so that the protocol can interleave them.
+// Expects: prepare() once per problem before compute() or time(); the problem outlives the
+// implementation. Guarantees: compute() leaves the output of one call in `out`; time() runs
+// `samples` samples of `reps` calls each and gives seconds per call for each sample.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "peers/problem.h"
+
+namespace kiln::peers {
+
+class Impl {
+ public:
+  virtual ~Impl() = default;
+  // Short, stable name (JSON "impl"): kiln, kiln-seed, onednn, openblas, openblas-coretype,
+  // native, plain.
+  virtual std::string name() const = 0;
+  // One line for humans: library version, ISA or core type, threads, knobs. Complete after
+  // prepare().
+  virtual std::string detail() const = 0;
+  virtual int threads() const = 0;
+  // Everything but the attention call: compile, create primitives, allocate.
+  virtual std::optional<std::string> prepare(const Problem& problem) = 0;
+  virtual std::optional<std::string> compute(std::vector<float>& out) = 0;
+  virtual std::optional<std::string> time(int reps, int samples, std::vector<double>& seconds_per_call) = 0;
+};
+
+// An implementation that runs in this process: time() wraps run() in a steady clock.
+class LocalImpl : public Impl {
+ public:
+  std::optional<std::string> compute(std::vector<float>& out) override;
+  std::optional<std::string> time(int reps, int samples, std::vector<double>& seconds_per_call) override;
+
+ protected:
+  virtual void run() = 0;
+  std::vector<float> out_;  // sized by prepare()
+};
+
+struct ImplOptions {
+  int threads = 1;
+  std::string block = "1x16";       // Kiln default: block_q x block_k of the DSL kernel
+  std::string native_isa = "auto";  // auto | avx512 | avx2
+  uint64_t seed = 0;                // for implementations in a child process
+  std::string self_exe;             // this executable, for child processes
+};
+
+std::unique_ptr<Impl> makeKilnDefault(const ImplOptions& options);
+// The seed preset: packet_width=8 block_size=32 local_lanes=1 max_unrolled_tile_elements=64
+// max_unrolled_region_work=4096 full_packet_budget=4096 mma_output_block=4
+// max_unrolled_mma_terms=8 full_packet=on mma_indexable_snapshot=off; block 4x16 for Q > 1
+// (the seed's prefill), 1x16 otherwise.
+std::unique_ptr<Impl> makeKilnSeed(const ImplOptions& options);
+std::unique_ptr<Impl> makeOneDnn(const ImplOptions& options);
+std::unique_ptr<Impl> makeOpenBlas(const ImplOptions& options);
+// OpenBLAS in a child process started with OPENBLAS_CORETYPE=openblasFamily() (the variable
+// is read when the library loads, so it cannot change in this process). Runs the same
+// protocol commands over a pipe; see remote.h.
+std::unique_ptr<Impl> makeOpenBlasCoretype(const ImplOptions& options);
+std::unique_ptr<Impl> makeNative(const ImplOptions& options);
+std::unique_ptr<Impl> makePlain(const ImplOptions& options);
+
+// Every implementation name, in the order the table lists them.
+const std::vector<std::string>& implNames();
+std::unique_ptr<Impl> makeImpl(const std::string& name, const ImplOptions& options);
+
+// The OpenBLAS 0.3.21 DYNAMIC_ARCH core family for this CPU: Cooperlake (AVX-512 + BF16),
+// SkylakeX (AVX-512), Haswell (AVX2), or "" when none applies.
+std::string openblasFamily();
+// OpenBLAS as this process loaded it: core name, library path, configuration.
+std::string openblasDescription();
+
+}  // namespace kiln::peers

@@ -1,0 +1,98 @@
+// Kiln as a peer: the DSL attention kernel compiled by driver::compile (default knobs, or the
+// seed's preset), loaded from its object with jit::Session, timed at the native entry
+// kiln_launch on one thread, or through runtime::LoadedKernel's pool with --threads N.
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "driver/compile.h"
+#include "peers/impl.h"
+
+namespace kiln::peers {
+namespace {
+
+const char* const kSeedKnobs[] = {
+    "packet_width=8",
+    "block_size=32",
+    "local_lanes=1",
+    "max_unrolled_tile_elements=64",
+    "max_unrolled_region_work=4096",
+    "full_packet_budget=4096",
+    "mma_output_block=4",
+    "max_unrolled_mma_terms=8",
+    "full_packet=on",
+    "mma_indexable_snapshot=off",
+};
+
+class KilnImpl : public LocalImpl {
+ public:
+  KilnImpl(const ImplOptions& o, bool seed) : options_(o), seed_(seed) {}
+  std::string name() const override { return seed_ ? "kiln-seed" : "kiln"; }
+  std::string detail() const override { return detail_; }
+  int threads() const override { return options_.threads; }
+
+  std::optional<std::string> prepare(const Problem& p) override {
+    kernels::AttentionOptions ko;
+    ko.causal = p.causal;
+    std::string block = seed_ ? (p.shape.Q > 1 ? "4x16" : "1x16") : options_.block;
+    if (std::sscanf(block.c_str(), "%ldx%ld", &ko.block_q, &ko.block_k) != 2 || ko.block_q < 1 || ko.block_k < 1)
+      return "block '" + block + "' is not BQxBK (e.g. 1x16)";
+    dsl::BuildResult built = kernels::attention(p.shape, ko);
+    if (!built) return "the attention kernel does not build: " + built.message();
+    kernel_ = std::move(built.kernel);
+    plan::Knobs knobs;
+    if (seed_)
+      for (const char* k : kSeedKnobs)
+        if (auto e = knobs.setAssignment(k)) return "seed knob " + std::string(k) + ": " + *e;
+    knobs.threads = options_.threads;
+    driver::Compilation c;
+    if (auto e = driver::compile(*kernel_, knobs, c)) return "compile: " + *e;
+    if (auto e = driver::load(c.object, *kernel_, options_.threads, loaded_)) return "load: " + *e;
+    out_.assign(p.outputSize(), 0.0f);
+    params_ = {const_cast<float*>(p.q.data()), const_cast<float*>(p.k.data()), const_cast<float*>(p.v.data()),
+               out_.data()};
+    args_ = {runtime::Arg::view(params_[0], 4 * int64_t(p.q.size())),
+             runtime::Arg::view(params_[1], 4 * int64_t(p.k.size())),
+             runtime::Arg::view(params_[2], 4 * int64_t(p.v.size())),
+             runtime::Arg::view(params_[3], 4 * int64_t(out_.size()))};
+    if (auto e = loaded_->checkArgs(args_)) return "arguments: " + *e;
+    launch_ = loaded_->entry().launch;
+    const nlohmann::json& r = c.report;
+    detail_ = fmt::format("{} knobs, block {}, full packet {}, compile {:.0f} ms, object {} B, {} thread(s){}",
+                          seed_ ? "seed preset" : "default", block, r["full_packet"]["decision"].get<std::string>(),
+                          r["compile_ms"].get<double>(), r["object"]["bytes"].get<int64_t>(), options_.threads,
+                          options_.threads == 1 ? " (native entry kiln_launch)" : " (runtime pool)");
+    return std::nullopt;
+  }
+
+ protected:
+  void run() override {
+    if (options_.threads == 1 && launch_) {
+      runtime::KilnLaunchRecord record;
+      launch_(params_.data(), &record);
+    } else {
+      (void)loaded_->launch(args_);  // arguments checked once in prepare()
+    }
+  }
+
+ private:
+  ImplOptions options_;
+  bool seed_;
+  std::string detail_;
+  std::unique_ptr<ir::Kernel> kernel_;
+  std::unique_ptr<runtime::LoadedKernel> loaded_;
+  runtime::LaunchFn launch_ = nullptr;
+  std::vector<void*> params_;
+  std::vector<runtime::Arg> args_;
+};
+
+}  // namespace
+
+std::unique_ptr<Impl> makeKilnDefault(const ImplOptions& o) {
+  return std::make_unique<KilnImpl>(o, false);
+}
+std::unique_ptr<Impl> makeKilnSeed(const ImplOptions& o) {
+  return std::make_unique<KilnImpl>(o, true);
+}
+
+}  // namespace kiln::peers

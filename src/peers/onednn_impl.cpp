@@ -1,0 +1,140 @@
+// oneDNN as a peer (Debian libdnnl-dev, 2.6 API): per (batch, KV head), the query heads of
+// the group stacked as rows ([G*Q, D] is contiguous in q), batched matmul Q.K^T with the score
+// scale as output scale (K^T is K read through strides, no copy), the softmax primitive on the
+// last axis, then batched matmul P.V straight into o ([G*Q, Dv] is contiguous in o). A causal
+// mask is a binary-add post-op of a [1, G*Q, K] tensor of 0 / -inf.
+// Threads: oneDNN here runs on OpenMP (libgomp); omp_set_num_threads is looked up at run time
+// in the libgomp that libdnnl loaded, so this file needs no OpenMP flags.
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "peers/impl.h"
+
+namespace kiln::peers {
+namespace {
+
+using dnnl::memory;
+using dt = dnnl::memory::data_type;
+
+int ompThreads(int set) {
+  using SetFn = void (*)(int);
+  using GetFn = int (*)();
+  auto setFn = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  auto getFn = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  if (setFn && set > 0) setFn(set);
+  return getFn ? getFn() : -1;
+}
+
+const char* isaName(dnnl::cpu_isa isa) {
+  switch (isa) {
+    case dnnl::cpu_isa::sse41: return "sse41";
+    case dnnl::cpu_isa::avx: return "avx";
+    case dnnl::cpu_isa::avx2: return "avx2";
+    case dnnl::cpu_isa::avx512_core: return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
+    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+    default: return "other";
+  }
+}
+
+class OneDnnImpl : public LocalImpl {
+ public:
+  explicit OneDnnImpl(const ImplOptions& o) : options_(o) {}
+  std::string name() const override { return "onednn"; }
+  std::string detail() const override { return detail_; }
+  int threads() const override { return options_.threads; }
+
+  std::optional<std::string> prepare(const Problem& p) override {
+    try {
+      return build(p);
+    } catch (const dnnl::error& e) {
+      return std::string("oneDNN: ") + e.what();
+    }
+  }
+
+ protected:
+  void run() override {
+    qk_.execute(stream_, qk_args_);
+    softmax_.execute(stream_, {{DNNL_ARG_SRC, scores_}, {DNNL_ARG_DST, scores_}});
+    pv_.execute(stream_, {{DNNL_ARG_SRC, scores_}, {DNNL_ARG_WEIGHTS, v_}, {DNNL_ARG_DST, o_}});
+    stream_.wait();
+  }
+
+ private:
+  std::optional<std::string> build(const Problem& p) {
+    const int omp = ompThreads(options_.threads);
+    if (omp != options_.threads)
+      return fmt::format("cannot set OpenMP threads to {} (omp_get_max_threads() = {})", options_.threads, omp);
+    const Shape& s = p.shape;
+    const int64_t BH = s.B * s.Hkv, M = (s.Hq / s.Hkv) * s.Q, K = s.K;
+    engine_ = dnnl::engine(dnnl::engine::kind::cpu, 0);
+    stream_ = dnnl::stream(engine_);
+    out_.assign(p.outputSize(), 0.0f);
+    scratch_.assign(BH * M * K, 0.0f);
+
+    const memory::desc q_md({BH, M, s.D}, dt::f32, {M * s.D, s.D, 1});
+    const memory::desc kt_md({BH, s.D, K}, dt::f32, {K * s.D, 1, s.D});  // K^T through strides
+    const memory::desc s_md({BH, M, K}, dt::f32, {M * K, K, 1});
+    const memory::desc v_md({BH, K, s.Dv}, dt::f32, {K * s.Dv, s.Dv, 1});
+    const memory::desc o_md({BH, M, s.Dv}, dt::f32, {M * s.Dv, s.Dv, 1});
+
+    dnnl::primitive_attr qk_attr;
+    qk_attr.set_output_scales(0, {p.scale});
+    memory mask;
+    if (p.causal) {
+      const memory::desc mask_md({1, M, K}, dt::f32, {M * K, K, 1});
+      mask_.assign(M * K, 0.0f);
+      for (int64_t r = 0; r < M; ++r)  // row r = g * Q + i
+        for (int64_t j = 0; j < K; ++j)
+          if (j > r % s.Q + s.K - s.Q) mask_[r * K + j] = -INFINITY;
+      dnnl::post_ops ops;
+      ops.append_binary(dnnl::algorithm::binary_add, mask_md);
+      qk_attr.set_post_ops(ops);
+      mask = memory(mask_md, engine_, mask_.data());
+    }
+    const dnnl::matmul::primitive_desc qk_pd(dnnl::matmul::desc(q_md, kt_md, s_md), qk_attr, engine_);
+    const dnnl::softmax_forward::primitive_desc sm_pd(
+        dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, s_md, 2), engine_);
+    const dnnl::matmul::primitive_desc pv_pd(dnnl::matmul::desc(s_md, v_md, o_md), engine_);
+    qk_ = dnnl::matmul(qk_pd);
+    softmax_ = dnnl::softmax_forward(sm_pd);
+    pv_ = dnnl::matmul(pv_pd);
+
+    scores_ = memory(s_md, engine_, scratch_.data());
+    v_ = memory(v_md, engine_, const_cast<float*>(p.v.data()));
+    o_ = memory(o_md, engine_, out_.data());
+    qk_args_ = {{DNNL_ARG_SRC, memory(q_md, engine_, const_cast<float*>(p.q.data()))},
+                {DNNL_ARG_WEIGHTS, memory(kt_md, engine_, const_cast<float*>(p.k.data()))},
+                {DNNL_ARG_DST, scores_}};
+    if (p.causal) qk_args_[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = mask;
+
+    const dnnl_version_t* ver = dnnl_version();
+    detail_ = fmt::format("oneDNN {}.{}.{} ({}), matmul {} / softmax {} / matmul {}, OpenMP threads {}", ver->major,
+                          ver->minor, ver->patch, isaName(dnnl::get_effective_cpu_isa()), qk_pd.impl_info_str(),
+                          sm_pd.impl_info_str(), pv_pd.impl_info_str(), ompThreads(0));
+    return std::nullopt;
+  }
+
+  ImplOptions options_;
+  std::string detail_;
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  dnnl::matmul qk_, pv_;
+  dnnl::softmax_forward softmax_;
+  memory scores_, v_, o_;
+  std::unordered_map<int, memory> qk_args_;
+  std::vector<float> scratch_, mask_;
+};
+
+}  // namespace
+
+std::unique_ptr<Impl> makeOneDnn(const ImplOptions& o) {
+  return std::make_unique<OneDnnImpl>(o);
+}
+
+}  // namespace kiln::peers

@@ -1,0 +1,151 @@
+// The `kiln peers` run, shape by shape; see peers.h.
+#include "peers/peers.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "host/data.h"
+
+namespace kiln::peers {
+
+std::optional<std::string> checkOptions(const PeersOptions& o, std::vector<Shape>& shapes) {
+  shapes.clear();
+  std::vector<std::string> texts = o.only_shapes ? std::vector<std::string>{} : defaultShapes();
+  texts.insert(texts.end(), o.shapes.begin(), o.shapes.end());
+  if (texts.empty()) return "no shapes: --only-shapes needs at least one --shape";
+  for (const std::string& t : texts) {
+    Shape s;
+    if (auto e = parseShape(t, s)) return e;
+    shapes.push_back(s);
+  }
+  for (const std::string& name : o.impls)
+    if (std::find(implNames().begin(), implNames().end(), name) == implNames().end()) {
+      std::string all;
+      for (const std::string& n : implNames()) all += (all.empty() ? "" : ", ") + n;
+      return "no implementation named '" + name + "'; there are: " + all;
+    }
+  if (o.threads < 1) return "--threads must be at least 1";
+  return std::nullopt;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string inputDigest(const Problem& p) {
+  return host::sha256Hex(p.q.data(), 4 * p.q.size()) + host::sha256Hex(p.k.data(), 4 * p.k.size()) +
+         host::sha256Hex(p.v.data(), 4 * p.v.size());
+}
+
+// Compares one call's output with the reference; fills the row's errors, returns pass.
+bool check(Impl& impl, const Problem& p, RowResult& row, const char* when) {
+  std::vector<float> out;
+  if (auto e = impl.compute(out)) {
+    row.status = "failed";
+    row.error = std::string(when) + ": " + *e;
+    return false;
+  }
+  const host::CompareResult c = host::compareF64(out, p.reference);
+  row.max_abs_err = std::max(row.max_abs_err, c.max_abs_err);
+  row.max_rel_err = std::max(row.max_rel_err, c.max_rel_err);
+  if (c.pass) return true;
+  row.status = "wrong";
+  row.error = std::string(when) + ": first element off the FP64 reference beyond 5e-5 + 5e-5*|ref| is " +
+              std::to_string(c.first_bad) +
+              (c.first_bad >= 0 && c.first_bad < static_cast<int64_t>(out.size())
+                   ? " (got " + std::to_string(out[c.first_bad]) + ", reference " +
+                         std::to_string(p.reference[c.first_bad]) + ")"
+                   : std::string(" (output size ") + std::to_string(out.size()) + ")");
+  return false;
+}
+
+}  // namespace
+
+std::optional<std::string> runPeers(const PeersOptions& options, PeersResult& result, std::ostream& out,
+                                    std::ostream& log) {
+  std::vector<Shape> shapes;
+  if (auto e = checkOptions(options, shapes)) return e;
+  const std::vector<std::string> names = options.impls.empty() ? implNames() : options.impls;
+  ImplOptions io = options.impl;
+  io.threads = options.threads;
+  io.seed = options.seed;
+
+  result = PeersResult{};
+  result.options = options;
+  result.machine = machineInfo();
+  log << "peers: measuring peak FMA throughput on " << options.threads << " thread(s)\n" << std::flush;
+  result.peak = measurePeak(options.threads);
+
+  for (const Shape& shape : shapes) {
+    ShapeResult sr;
+    sr.shape = shape;
+    const std::string label = shapeText(shape);
+    Problem p;
+    if (auto e = makeProblem(shape, options.causal, options.seed, p)) return label + ": " + *e;
+    auto t0 = Clock::now();
+    computeReference(p);
+    sr.reference_s = since(t0);
+    sr.flops = p.flops();
+    sr.kv_bytes = p.kvBytes();
+    sr.bandwidth_gbs = measureReadBandwidth(static_cast<int64_t>(sr.kv_bytes), options.threads);
+    sr.compute_s = sr.flops / (result.peak.gflops() * 1e9);
+    sr.memory_s = sr.kv_bytes / (sr.bandwidth_gbs * 1e9);
+    sr.roofline_s = std::max(sr.compute_s, sr.memory_s);
+    const std::string digest = inputDigest(p);
+
+    std::vector<std::unique_ptr<Impl>> impls;
+    std::vector<Impl*> timed;
+    std::vector<size_t> timed_rows;
+    int baseline = -1;
+    for (const std::string& name : names) {
+      log << "peers: " << label << ": preparing " << name << '\n' << std::flush;
+      RowResult row;
+      row.impl = name;
+      row.status = "ok";
+      std::unique_ptr<Impl> impl = makeImpl(name, io);
+      if (auto e = impl->prepare(p)) {
+        row.status = "failed";
+        row.error = "prepare: " + *e;
+      } else if (check(*impl, p, row, "before timing")) {
+        if (name == "kiln") baseline = static_cast<int>(timed.size());
+        timed.push_back(impl.get());
+        timed_rows.push_back(sr.rows.size());
+      }
+      row.detail = impl->detail();
+      sr.rows.push_back(row);
+      impls.push_back(std::move(impl));
+    }
+
+    std::vector<Measured> measured;
+    ProtocolOptions protocol = options.protocol;
+    if (options.threads > 1 && protocol.gap_s == 0) protocol.gap_s = 0.15;
+    sr.protocol = runProtocol(timed, baseline, protocol, measured, [&](const std::string& s) {
+      log << "peers: " << label << ": " << s << '\n' << std::flush;
+    });
+    for (size_t k = 0; k < timed.size(); ++k) {
+      RowResult& row = sr.rows[timed_rows[k]];
+      row.measured = measured[k];
+      if (!row.measured.timed) {
+        row.status = "failed";
+        row.error = "timing: " + row.measured.error;
+      } else if (check(*timed[k], p, row, "after timing")) {
+        row.pct_roofline = 100.0 * sr.roofline_s / row.measured.median_s;
+      } else {
+        row.measured.timed = false;
+      }
+    }
+    impls.clear();  // ends child processes
+    sr.input_check = inputDigest(p) == digest ? "unchanged" : "CHANGED during the run";
+    result.shapes.push_back(sr);
+    printShape(result, result.shapes.back(), out);
+    out << std::flush;
+  }
+  result.loadavg_end = loadAverage();
+  return std::nullopt;
+}
+
+}  // namespace kiln::peers

@@ -1,0 +1,55 @@
+// Plain C++ loops: the attention a user writes first, compiled the way a user compiles it
+// (-O3 -march=native -ffp-contract=fast, set for this file in CMakeLists.txt): per query row,
+// every visible key's score, the row max, exp and sum, then the weighted sum of V rows.
+// One work item per (batch, query head); no GQA sharing, no blocking, no intrinsics.
+// Raw pointers and C math only (see native_kernel.h on why no shared templates here).
+#include <math.h>
+
+#include <cstdint>
+
+#include "peers/native.h"
+
+namespace kiln::peers {
+
+int64_t plainItems(const AttentionArgs& a) {
+  return a.B * a.Hq;
+}
+
+int64_t plainScratchFloats(const AttentionArgs& a) {
+  return a.K + 16;
+}
+
+void plainItem(const AttentionArgs& a, int64_t item, float* scores) {
+  const int64_t b = item / a.Hq, h = item % a.Hq, kvh = h / (a.Hq / a.Hkv);
+  const float* k = a.k + (b * a.Hkv + kvh) * a.K * a.D;
+  const float* v = a.v + (b * a.Hkv + kvh) * a.K * a.Dv;
+  for (int64_t i = 0; i < a.Q; ++i) {
+    const float* q = a.q + ((b * a.Hq + h) * a.Q + i) * a.D;
+    float* o = a.o + ((b * a.Hq + h) * a.Q + i) * a.Dv;
+    int64_t n = a.K;
+    if (a.causal) {
+      n = i + a.K - a.Q + 1;
+      if (n < 0) n = 0;
+      if (n > a.K) n = a.K;
+    }
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < n; ++j) {
+      float dot = 0.0f;
+      for (int64_t d = 0; d < a.D; ++d) dot += q[d] * k[j * a.D + d];
+      scores[j] = dot * a.scale;
+      if (scores[j] > mx) mx = scores[j];
+    }
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      scores[j] = expf(scores[j] - mx);
+      sum += scores[j];
+    }
+    for (int64_t dv = 0; dv < a.Dv; ++dv) o[dv] = 0.0f;
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t dv = 0; dv < a.Dv; ++dv) o[dv] += scores[j] * v[j * a.Dv + dv];
+    const float inv = n > 0 ? 1.0f / sum : 0.0f;
+    for (int64_t dv = 0; dv < a.Dv; ++dv) o[dv] *= inv;
+  }
+}
+
+}  // namespace kiln::peers

@@ -1,0 +1,129 @@
+// Shapes, inputs and the FP64 reference of a peers workload.
+#include "peers/problem.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "host/data.h"
+
+namespace kiln::peers {
+
+std::optional<std::string> parseShape(const std::string& text, Shape& out) {
+  static const char* names[] = {"B", "Hq", "Hkv", "Q", "K", "D", "Dv"};
+  int64_t* fields[] = {&out.B, &out.Hq, &out.Hkv, &out.Q, &out.K, &out.D, &out.Dv};
+  std::stringstream ss(text);
+  std::string part;
+  int n = 0;
+  while (std::getline(ss, part, ',')) {
+    if (n == 7) return "shape '" + text + "' has more than 7 fields (B,Hq,Hkv,Q,K,D,Dv)";
+    size_t used = 0;
+    long long value = 0;
+    try {
+      value = std::stoll(part, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used == 0 || used != part.size())
+      return "shape field " + std::string(names[n]) + " is '" + part + "', not an integer";
+    if (value < 1 || value > (int64_t{1} << 24))
+      return "shape field " + std::string(names[n]) + " is " + part + "; it must be in 1..16777216";
+    *fields[n++] = value;
+  }
+  if (n != 7) return "shape '" + text + "' has " + std::to_string(n) + " fields; expected 7: B,Hq,Hkv,Q,K,D,Dv";
+  if (out.Hq % out.Hkv != 0)
+    return "shape '" + text + "': Hq (" + std::to_string(out.Hq) + ") must be a multiple of Hkv (" +
+           std::to_string(out.Hkv) + ")";
+  const double elements =
+      double(out.B) * out.Hq * out.Q * (out.D + out.Dv) + double(out.B) * out.Hkv * out.K * (out.D + out.Dv);
+  if (elements > double(int64_t{1} << 30)) return "shape '" + text + "' needs more than 2^30 elements of q, k, v and o";
+  return std::nullopt;
+}
+
+std::string shapeText(const Shape& s) {
+  std::ostringstream os;
+  os << s.B << ',' << s.Hq << ',' << s.Hkv << ',' << s.Q << ',' << s.K << ',' << s.D << ',' << s.Dv;
+  return os.str();
+}
+
+const std::vector<std::string>& defaultShapes() {
+  static const std::vector<std::string> shapes = {
+      "1,8,2,1,2053,80,96", "1,8,8,1,2048,64,64",    "1,4,2,32,65,32,32",
+      "1,6,2,1,2053,80,96", "1,32,8,1,4096,128,128", "1,32,8,512,512,128,128",
+  };
+  return shapes;
+}
+
+double Problem::flops() const {
+  const Shape& s = shape;
+  return 2.0 * s.B * s.Hq * s.Q * s.K * double(s.D + s.Dv);
+}
+
+double Problem::kvBytes() const {
+  const Shape& s = shape;
+  return 4.0 * s.B * s.Hkv * s.K * double(s.D + s.Dv);
+}
+
+AttentionArgs Problem::args(float* o) const {
+  AttentionArgs a;
+  a.q = q.data();
+  a.k = k.data();
+  a.v = v.data();
+  a.o = o;
+  a.B = shape.B, a.Hq = shape.Hq, a.Hkv = shape.Hkv, a.Q = shape.Q, a.K = shape.K, a.D = shape.D, a.Dv = shape.Dv;
+  a.scale = scale;
+  a.causal = causal;
+  return a;
+}
+
+std::optional<std::string> makeProblem(const Shape& shape, bool causal, uint64_t seed, Problem& out) {
+  kernels::AttentionOptions options;
+  options.causal = causal;
+  dsl::BuildResult built = kernels::attention(shape, options);
+  if (!built) return "the attention kernel does not build for this shape:\n" + built.message();
+  std::vector<host::ParamData> params;
+  if (auto e = host::makeInputs(*built.kernel, seed, {}, params)) return e;
+  out = Problem{};
+  out.shape = shape;
+  out.causal = causal;
+  out.scale = kernels::attentionScale(shape, options);
+  out.q = std::move(params[0].data);
+  out.k = std::move(params[1].data);
+  out.v = std::move(params[2].data);
+  return std::nullopt;
+}
+
+void computeReference(Problem& p) {
+  const Shape& s = p.shape;
+  const int64_t group = s.Hq / s.Hkv;
+  const double scale = p.scale;
+  p.reference.assign(p.outputSize(), 0.0);
+  std::vector<double> score(s.K), acc(s.Dv);
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t h = 0; h < s.Hq; ++h) {
+      const float* k = &p.k[(b * s.Hkv + h / group) * s.K * s.D];
+      const float* v = &p.v[(b * s.Hkv + h / group) * s.K * s.Dv];
+      for (int64_t i = 0; i < s.Q; ++i) {
+        const float* q = &p.q[((b * s.Hq + h) * s.Q + i) * s.D];
+        const int64_t visible = p.causal ? std::clamp<int64_t>(i + s.K - s.Q + 1, 0, s.K) : s.K;
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < visible; ++j) {
+          double dot = 0.0;
+          for (int64_t d = 0; d < s.D; ++d) dot += double(q[d]) * double(k[j * s.D + d]);
+          score[j] = dot * scale;
+          mx = std::max(mx, score[j]);
+        }
+        double sum = 0.0;
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t j = 0; j < visible; ++j) {
+          const double e = std::exp(score[j] - mx);
+          sum += e;
+          for (int64_t dv = 0; dv < s.Dv; ++dv) acc[dv] += e * double(v[j * s.Dv + dv]);
+        }
+        double* o = &p.reference[((b * s.Hq + h) * s.Q + i) * s.Dv];
+        for (int64_t dv = 0; dv < s.Dv; ++dv) o[dv] = visible > 0 ? acc[dv] / sum : 0.0;
+      }
+    }
+}
+
+}  // namespace kiln::peers

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Smoke test of `kiln peers` on a tiny shape (the real run takes minutes; see docs/peers.md):
+# exit 0, every implementation correct and timed (the OpenBLAS child process included), the
+# JSON record's fields, the SVG, the README section, --threads 2, a causal mask, and usage
+# errors. Usage: bash peers.sh KILN_BIN SOURCE_DIR
+set -uo pipefail
+
+if [ $# -ne 2 ]; then
+  echo "usage: $0 KILN_BIN SOURCE_DIR" >&2
+  exit 2
+fi
+kiln=$1
+export LC_ALL=C.UTF-8
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+passed=0
+failed=0
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1${2:+ ($2)}"; failed=$((failed + 1)); }
+rc=0
+run() {
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+
+impls="kiln kiln-seed onednn openblas openblas-coretype native plain"
+
+# check_json FILE THREADS: every implementation present, correct and timed, with all fields.
+check_json() {
+  python3 - "$1" "$2" "$impls" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+threads = int(sys.argv[2])
+want = sys.argv[3].split()
+entries = doc["entries"]
+fields = ["shape", "impl", "threads", "median_us", "min_us", "max_us", "ratio_vs_kiln", "pct_roofline", "correct"]
+assert [e["impl"] for e in entries] == want, [e["impl"] for e in entries]
+for e in entries:
+    for f in fields:
+        assert f in e, (e["impl"], f)
+    assert e["correct"] is True, (e["impl"], e.get("error"))
+    assert e["threads"] == threads
+    assert e["median_us"] > 0 and e["min_us"] <= e["median_us"] <= e["max_us"], e
+    assert e["pct_roofline"] > 0 and e["ratio_vs_kiln"] > 0, e
+assert abs(entries[0]["ratio_vs_kiln"] - 1.0) < 1e-12
+assert doc["shapes"][0]["roofline_us"] > 0 and doc["machine"]["peak_gflops"] > 0
+PY
+}
+
+shape=1,2,1,1,33,16,16
+run "$kiln" peers --only-shapes --shape $shape --quick --budget 2 --out "$tmp/a" --markdown "$tmp/a/section.md"
+if [ $rc -eq 0 ]; then pass "tiny shape exits 0"; else fail "tiny shape exits 0" "exit $rc: $(tail -c 600 "$tmp/err")"; fi
+if grep -q "== $shape" "$tmp/out" && grep -q "% roofline" "$tmp/out"; then pass "table printed"; else fail "table printed"; fi
+if check_json "$tmp/a/peers.json" 1 2>"$tmp/py"; then pass "json: all correct, fields present"; else fail "json" "$(tail -3 "$tmp/py")"; fi
+if grep -q "<svg" "$tmp/a/peers.svg" && grep -q "native" "$tmp/a/peers.svg"; then pass "svg written"; else fail "svg written"; fi
+if grep -q "## How fast is it?" "$tmp/a/section.md" && grep -q "peers --only-shapes" "$tmp/a/section.md"; then
+  pass "markdown section names the command"
+else
+  fail "markdown section"
+fi
+if grep -q "OPENBLAS_CORETYPE=" "$tmp/a/peers.json"; then pass "openblas core type reported"; else fail "openblas core type"; fi
+
+run "$kiln" peers --only-shapes --shape 1,4,2,3,20,8,12 --mask causal --threads 2 --quick --budget 2 --json "$tmp/t2.json" --svg "$tmp/t2.svg"
+if [ $rc -eq 0 ] && check_json "$tmp/t2.json" 2 2>"$tmp/py"; then
+  pass "--threads 2 and causal"
+else
+  fail "--threads 2 and causal" "exit $rc: $(tail -c 400 "$tmp/err") $(tail -2 "$tmp/py")"
+fi
+
+run "$kiln" peers --only-shapes --shape 1,8,3,1,4,8,8
+if [ $rc -eq 1 ] && grep -q "multiple of Hkv" "$tmp/err"; then pass "bad shape is an error"; else fail "bad shape" "exit $rc"; fi
+run "$kiln" peers --only-shapes --shape 1,2,1,1,4,8,8 --impl nosuch
+if [ $rc -eq 1 ] && grep -q "no implementation named 'nosuch'" "$tmp/err"; then pass "unknown impl"; else fail "unknown impl" "exit $rc"; fi
+run "$kiln" peers --only-shapes
+if [ $rc -eq 1 ] && grep -q "needs at least one --shape" "$tmp/err"; then pass "no shapes"; else fail "no shapes" "exit $rc"; fi
+
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]

@@ -1,0 +1,188 @@
+// The peers of `kiln peers`: the hand-written attention (AVX-512 and AVX2 builds, both
+// strategies: dot for few rows per KV head, lanes for many), the plain loops, the in-process
+// library peers and the shared softmax, against the FP64 reference on ragged shapes (D and Dv
+// not multiples of the vector width, K not a multiple of any block, GQA ratios 1..8, causal
+// with Q > K rows that see no key); shape parsing; the protocol's statistics.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "host/data.h"
+#include "peers/impl.h"
+#include "peers/native.h"
+#include "peers/problem.h"
+#include "peers/protocol.h"
+
+namespace kiln::peers {
+namespace {
+
+Problem problemFor(const std::string& shape, bool causal, uint64_t seed = 7) {
+  Shape s;
+  auto e = parseShape(shape, s);
+  EXPECT_FALSE(e) << *e;
+  Problem p;
+  e = makeProblem(s, causal, seed, p);
+  EXPECT_FALSE(e) << *e;
+  computeReference(p);
+  return p;
+}
+
+void expectClose(const std::vector<float>& got, const Problem& p, const std::string& what) {
+  const host::CompareResult c = host::compareF64(got, p.reference);
+  EXPECT_TRUE(c.pass) << what << " " << shapeText(p.shape) << (p.causal ? " causal" : "") << ": first bad "
+                      << c.first_bad << ", max abs err " << c.max_abs_err;
+}
+
+const char* kShapes[] = {
+    "1,8,2,1,133,80,96",  // decode, GQA 4: dot strategy, K tail
+    "1,8,8,1,100,64,64",  // MHA decode: one row per KV head
+    "1,4,2,32,65,32,32",  // the seed's prefill: lanes strategy, K = 64 + 1
+    "2,6,2,5,37,33,17",   // ragged D and Dv, 15 rows per KV head
+    "1,8,1,7,19,16,40",   // MQA, 56 rows: three panels at 16 lanes
+    "1,2,1,1,1,1,1",      // the smallest
+    "1,3,3,9,4,8,8",      // causal with Q > K: rows 0..4 see no key
+    "2,4,4,3,300,24,8",   // batch 2, short rows, long K
+    "1,2,1,1,33,16,16",   // dot strategy with 2 rows per KV head
+    "1,6,2,1,70,40,24",   // dot strategy with 3 rows per KV head
+};
+
+TEST(Peers, NativeMatchesReferenceOnEveryIsa) {
+  for (const char* isa_name : {"avx512", "avx2"}) {
+    const IsaKernels* isa = isaKernels(isa_name);
+    if (!isa) continue;  // this CPU lacks it
+    for (int threads : {1, 2})
+      for (bool causal : {false, true})
+        for (const char* shape : kShapes) {
+          const Problem p = problemFor(shape, causal);
+          std::vector<float> o(p.outputSize(), NAN);
+          ThreadTeam team(threads);
+          nativeAttention(*isa, team, p.args(o.data()));
+          expectClose(o, p, std::string(isa_name) + " threads " + std::to_string(threads));
+        }
+  }
+}
+
+TEST(Peers, PlainLoopsMatchReference) {
+  for (bool causal : {false, true})
+    for (const char* shape : kShapes) {
+      const Problem p = problemFor(shape, causal);
+      std::vector<float> o(p.outputSize(), NAN);
+      ThreadTeam team(1);
+      const AttentionArgs a = p.args(o.data());
+      team.forEach(plainItems(a), plainScratchFloats(a), [&](int64_t i, float* s) { plainItem(a, i, s); });
+      expectClose(o, p, "plain");
+    }
+}
+
+TEST(Peers, LibraryPeersMatchReference) {
+  ImplOptions options;
+  for (const char* name : {"onednn", "openblas", "native", "plain"})
+    for (bool causal : {false, true})
+      for (const char* shape : {"1,8,2,1,133,80,96", "2,6,2,5,37,33,17", "1,4,2,32,65,32,32"}) {
+        const Problem p = problemFor(shape, causal);
+        std::unique_ptr<Impl> impl = makeImpl(name, options);
+        ASSERT_TRUE(impl);
+        auto e = impl->prepare(p);
+        ASSERT_FALSE(e) << name << ": " << *e;
+        std::vector<float> o;
+        e = impl->compute(o);
+        ASSERT_FALSE(e) << *e;
+        expectClose(o, p, name);
+        std::vector<double> t;
+        ASSERT_FALSE(impl->time(2, 3, t));
+        EXPECT_EQ(t.size(), 3u);
+      }
+}
+
+TEST(Peers, SoftmaxRowsCutsAtLimits) {
+  for (const char* isa_name : {"avx512", "avx2"}) {
+    const IsaKernels* isa = isaKernels(isa_name);
+    if (!isa) continue;
+    const int64_t rows = 4, cols = 37, ld = 40;
+    std::vector<float> s(rows * ld);
+    for (size_t i = 0; i < s.size(); ++i) s[i] = std::sin(0.37 * i) * 3;
+    const std::vector<float> in = s;
+    const int64_t limits[rows] = {37, 20, 0, 1};
+    isa->softmaxRows(s.data(), rows, cols, ld, limits);
+    for (int64_t r = 0; r < rows; ++r) {
+      double mx = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < limits[r]; ++j) mx = std::max(mx, double(in[r * ld + j]));
+      for (int64_t j = 0; j < limits[r]; ++j) sum += std::exp(in[r * ld + j] - mx);
+      for (int64_t j = 0; j < cols; ++j) {
+        const double want = j < limits[r] ? std::exp(in[r * ld + j] - mx) / sum : 0.0;
+        EXPECT_NEAR(s[r * ld + j], want, 1e-6 + 1e-6 * want) << isa_name << " row " << r << " col " << j;
+      }
+    }
+  }
+}
+
+TEST(Peers, PeakAndShapesAreSane) {
+  const IsaKernels* isa = isaKernels("auto");
+  ASSERT_TRUE(isa);
+  EXPECT_GT(isa->fmaPeak(1000), 0.0);
+  std::vector<float> ones(8 * 16 * 4, 1.0f);
+  EXPECT_EQ(isa->readSum(ones.data(), 8 * isa->lanes), float(8 * isa->lanes));
+
+  Shape s;
+  EXPECT_FALSE(parseShape("1,8,2,1,2053,80,96", s));
+  EXPECT_EQ(s.K, 2053);
+  auto e = parseShape("1,8,3,1,2053,80,96", s);
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->find("multiple of Hkv"), std::string::npos) << *e;
+  e = parseShape("1,8,2,1,x,80,96", s);
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->find("field K"), std::string::npos) << *e;
+  EXPECT_TRUE(parseShape("1,8,2,1,80,96", s));
+  EXPECT_TRUE(parseShape("1,8,2,0,8,8,8", s));
+  EXPECT_EQ(defaultShapes().size(), 6u);
+}
+
+// A fake peer whose calls take no time; its "times" are scripted per visit.
+class Scripted : public Impl {
+ public:
+  explicit Scripted(double base) : base_(base) {}
+  std::string name() const override { return "scripted"; }
+  std::string detail() const override { return ""; }
+  int threads() const override { return 1; }
+  std::optional<std::string> prepare(const Problem&) override { return std::nullopt; }
+  std::optional<std::string> compute(std::vector<float>&) override { return std::nullopt; }
+  std::optional<std::string> time(int, int samples, std::vector<double>& t) override {
+    t.assign(samples, base_ * (1 + 0.01 * (calls_++ % 3)));
+    return std::nullopt;
+  }
+
+ private:
+  double base_;
+  int calls_ = 0;
+};
+
+TEST(Peers, ProtocolPairsVisitsAndRespectsTheBudget) {
+  Scripted a(1e-3), b(2e-3);
+  ProtocolOptions o = ProtocolOptions::quick();
+  o.visits = 5;
+  std::vector<Measured> m;
+  const ProtocolRun run = runProtocol({&a, &b}, 0, o, m);
+  ASSERT_EQ(m.size(), 2u);
+  ASSERT_TRUE(m[0].timed && m[1].timed);
+  EXPECT_EQ(run.visits, 5);
+  EXPECT_EQ(m[1].visits.size(), 5u);
+  EXPECT_NEAR(m[0].ratio, 1.0, 1e-12);
+  EXPECT_GT(m[1].ratio, 1.9);
+  EXPECT_LT(m[1].ratio, 2.1);
+  EXPECT_LE(m[1].ratio_min, m[1].ratio);
+  EXPECT_GE(m[1].ratio_max, m[1].ratio);
+
+  Scripted slow(2.0), fast(1e-4);  // 2 s per call: the budget cuts samples, then visits
+  o = ProtocolOptions{};
+  o.budget_s = 20;
+  const ProtocolRun cut = runProtocol({&fast, &slow}, 0, o, m);
+  EXPECT_EQ(cut.visits, o.min_visits);
+  EXPECT_EQ(m[1].samples, o.min_samples);
+  EXPECT_EQ(m[1].reps, 1);
+  EXPECT_EQ(median({3.0, 1.0, 2.0}), 2.0);
+  EXPECT_EQ(median({4.0, 1.0, 2.0, 3.0}), 2.5);
+}
+
+}  // namespace
+}  // namespace kiln::peers

@@ -1,0 +1,27 @@
+// Shared by the subcommands: read a kernel file and report its diagnostics.
+#include <iostream>
+#include <iterator>
+
+#include "command.h"
+#include "ir/diag.h"
+#include "ir/parser.h"
+
+namespace kiln::cli {
+
+std::unique_ptr<ir::Kernel> loadKernel(const std::string& path) {
+  ir::DiagEngine diag;
+  std::unique_ptr<ir::Kernel> kernel;
+  if (path == "-") {
+    std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+    kernel = ir::parseKernel(text, "<stdin>", diag);
+  } else {
+    kernel = ir::parseFile(path, diag);
+  }
+  if (kernel && !diag.hasErrors()) return kernel;
+  for (const ir::Diagnostic& d : diag.all()) std::cerr << ir::format(d) << '\n';
+  // The parser promises a diagnostic with every failure; never fail silently if it did not.
+  if (!diag.hasErrors()) std::cerr << path << ":0:0: error: the kernel could not be read [internal]\n";
+  return nullptr;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,121 @@
+// `kiln peers`: Kiln against the libraries and hand-written code a user would pick instead,
+// on the same attention workloads in one process, against the machine's measured limits.
+// Prints one table per shape; writes peers.json and peers.svg (see docs/peers.md).
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "command.h"
+#include "peers/peers.h"
+#include "peers/remote.h"
+
+namespace kiln::cli {
+namespace {
+
+// The command line as typed (for the report), from /proc/self/cmdline.
+std::string commandLine() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), out, arg;
+  std::istringstream args(all);
+  while (std::getline(args, arg, '\0')) {
+    const bool plain = !arg.empty() && arg.find_first_not_of(
+                                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.,/:+") ==
+                                           std::string::npos;
+    out += (out.empty() ? "" : " ") + (plain ? arg : "'" + arg + "'");
+  }
+  return out;
+}
+
+bool writeFile(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+  f.close();
+  if (!f) std::cerr << "kiln peers: error: cannot write " << path << '\n';
+  return static_cast<bool>(f);
+}
+
+}  // namespace
+
+Command addPeers(CLI::App& parent) {
+  CLI::App* app = parent.add_subcommand(
+      "peers", "Time Kiln's attention against oneDNN, OpenBLAS, hand-written and plain code, and the machine's limits");
+  struct Args {
+    peers::PeersOptions o;
+    std::vector<std::string> impls;
+    std::string mask = "none";
+    bool quick = false;
+    double budget = 0.0;
+    std::string out_dir = ".", json, svg, markdown;
+    std::string serve;
+  };
+  auto a = std::make_shared<Args>();
+  std::string impl_names;
+  for (const std::string& n : peers::implNames()) impl_names += (impl_names.empty() ? "" : ", ") + n;
+  app->add_option("--shape", a->o.shapes, "Add a shape B,Hq,Hkv,Q,K,D,Dv (repeatable) to the six default ones");
+  app->add_flag("--only-shapes", a->o.only_shapes, "Measure only the --shape shapes");
+  app->add_option("--mask", a->mask, "Attention mask (default none)")->check(CLI::IsMember({"none", "causal"}));
+  app->add_option("--threads", a->o.threads, "Threads for every implementation (default 1)")->check(CLI::Range(1, 256));
+  app->add_option("--impl", a->impls, "Implementations to run, comma-separated (default all): " + impl_names)
+      ->delimiter(',');
+  app->add_flag("--quick", a->quick, "Short protocol: warmup 5 ms, sample target 2 ms, 3 samples, 3 rounds");
+  app->add_option("--budget", a->budget, "Seconds of timing per shape before samples and rounds are cut (default 45)")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--seed", a->o.seed, "Seed of the deterministic inputs (as for kiln run)");
+  app->add_option("--block", a->o.impl.block, "Kiln default: query rows x keys per step, BQxBK (default 1x16)");
+  app->add_option("--native-isa", a->o.impl.native_isa, "Hand-written kernel: auto, avx512 or avx2 (default auto)")
+      ->check(CLI::IsMember({"auto", "avx512", "avx2"}));
+  app->add_option("--out", a->out_dir, "Directory for peers.json and peers.svg (default: the current directory)");
+  app->add_option("--json", a->json, "Write the JSON record here instead of OUT/peers.json");
+  app->add_option("--svg", a->svg, "Write the chart here instead of OUT/peers.svg");
+  app->add_option("--markdown", a->markdown, "Also write the README's \"How fast is it?\" section here");
+  // The child side of a peer that runs in its own process (src/peers/remote.h).
+  app->add_option("--serve", a->serve)->group("");
+  app->footer(
+      "See docs/peers.md. Exit codes: 0 every implementation correct on every shape, 1 one was wrong or failed (or "
+      "bad input).");
+
+  return {app, [a] {
+            peers::PeersOptions& o = a->o;
+            o.causal = a->mask == "causal";
+            o.impls = a->impls;
+            if (a->quick) {
+              o.protocol = peers::ProtocolOptions::quick();
+              o.protocol_name = "quick";
+            }
+            if (a->budget > 0) o.protocol.budget_s = a->budget;
+            o.command = commandLine();
+            std::vector<peers::Shape> shapes;
+            if (auto e = peers::checkOptions(o, shapes)) {
+              std::cerr << "kiln peers: error: " << *e << '\n';
+              return 1;
+            }
+            if (!a->serve.empty()) {
+              peers::ServeRequest r{a->serve, shapes.back(), o.causal, o.seed, o.threads};
+              return peers::servePeer(r);
+            }
+            peers::PeersResult result;
+            if (auto e = peers::runPeers(o, result, std::cout, std::cerr)) {
+              std::cerr << "kiln peers: error: " << *e << '\n';
+              return 1;
+            }
+            std::error_code ec;
+            std::filesystem::create_directories(a->out_dir, ec);
+            if (!std::filesystem::is_directory(a->out_dir)) {
+              std::cerr << "kiln peers: error: --out " << a->out_dir << " is not a directory\n";
+              return 1;
+            }
+            const std::string json = a->json.empty() ? a->out_dir + "/peers.json" : a->json;
+            const std::string svg = a->svg.empty() ? a->out_dir + "/peers.svg" : a->svg;
+            bool ok = writeFile(json, peers::toJson(result).dump(2) + "\n") && writeFile(svg, peers::toSvg(result));
+            if (!a->markdown.empty()) ok = writeFile(a->markdown, peers::toMarkdown(result, svg)) && ok;
+            if (ok)
+              std::cout << "\nwrote " << json << " and " << svg << (a->markdown.empty() ? "" : " and " + a->markdown)
+                        << '\n';
+            for (const peers::ShapeResult& s : result.shapes)
+              for (const peers::RowResult& r : s.rows) ok = ok && r.status == "ok";
+            return ok ? 0 : 1;
+          }};
+}
+
+}  // namespace kiln::cli
