@@ -21,7 +21,7 @@ namespace kiln::ir {
 namespace {
 
 constexpr int kMaxDiagnostics = 50;
-constexpr int kMaxDepth = 1000;
+constexpr int kMaxDepth = 256;  // as the parser: deeper recursion risks the stack (ASan frames are large)
 constexpr int64_t kMaxTileElements = int64_t{1} << 24;
 constexpr int64_t kMaxViewElements = int64_t{1} << 31;
 constexpr int64_t kMaxDomainPrograms = int64_t{1} << 31;

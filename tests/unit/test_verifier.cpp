@@ -375,7 +375,7 @@ TEST_F(Fixture, DeepNestingIsADiagnostic) {
     b.setInsertion(body(loop));
   }
   EXPECT_FALSE(run());
-  expectOnly("too-deep", 1002);
+  expectOnly("too-deep", 258);
 }
 
 TEST_F(Fixture, RedefinitionOfAVisibleName) {
