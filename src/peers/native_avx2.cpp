@@ -1,86 +1,14 @@
-// The hand-written attention for AVX2 + FMA: 8 f32 lanes, 16 vector registers (tiles sized
-// so that accumulators, operands and a broadcast fit). Compiled with -mavx2 -mfma
-// (CMakeLists.txt); called only after native.cpp checked the CPU.
-#include <immintrin.h>
-
-#include <cmath>
-#include <cstdint>
-
+// The hand-written attention for AVX2 + FMA: 8 f32 lanes, 16 vector registers (native_v256.h
+// sizes the tiles so that accumulators, operands and a broadcast fit). Compiled with -mavx2
+// -mfma (CMakeLists.txt); called only after native.cpp checked the CPU.
 #include "peers/native.h"
-
-namespace kiln::peers {
-namespace {
-
-struct V256 {
-  using T = __m256;
-  static constexpr int L = 8;
-  static constexpr int kMaxRV = 2;     // lanes strategy: up to 16 rows per panel
-  static constexpr int kLaneKeys = 4;  // scores: 4 keys x 2 row vectors = 8 accumulators
-  static constexpr int kLaneDv = 4;    // P.V: 4 columns x 2 row vectors
-  static constexpr int kDotRows = 2;   // dot strategy: rows per tile
-  static constexpr int kDotDv = 4;     // P.V: up to 2 rows x 4 vectors of Dv
-  static constexpr int dotKeys(int) { return 4; }
-
-  static __m256i firstMask(int64_t n) {
-    const int c = n <= 0 ? 0 : n >= 8 ? 8 : static_cast<int>(n);
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(c), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  }
-  static T zero() { return _mm256_setzero_ps(); }
-  static T set1(float x) { return _mm256_set1_ps(x); }
-  static T load(const float* p) { return _mm256_loadu_ps(p); }
-  static T loadFirst(const float* p, int64_t n) { return _mm256_maskload_ps(p, firstMask(n)); }
-  static void store(float* p, T x) { _mm256_storeu_ps(p, x); }
-  static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
-  static T fnmadd(T a, T b, T c) { return _mm256_fnmadd_ps(a, b, c); }
-  static T add(T a, T b) { return _mm256_add_ps(a, b); }
-  static T sub(T a, T b) { return _mm256_sub_ps(a, b); }
-  static T mul(T a, T b) { return _mm256_mul_ps(a, b); }
-  static T max(T a, T b) { return _mm256_max_ps(a, b); }
-  static T min(T a, T b) { return _mm256_min_ps(a, b); }
-  static T roundNearest(T x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-  static T pow2i(T n) {
-    const __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
-  }
-  static T zeroWhereLess(T x, T bound, T v) { return _mm256_and_ps(_mm256_cmp_ps(x, bound, _CMP_GE_OQ), v); }
-  static T negInfToZero(T x) { return _mm256_andnot_ps(_mm256_cmp_ps(x, set1(-INFINITY), _CMP_EQ_OQ), x); }
-  static T keepIfBelow(int64_t j, const int32_t* limit, T x, T fill) {
-    const __m256i lim = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(limit));
-    const __m256i k = _mm256_cmpgt_epi32(lim, _mm256_set1_epi32(static_cast<int>(j)));
-    return _mm256_blendv_ps(fill, x, _mm256_castsi256_ps(k));
-  }
-  static T firstOr(T x, int64_t n, T fill) { return _mm256_blendv_ps(fill, x, _mm256_castsi256_ps(firstMask(n))); }
-  static float reduceMax(T x) {
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
-  }
-  static float reduceAdd(T x) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-  }
-  static void prefetch(const float* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1); }
-  static float first(T x) { return _mm256_cvtss_f32(x); }
-  static void hsum4(T a, T b, T c, T d, float* out) {
-    const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
-    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
-  }
-  static constexpr int kReduceAll = 0;  // hsum4 only
-  template <int R>
-  static void reduceAll(const T*, float* const*) {}
-  static void keep(T& x) { asm volatile("" : "+x"(x)); }
-};
-
-}  // namespace
-}  // namespace kiln::peers
-
 #include "peers/native_kernel.h"
+#include "peers/native_v256.h"
 
 namespace kiln::peers::native_detail {
 
 const IsaKernels* avx2Table() {
-  static constexpr IsaKernels table = Attention<V256>::table("avx2");
+  static constexpr IsaKernels table = Kernels<V256, V256>::table("avx2");
   return &table;
 }
 

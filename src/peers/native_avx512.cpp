@@ -1,4 +1,6 @@
-// The hand-written attention for AVX-512 (F, BW, VL, DQ): 16 f32 lanes, 32 vector registers.
+// The hand-written attention for AVX-512 (F, BW, VL, DQ): 16 f32 lanes of __m512, and for
+// the dot strategy with 3 rows per tile, 8-lane __m256 with AVX-512's 32 registers
+// (native_v256.h): measured faster there on Zen 4, slower for 1, 2 or 4 rows.
 // Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma (CMakeLists.txt); called
 // only after native.cpp checked the CPU.
 #include <immintrin.h>
@@ -18,8 +20,8 @@ struct V512 {
   static constexpr int kLaneKeys = 8;  // scores: 8 keys x 3 row vectors = 24 accumulators
   static constexpr int kLaneDv = 8;    // P.V: 8 columns x 3 row vectors
   static constexpr int kDotRows = 4;   // dot strategy: rows per tile
-  static constexpr int kDotDv = 6;     // P.V: up to 4 rows x 6 vectors of Dv
   static constexpr int dotKeys(int rows) { return rows <= 2 ? 8 : 4; }
+  static constexpr int dotDv(int) { return 6; }  // P.V: up to 4 rows x 6 vectors of Dv
 
   static __mmask16 firstMask(int64_t n) {
     return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
@@ -52,55 +54,27 @@ struct V512 {
   static T firstOr(T x, int64_t n, T fill) { return _mm512_mask_blend_ps(firstMask(n), fill, x); }
   static float reduceMax(T x) { return _mm512_reduce_max_ps(x); }
   static float reduceAdd(T x) { return _mm512_reduce_add_ps(x); }
-  static void prefetch(const float* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1); }
   static float first(T x) { return _mm512_cvtss_f32(x); }
   static void hsum4(T a, T b, T c, T d, float* out) {
     auto fold = [](T x) { return _mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1)); };
-    const __m256 ab = _mm256_hadd_ps(fold(a), fold(b)), cd = _mm256_hadd_ps(fold(c), fold(d));
-    const __m256 abcd = _mm256_hadd_ps(ab, cd);
+    const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(fold(a), fold(b)), _mm256_hadd_ps(fold(c), fold(d)));
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
   }
-  // x[0..16): out[r][t] = sum of the lanes of x[4 r + t] (R = 4 rows of 4), by a transposing
-  // tree: each level adds pairs of vectors after moving halves, then quarters, then lanes, so
-  // that 45 shuffles and adds give all 16 sums (four hsum4 take 56).
-  static constexpr int kReduceAll = 16;
-  template <int R>
-  static void reduceAll(const T* x, float* const* out) {
-    auto halves = [](T a, T b) {  // [a.lo + a.hi | b.lo + b.hi] (256-bit halves)
-      return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
-    };
-    auto quarters = [](T a, T b) {  // quarters: a0+a1, a2+a3, b0+b1, b2+b3 (128-bit quarters)
-      return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xDD));
-    };
-    auto pairs = [](T a, T b) {  // in each quarter: a0+a1, a2+a3, b0+b1, b2+b3
-      return _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x88), _mm512_shuffle_ps(a, b, 0xDD));
-    };
-    T h[8], q[4], p[2];
-    for (int i = 0; i < 8; ++i) h[i] = halves(x[2 * i], x[2 * i + 1]);    // h[i]: x[2i] | x[2i+1]
-    for (int i = 0; i < 4; ++i) q[i] = quarters(h[2 * i], h[2 * i + 1]);  // q[i]: x[4i .. 4i+3]
-    // Quarter k of q[i] holds 4 partial sums of x[4i + k]; pairing q[0],q[1] and q[2],q[3]
-    // twice leaves, in quarter k, the sums of x[k], x[4+k], x[8+k], x[12+k].
-    p[0] = pairs(q[0], q[1]);
-    p[1] = pairs(q[2], q[3]);
-    const T all = pairs(p[0], p[1]);  // quarter k: sums of x[k], x[4+k], x[8+k], x[12+k]
-    // Row r = x[4r .. 4r+3] is lane r of every quarter: transpose the 4x4 of quarters x lanes.
-    alignas(64) float tmp[16];
-    _mm512_store_ps(tmp, all);
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < 4; ++t) out[r][t] = tmp[4 * t + r];
-  }
+  static void prefetch(const float* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1); }
   static void keep(T& x) { asm volatile("" : "+v"(x)); }
 };
 
 }  // namespace
 }  // namespace kiln::peers
 
+#include "peers/native_v256.h"
+
 #include "peers/native_kernel.h"
 
 namespace kiln::peers::native_detail {
 
 const IsaKernels* avx512Table() {
-  static constexpr IsaKernels table = Attention<V512>::table("avx512");
+  static constexpr IsaKernels table = Kernels<V512, V256>::table("avx512");
   return &table;
 }
 

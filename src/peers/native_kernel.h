@@ -1,9 +1,9 @@
-// The hand-written attention, written once over a vector-traits type V and compiled twice:
-// native_avx512.cpp (V = 16 lanes of __m512) and native_avx2.cpp (V = 8 lanes of __m256).
-// Only those two files include this header, each after defining V in its anonymous namespace,
-// so every instantiation has internal linkage and is compiled for its own ISA. No standard
-// library templates here: an out-of-line copy compiled with AVX-512 could be picked by the
-// linker for a caller on an AVX2-only machine.
+// The hand-written attention, written once over vector-traits types and compiled twice:
+// native_avx512.cpp (16 lanes of __m512; 8 lanes of __m256 for one decode case) and
+// native_avx2.cpp (8 lanes of __m256). Only those files include this header, with traits
+// defined in their anonymous namespace, so every instantiation has internal linkage and is
+// compiled for its own ISA. No standard library templates here: an out-of-line copy compiled
+// with AVX-512 could be picked by the linker for a caller on an AVX2-only machine.
 //
 // Work is split by KV head (GQA-aware: the query heads of one KV head are stacked as rows,
 // row r = query i * G + head g, so one pass over K/V serves all of them). Two strategies:
@@ -13,8 +13,9 @@
 //   purely vertical: no horizontal reductions at all. The output accumulator is kept
 //   transposed, accT[dv][rows], and transposed back once at the end.
 // - dot (few rows: decode): rows in tiles of kDotRows; scores are dot products along D
-//   (contiguous in q and k) reduced four at a time with a horizontal-add tree, then
-//   P.V accumulates broadcast(p) x v[j][dv..] into row accumulators.
+//   (contiguous in q and k), four at a time summed by horizontal adds; P.V accumulates
+//   broadcast(p) x v[j][dv..] into rows x up to 6 vectors of registers. When K/V exceed half
+//   the L3, K/V rows 64 keys ahead are prefetched into L2 (from L3 that only costs time).
 // Both read each K/V block once per panel (resp. once per KV head) and keep it in L1 while
 // every row of the panel uses it.
 #pragma once
@@ -25,6 +26,13 @@
 #include "peers/native.h"
 
 namespace kiln::peers::native_detail {
+
+// How one call splits into work items (plain data, the same in every instantiation).
+struct Split {
+  int64_t group = 1, rows = 1;    // rows per KV head = group * Q
+  bool lanes = false;             // lanes strategy (else dot)
+  int64_t panel = 1, panels = 1;  // rows per work item, items per KV head
+};
 
 template <class V>
 struct Attention {
@@ -64,11 +72,6 @@ struct Attention {
   static float sexp(float x) { return V::first(vexp(V::set1(x))); }
 
   // ---- work split -------------------------------------------------------------------------
-  struct Split {
-    int64_t group = 1, rows = 1;  // rows per KV head = group * Q
-    bool lanes = false;
-    int64_t panel = 1, panels = 1;  // rows per work item, items per KV head
-  };
   static Split split(const AttentionArgs& a) {
     Split s;
     s.group = a.Hq / a.Hkv;
@@ -78,12 +81,11 @@ struct Attention {
     s.panels = (s.rows + s.panel - 1) / s.panel;
     return s;
   }
-  static int64_t items(const AttentionArgs& a) { return a.B * a.Hkv * split(a).panels; }
-  static int64_t scratchFloats(const AttentionArgs& a) {
-    const Split s = split(a);
-    if (s.lanes) return s.panel * (a.D + kLaneBlock + a.Dv + 4) + 64;
-    const int64_t rows = roundUp(s.rows, V::kDotRows);
-    return rows * (kDotBlock + roundUp(a.Dv, L) + 4) + 64;
+  static int64_t lanesScratchFloats(const AttentionArgs& a, const Split& s) {
+    return s.panel * (a.D + kLaneBlock + a.Dv + 4) + 64;
+  }
+  static int64_t dotScratchFloats(const AttentionArgs& a, const Split& s) {
+    return roundUp(s.rows, V::kDotRows) * (kDotBlock + roundUp(a.Dv, L) + 4) + 64;
   }
   // The row of q (and o) for panel row r of KV head kvh: query i = r / G of head kvh*G + r % G.
   static int64_t rowIndex(const AttentionArgs& a, const Split& s, int64_t b, int64_t kvh, int64_t r) {
@@ -91,10 +93,8 @@ struct Attention {
     return ((b * a.Hq + kvh * s.group + g) * a.Q + i);
   }
 
-  static void item(const AttentionArgs& a, int64_t it, float* scratch) {
-    const Split s = split(a);
+  static void lanesItem(const AttentionArgs& a, const Split& s, int64_t it, float* scratch) {
     const int64_t panel = it % s.panels, bk = it / s.panels, b = bk / a.Hkv, kvh = bk % a.Hkv;
-    if (!s.lanes) return dotHead(a, s, b, kvh, scratch);
     const int64_t r0 = panel * s.panel, n = lo(s.panel, s.rows - r0);
     if (n <= L) return lanesPanel<1>(a, s, b, kvh, r0, n, scratch);
     if constexpr (V::kMaxRV >= 2)
@@ -305,16 +305,9 @@ struct Attention {
           for (int t = 0; t < KS; ++t) acc[r][t] = V::fma(qv, kv[t], acc[r][t]);
         }
       }
-      if constexpr (R == 4 && KS == 4 && V::kReduceAll == 16) {
-        // One transposing tree for all R x KS dot products: row r's KS sums land in one place.
-        float* out[R];
-        for (int r = 0; r < R; ++r) out[r] = st.s + r * kDotBlock + jj;
-        V::template reduceAll<R>(&acc[0][0], out);
-      } else {
-        for (int r = 0; r < R; ++r)
-          for (int t = 0; t < KS; t += 4)
-            V::hsum4(acc[r][t], acc[r][t + 1], acc[r][t + 2], acc[r][t + 3], st.s + r * kDotBlock + jj + t);
-      }
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < KS; t += 4)
+          V::hsum4(acc[r][t], acc[r][t + 1], acc[r][t + 2], acc[r][t + 3], st.s + r * kDotBlock + jj + t);
     }
     // Online softmax per row over the block's visible keys; p = 0 for the others.
     float alpha[R];
@@ -338,8 +331,8 @@ struct Attention {
       st.l[r] = st.l[r] * alpha[r] + V::reduceAdd(sum);
     }
     // acc[r][dv] = alpha[r] * acc[r][dv] + sum_j p[r][j] * v[j][dv]: R rows x C vectors per
-    // step, the vectors of Dv split into as few equal chunks of at most kDotDv as possible.
-    const int64_t nvec = (Dv + L - 1) / L, chunks = (nvec + V::kDotDv - 1) / V::kDotDv;
+    // step, the vectors of Dv split into as few equal chunks of at most dotDv(R) as possible.
+    const int64_t nvec = (Dv + L - 1) / L, chunks = (nvec + V::dotDv(R) - 1) / V::dotDv(R);
     const int64_t per = (nvec + chunks - 1) / chunks;
     for (int64_t v0 = 0; v0 < nvec; v0 += per) {
       const int64_t n = lo(per, nvec - v0);
@@ -347,11 +340,11 @@ struct Attention {
     }
   }
 
-  // dotPV<R, n, full> for a run-time n in 1..kDotDv.
+  // dotPV<R, n, full> for a run-time n in 1..dotDv(R).
   template <int R, int C = 1>
   static void dotPVChunk(int64_t n, bool full, const AttentionArgs& a, const DotState& st, const float* vh, int64_t j0,
                          int64_t jn, const float* alpha, int64_t dv0) {
-    if constexpr (C < V::kDotDv)
+    if constexpr (C < V::dotDv(R))
       if (n > C) return dotPVChunk<R, C + 1>(n, full, a, st, vh, j0, jn, alpha, dv0);
     if (full)
       dotPV<R, C, true>(a, st, vh, j0, jn, alpha, dv0);
@@ -430,9 +423,35 @@ struct Attention {
     for (int i = 1; i < 8; ++i) acc[0] = V::add(acc[0], acc[i]);
     return V::reduceAdd(acc[0]);
   }
+};
 
+// One ISA's table: everything on V, except the dot strategy on VN (narrower vectors) when a
+// KV head has 3 rows (decode with a GQA group of 3): measured faster there, slower elsewhere.
+template <class V, class VN>
+struct Kernels {
+  static bool narrow(const Split& s) { return !s.lanes && s.rows == 3; }
+  static int64_t items(const AttentionArgs& a) { return a.B * a.Hkv * Attention<V>::split(a).panels; }
+  static int64_t scratchFloats(const AttentionArgs& a) {
+    const Split s = Attention<V>::split(a);
+    return s.lanes     ? Attention<V>::lanesScratchFloats(a, s)
+           : narrow(s) ? Attention<VN>::dotScratchFloats(a, s)
+                       : Attention<V>::dotScratchFloats(a, s);
+  }
+  static void item(const AttentionArgs& a, int64_t it, float* scratch) {
+    const Split s = Attention<V>::split(a);
+    if (s.lanes) return Attention<V>::lanesItem(a, s, it, scratch);
+    if (narrow(s)) return Attention<VN>::dotHead(a, s, it / a.Hkv, it % a.Hkv, scratch);
+    Attention<V>::dotHead(a, s, it / a.Hkv, it % a.Hkv, scratch);
+  }
   static constexpr IsaKernels table(const char* name) {
-    return IsaKernels{name, L, &items, &scratchFloats, &item, &softmaxRows, &fmaPeak, &readSum};
+    return IsaKernels{name,
+                      V::L,
+                      &items,
+                      &scratchFloats,
+                      &item,
+                      &Attention<V>::softmaxRows,
+                      &Attention<V>::fmaPeak,
+                      &Attention<V>::readSum};
   }
 };
 

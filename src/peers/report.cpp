@@ -228,15 +228,10 @@ std::string toMarkdown(const PeersResult& run, const std::string& chart) {
     }
     o << "\n";
   }
-  o << "Implementations: ";
   if (!run.shapes.empty()) {
-    bool first = true;
-    for (const RowResult& r : run.shapes.back().rows) {
-      o << (first ? "" : "; ") << "`" << r.impl << "`: " << r.detail;
-      first = false;
-    }
+    o << "Implementations (as the last shape ran them):\n\n";
+    for (const RowResult& r : run.shapes.back().rows) o << "- `" << r.impl << "`: " << r.detail << "\n";
   }
-  o << ".\n";
   return o.str();
 }
 
