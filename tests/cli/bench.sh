@@ -11,35 +11,8 @@ if [ $# -ne 2 ]; then
   exit 2
 fi
 kiln=$1
-export LC_ALL=C
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-passed=0
-failed=0
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1${2:+ ($2)}"; failed=$((failed + 1)); }
-
-# run CMD...: runs it, keeping stdout in $tmp/out, stderr in $tmp/err, status in $rc.
-rc=0
-run() {
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-}
-# expect NAME EXIT_CODE [STDOUT_REGEX [STDERR_REGEX]]: checks the last run.
-expect() {
-  local name=$1 want=$2 out_re=${3:-} err_re=${4:-}
-  if [ "$rc" -ne "$want" ]; then
-    fail "$name" "exit $rc, wanted $want: $(head -c 300 "$tmp/err")"
-  elif [ -n "$out_re" ] && ! grep -Eq -- "$out_re" "$tmp/out"; then
-    fail "$name" "stdout lacks /$out_re/"
-  elif [ -n "$err_re" ] && ! grep -Eq -- "$err_re" "$tmp/err"; then
-    fail "$name" "stderr lacks /$err_re/: $(head -c 300 "$tmp/err")"
-  else
-    pass "$name"
-  fi
-}
+# shellcheck source=lib/harness.bash
+source "$(dirname "$0")/lib/harness.bash"
 
 d=$tmp/run
 run "$kiln" bench --kernel attention --shape 1,2,1,1,33,16,16 --arm a:max_unrolled_mma_terms=0 \
