@@ -10,45 +10,15 @@ if [ $# -ne 2 ]; then
 fi
 kiln=$1
 src=$2
-export LC_ALL=C
+# shellcheck source=lib/harness.bash
+source "$(dirname "$0")/lib/harness.bash"
 shopt -s nullglob
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-passed=0
-failed=0
 # that NAME CMD...: a case that passes when CMD succeeds.
 that() {
   local name=$1
   shift
   if "$@"; then pass "$name"; else fail "$name"; fi
-}
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1${2:+ ($2)}"; failed=$((failed + 1)); }
-
-# run CMD...: runs it, keeping stdout in $tmp/out, stderr in $tmp/err, status in $rc.
-rc=0
-run() {
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-}
-# expect NAME EXIT_CODE [STDOUT_REGEX [STDERR_REGEX]]: checks the last run.
-expect() {
-  local name=$1 want=$2 out_re=${3:-} err_re=${4:-}
-  if [ "$rc" -ne "$want" ]; then
-    fail "$name" "exit $rc, wanted $want: $(head -c 300 "$tmp/err")"
-    return
-  fi
-  if [ -n "$out_re" ] && ! grep -Eq -- "$out_re" "$tmp/out"; then
-    fail "$name" "stdout lacks /$out_re/"
-    return
-  fi
-  if [ -n "$err_re" ] && ! grep -Eq -- "$err_re" "$tmp/err"; then
-    fail "$name" "stderr lacks /$err_re/: $(head -c 300 "$tmp/err")"
-    return
-  fi
-  pass "$name"
 }
 
 # Kernels of our own, written per docs/ir.md, so that the eval cases do not depend on which

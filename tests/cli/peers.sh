@@ -10,19 +10,9 @@ if [ $# -ne 2 ]; then
   exit 2
 fi
 kiln=$1
+# shellcheck source=lib/harness.bash
+source "$(dirname "$0")/lib/harness.bash"
 export LC_ALL=C.UTF-8
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-passed=0
-failed=0
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1${2:+ ($2)}"; failed=$((failed + 1)); }
-rc=0
-run() {
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-}
 
 impls="kiln kiln-seed onednn openblas openblas-coretype native plain"
 
