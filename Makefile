@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 CMAKE_FLAGS ?=
 SOURCES = $(shell git ls-files '*.cpp' '*.h' 2>/dev/null | grep -v '^third_party/')
 
-.PHONY: all bootstrap build build-asan run test test-release test-asan format check-format lint clean
+.PHONY: all bootstrap build build-asan run test test-release test-asan check-packages format check-format lint clean
 
 all: build
 
@@ -37,7 +37,12 @@ run: build
 	  grep -E '"checks": [0-9]|"passed"|"failed"|"verdict"' $$out-audit.json; \
 	  test $$bench -eq 0 && test $$audit -eq 0
 
-test: check-format test-release test-asan
+test: check-format check-packages test-release test-asan
+
+# Fails when the build uses a Debian package that scripts/bootstrap.sh does not install (a build
+# that only works on a machine where someone installed it by hand).
+check-packages: build
+	@./scripts/check-packages.sh $(BUILD)
 
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format clang-tidy
   libdnnl-dev libopenblas-dev python3
+  libxml2-utils
 )
 
 missing=()
