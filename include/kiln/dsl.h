@@ -75,7 +75,9 @@ constexpr ReduceOrder unorderedTree(int partitions = 0) {
 struct MmaFlags {
   bool allow_reassociation = false;
   bool allow_fma = false;
+  bool fused = false;  // one fused multiply-add per K step, rounded once (exact, reproducible)
 };
+inline constexpr MmaFlags fusedMma{false, false, true};
 
 class KernelBuilder;
 namespace detail {

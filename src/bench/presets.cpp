@@ -22,7 +22,8 @@ Case seedCase(std::string id, std::string label, std::string shape, std::string 
   c.label = std::move(label);
   c.request.name = "attention";
   c.request.shape = std::move(shape);
-  c.request.options = {{"mask", "causal"}, {"block", std::move(block)}};
+  // The seed's kernel: one program per query head, MUL then ADD (not the library's defaults).
+  c.request.options = {{"mask", "causal"}, {"block", std::move(block)}, {"heads", "separate"}, {"fma", "unfused"}};
   c.knobs = kSeedFixed;
   if (indexable_in_case) c.knobs.emplace_back("mma_indexable_snapshot", "off");
   c.knobs.emplace_back("full_packet", full_packet ? "on" : "off");

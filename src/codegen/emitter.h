@@ -8,6 +8,7 @@
 #include <functional>
 #include <vector>
 
+#include "codegen/elementwise.h"
 #include "ir/ir.h"
 #include "plan/plan.h"
 
@@ -87,6 +88,7 @@ class Emitter {
   llvm::Module& m_;
   llvm::LLVMContext& c_;
   llvm::IRBuilder<> b_;
+  Elementwise ew_{b_, m_};
   unsigned w_;
   bool full_;
   llvm::Function* f_ = nullptr;

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include "codegen/emitter.h"
-#include "codegen/kmath_emit.h"
 #include "codegen/lower.h"
 
 namespace kiln::codegen {
@@ -14,14 +13,6 @@ using ir::Elem;
 using ir::Op;
 using ir::OpKind;
 
-namespace {
-void allowContract(llvm::Value* v, const ir::MmaPolicy& p) {
-  if (auto* i = llvm::dyn_cast<llvm::Instruction>(v)) {
-    if (p.allow_fma) i->setHasAllowContract(true);
-    if (p.allow_reassociation) i->setHasAllowReassoc(true);
-  }
-}
-}  // namespace
 
 llvm::Function* Emitter::emitPacket(const std::string& name, std::string& error) {
   auto* fnTy = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getInt64Ty()}, false);
@@ -141,90 +132,23 @@ llvm::Value* Emitter::genElement(const Op* op, Ix idx) {
 }
 
 llvm::Value* Emitter::genUnary(OpKind k, llvm::Value* x, Elem e) {
-  if (e == Elem::I64) {
-    if (k == OpKind::Neg) return b_.CreateSub(zeroVec(e), x);
-    return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b_.getFalse());
-  }
-  switch (k) {
-    case OpKind::Neg: return b_.CreateFNeg(x);
-    case OpKind::Abs: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-    case OpKind::Sqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
-    case OpKind::Rsqrt:
-      return b_.CreateFDiv(constVec(Elem::F32, 1.0, 0), b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
-    case OpKind::Exp:
-    case OpKind::Log:
-    case OpKind::Tanh:
-    case OpKind::Erf: return emitKilnMath(b_, m_, k, x);
-    default: break;
-  }
-  error_ = fmt::format("no lowering for unary op '{}'", ir::opName(k));
-  return x;
+  return ew_.unary(k, x, e, error_);
 }
 
 llvm::Value* Emitter::genBinary(OpKind k, llvm::Value* a, llvm::Value* b, Elem e) {
-  if (e == Elem::I64) {
-    switch (k) {
-      case OpKind::Add: return b_.CreateAdd(a, b);
-      case OpKind::Sub: return b_.CreateSub(a, b);
-      case OpKind::Mul: return b_.CreateMul(a, b);
-      case OpKind::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, a, b);
-      case OpKind::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, a, b);
-      case OpKind::Div: {
-        // Defined everywhere: x / 0 = 0, and INT64_MIN / -1 wraps (= -x).
-        llvm::Value* zero = b_.CreateICmpEQ(b, zeroVec(e));
-        llvm::Value* minus1 = b_.CreateICmpEQ(b, splatI64(-1));
-        llvm::Value* safe = b_.CreateSelect(b_.CreateOr(zero, minus1), splatI64(1), b);
-        llvm::Value* q = b_.CreateSDiv(a, safe);
-        q = b_.CreateSelect(minus1, b_.CreateSub(zeroVec(e), a), q);
-        return b_.CreateSelect(zero, zeroVec(e), q);
-      }
-      default: break;
-    }
-  } else {
-    switch (k) {
-      case OpKind::Add: return b_.CreateFAdd(a, b);
-      case OpKind::Sub: return b_.CreateFSub(a, b);
-      case OpKind::Mul: return b_.CreateFMul(a, b);
-      case OpKind::Div: return b_.CreateFDiv(a, b);
-      case OpKind::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, b);
-      case OpKind::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, b);
-      default: break;
-    }
-  }
-  error_ = fmt::format("no lowering for binary op '{}'", ir::opName(k));
-  return a;
+  return ew_.binary(k, a, b, e, error_);
 }
 
 llvm::Value* Emitter::genCmp(ir::CmpPred p, llvm::Value* a, llvm::Value* b, Elem e) {
-  using P = llvm::CmpInst::Predicate;
-  static constexpr P fp[] = {P::FCMP_OLT, P::FCMP_OLE, P::FCMP_OGT, P::FCMP_OGE, P::FCMP_OEQ, P::FCMP_UNE};
-  static constexpr P ip[] = {P::ICMP_SLT, P::ICMP_SLE, P::ICMP_SGT, P::ICMP_SGE, P::ICMP_EQ, P::ICMP_NE};
-  int i = static_cast<int>(p);
-  if (e == Elem::F32) return b_.CreateFCmp(fp[i], a, b);
-  return b_.CreateICmp(ip[i], a, b);
+  return ew_.cmp(p, a, b, e);
 }
 
 llvm::Value* Emitter::genCast(llvm::Value* x, Elem from, Elem to) {
-  if (from == to) return x;
-  if (from == Elem::F32 && to == Elem::I64)
-    return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {vecTy(Elem::I64), vecTy(Elem::F32)}, {x});
-  if (from == Elem::F32 && to == Elem::I1) return b_.CreateFCmpUNE(x, zeroVec(Elem::F32));
-  if (from == Elem::I64 && to == Elem::F32) return b_.CreateSIToFP(x, vecTy(Elem::F32));
-  if (from == Elem::I64 && to == Elem::I1) return b_.CreateICmpNE(x, zeroVec(Elem::I64));
-  if (from == Elem::I1 && to == Elem::F32) return b_.CreateUIToFP(x, vecTy(Elem::F32));
-  if (from == Elem::I1 && to == Elem::I64) return b_.CreateZExt(x, vecTy(Elem::I64));
-  error_ = "unsupported cast";
-  return x;
+  return ew_.cast(x, from, to, error_);
 }
 
 llvm::Value* Emitter::combine(ir::ReduceKind k, llvm::Value* a, llvm::Value* b, Elem e) {
-  switch (k) {
-    case ir::ReduceKind::Add: return genBinary(OpKind::Add, a, b, e);
-    case ir::ReduceKind::Mul: return genBinary(OpKind::Mul, a, b, e);
-    case ir::ReduceKind::Max: return genBinary(OpKind::Max, a, b, e);
-    case ir::ReduceKind::Min: return genBinary(OpKind::Min, a, b, e);
-  }
-  return a;
+  return ew_.combine(k, a, b, e);
 }
 
 // ---------------------------------------------------------------- reduce
@@ -314,10 +238,7 @@ std::vector<llvm::Value*> Emitter::genMmaGroup(const Op* op, Ix first, int64_t g
       llvm::Value* bw = bShared && b0 ? b0 : read(bv, operandIndex(bv, ocs[r], kc));
       a0 = av;
       b0 = bw;
-      llvm::Value* prod = b_.CreateFMul(av, bw);
-      allowContract(prod, op->mma_policy);
-      cur[r] = b_.CreateFAdd(cur[r], prod);
-      allowContract(cur[r], op->mma_policy);
+      cur[r] = ew_.multiplyAdd(av, bw, cur[r], op->mma_policy);
     }
     return cur;
   };

@@ -8,6 +8,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "codegen/emitter.h"
+#include "codegen/lanes/lane_emitter.h"
 #include "runtime/abi.h"
 
 namespace kiln::codegen {
@@ -20,7 +21,9 @@ int64_t countInstructions(const llvm::Function& f) {
 }
 
 // void kiln_blocks(ptr params, i64 begin, i64 end, ptr record)
-void emitBlocks(llvm::Module& m, const plan::Plan& p, llvm::Function* masked, llvm::Function* full) {
+// `masked` runs `w` programs from `first` (lanes past the domain masked); `full` (optional) the
+// same with every lane active. The lane realization passes w = 1 and its program as `full`.
+void emitBlocks(llvm::Module& m, const plan::Plan& p, llvm::Function* masked, llvm::Function* full, int64_t w) {
   llvm::LLVMContext& c = m.getContext();
   llvm::IRBuilder<> b(c);
   auto* i64 = b.getInt64Ty();
@@ -36,7 +39,6 @@ void emitBlocks(llvm::Module& m, const plan::Plan& p, llvm::Function* masked, ll
   auto* packetNext = llvm::BasicBlock::Create(c, "packet.next", f);
   auto* blockNext = llvm::BasicBlock::Create(c, "block.next", f);
   auto* done = llvm::BasicBlock::Create(c, "done", f);
-  int64_t w = p.knobs.packet_width;
   int64_t bs = p.knobs.block_size;
 
   b.SetInsertPoint(entry);
@@ -58,7 +60,11 @@ void emitBlocks(llvm::Module& m, const plan::Plan& p, llvm::Function* masked, ll
   llvm::Value* fullField = b.CreateConstInBoundsGEP1_64(i64, record, 0);
   llvm::Value* maskedField = b.CreateConstInBoundsGEP1_64(i64, record, 1);
   auto bump = [&](llvm::Value* field) { b.CreateStore(b.CreateAdd(b.CreateLoad(i64, field), b.getInt64(1)), field); };
-  if (full) {
+  if (!masked) {
+    b.CreateCall(full, {params, first});
+    bump(fullField);
+    b.CreateBr(packetNext);
+  } else if (full) {
     auto* runFull = llvm::BasicBlock::Create(c, "packet.full", f);
     auto* runMasked = llvm::BasicBlock::Create(c, "packet.masked", f);
     llvm::Value* complete = b.CreateICmpSLE(b.CreateAdd(first, b.getInt64(w)), b.getInt64(p.num_programs));
@@ -69,9 +75,11 @@ void emitBlocks(llvm::Module& m, const plan::Plan& p, llvm::Function* masked, ll
     b.CreateBr(packetNext);
     b.SetInsertPoint(runMasked);
   }
-  b.CreateCall(masked, {params, first});
-  bump(maskedField);
-  b.CreateBr(packetNext);
+  if (masked) {
+    b.CreateCall(masked, {params, first});
+    bump(maskedField);
+    b.CreateBr(packetNext);
+  }
 
   b.SetInsertPoint(packetNext);
   pk->addIncoming(b.CreateAdd(pk, b.getInt64(1)), packetNext);
@@ -110,6 +118,20 @@ std::optional<std::string> lower(const ir::Kernel& kernel, const plan::Plan& pla
   llvm::Module& m = *out.module;
   std::string error;
 
+  if (plan.lanes_realization) {
+    // One program per call over the W lanes: no lane mask, so no clone to make.
+    LaneEmitter lanes(kernel, plan, m);
+    llvm::Function* body = lanes.emitProgram("kiln_program", error);
+    if (!body) return error;
+    out.body_instructions = countInstructions(*body);
+    for (const llvm::BasicBlock& bb : *body) {
+      if (bb.getName().starts_with(kLoopHeaderName)) ++out.realized_loops;
+      for (const llvm::Instruction& i : bb)
+        if (llvm::isa<llvm::AllocaInst>(i)) ++out.realized_allocas;
+    }
+    out.full_packet_decision = "not_applicable";
+    emitBlocks(m, plan, nullptr, body, 1);
+  } else {
   Emitter masked(kernel, plan, m, /*fullPacket=*/false);
   llvm::Function* body = masked.emitPacket("kiln_packet", error);
   if (!body) return error;
@@ -136,7 +158,8 @@ std::optional<std::string> lower(const ir::Kernel& kernel, const plan::Plan& pla
     out.full_packet_decision = "selected";
     out.full_body_instructions = countInstructions(*full);
   }
-  emitBlocks(m, plan, body, full);
+  emitBlocks(m, plan, body, full, kn.packet_width);
+  }
 
   for (const llvm::Function& f : m) {
     out.instructions_pre_opt += f.isDeclaration() ? 0 : countInstructions(f);

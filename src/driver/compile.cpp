@@ -126,6 +126,7 @@ std::optional<std::string> compile(const ir::Kernel& kernel, const plan::Knobs& 
   jit::JitOptions jo;
   jo.fast_math = knobs.fast_math;
   jo.emit_assembly = until == Stage::Asm;
+  jo.isa = knobs.isa;
   auto obj = jit::compileToObject(std::move(lowered.module), jo);
   if (!obj) return "LLVM compilation failed: " + llvm::toString(obj.takeError());
   out.object = std::move(obj->object_bytes);
@@ -148,7 +149,10 @@ std::optional<std::string> compile(const ir::Kernel& kernel, const plan::Knobs& 
   r["compile_ms"] = ms;
   r["object"] = {{"bytes", out.object.size()}, {"sha256", obj->object_sha256}};
   const jit::HostTarget& host = jit::hostTarget();
-  r["target"] = {{"triple", host.triple}, {"cpu", host.cpu}, {"llvm_version", host.llvm_version}};
+  r["target"] = {{"triple", host.triple},
+                 {"cpu", knobs.isa == "avx2" ? "x86-64-v3" : knobs.isa == "avx512" ? "x86-64-v4" : host.cpu},
+                 {"isa", knobs.isa},
+                 {"llvm_version", host.llvm_version}};
   r["precision"] = knobs.fast_math ? "fast_math" : "precise";
   return std::nullopt;
 }

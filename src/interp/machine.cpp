@@ -465,9 +465,13 @@ void Machine<F>::execMma(const Step& s) {
     const F* ao = a.data() + s.map0[o];
     const F* bo = b.data() + s.map1[o];
     F c = acc[o];
-    for (int64_t k = 0; k < terms; ++k) {
-      const F p = ao[ak[k]] * bo[bk[k]];  // rounded product, then a separate add: no FMA
-      c = c + p;
+    if (op.mma_policy.fused) {
+      for (int64_t k = 0; k < terms; ++k) c = std::fma(ao[ak[k]], bo[bk[k]], c);  // rounded once
+    } else {
+      for (int64_t k = 0; k < terms; ++k) {
+        const F p = ao[ak[k]] * bo[bk[k]];  // rounded product, then a separate add: no FMA
+        c = c + p;
+      }
     }
     out[o] = c;
   }

@@ -113,6 +113,9 @@ struct ReducePolicy {
 struct MmaPolicy {
   bool allow_reassociation = false;
   bool allow_fma = false;
+  // Every K step is one fused multiply-add rounded once (c = fma(a, b, c)), still in ascending
+  // K order: exact and reproducible, like MUL then ADD, but a different (more accurate) result.
+  bool fused = false;
   bool operator==(const MmaPolicy&) const = default;
 };
 

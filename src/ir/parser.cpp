@@ -822,8 +822,10 @@ class Parser {
     expectWord("contract", "'contract' and the contracted dims");
     auto dims = parseDimNames("the contracted dims");
     MmaPolicy policy;
-    while (atWord("allow_reassociation") || atWord("allow_fma")) {
-      bool& flag = atWord("allow_fma") ? policy.allow_fma : policy.allow_reassociation;
+    while (atWord("allow_reassociation") || atWord("allow_fma") || atWord("fused")) {
+      bool& flag = atWord("allow_fma") ? policy.allow_fma
+                   : atWord("fused")   ? policy.fused
+                                       : policy.allow_reassociation;
       if (flag) error(loc(tok_), "policy", fmt::format("mma flag {} is given twice", tok_.text));
       flag = true;
       bump();

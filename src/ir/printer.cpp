@@ -167,6 +167,7 @@ class Printer {
         std::string flags;
         if (op.mma_policy.allow_reassociation) flags += " allow_reassociation";
         if (op.mma_policy.allow_fma) flags += " allow_fma";
+        if (op.mma_policy.fused) flags += " fused";
         line(depth, fmt::format("{}mma {} contract {}{}{}", lhs, args(0), dimNames(op.dims), flags, type));
         return;
       }

@@ -118,8 +118,20 @@ llvm::Expected<CompiledObject> compileToObject(std::unique_ptr<llvm::Module> mod
   std::string lookup_error;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, lookup_error);
   if (!target) return error("no LLVM target for host triple '" + host.triple + "': " + lookup_error);
+  std::string cpu = host.cpu, features = host.features;
+  if (options.isa == "avx2") {
+    cpu = "x86-64-v3";
+    features.clear();
+  } else if (options.isa == "avx512") {
+    if (host.features.find("+avx512f") == std::string::npos)
+      return error("isa=avx512: this host's CPU (" + host.cpu + ") has no AVX-512F; use isa=avx2 or isa=native");
+    cpu = "x86-64-v4";
+    features.clear();
+  } else if (options.isa != "native") {
+    return error("unknown isa '" + options.isa + "' (legal: native, avx2, avx512)");
+  }
   std::unique_ptr<llvm::TargetMachine> machine(
-      target->createTargetMachine(triple, host.cpu, host.features, targetOptions(options), llvm::Reloc::PIC_,
+      target->createTargetMachine(triple, cpu, features, targetOptions(options), llvm::Reloc::PIC_,
                                   llvm::CodeModel::Small, llvm::CodeGenOptLevel::Default));
   if (!machine) return error("cannot create a target machine for '" + host.triple + "' cpu '" + host.cpu + "'");
 

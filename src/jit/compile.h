@@ -23,6 +23,9 @@ struct JitOptions {
   // Also print the optimised module as assembly (CompiledObject::assembly), from a copy
   // codegen'd the same way as the object; for `kiln compile --emit=asm`.
   bool emit_assembly = false;
+  // Instruction set: "native" (the host's CPU name and features), "avx2" (x86-64-v3) or
+  // "avx512" (x86-64-v4; an error on a host without AVX-512F).
+  std::string isa = "native";
 };
 
 // The machine code is generated for: the host's triple, CPU name and features (e.g.

@@ -1,5 +1,6 @@
-// Attention (flash-style, online softmax) written in the DSL: one program per
-// (batch, query head, query block); GQA/MQA/MHA through the KV-head mapping h / (Hq / Hkv).
+// Attention (flash-style, online softmax) written in the DSL: one program per (batch, KV head,
+// query block) whose rows are the group's query heads x the block's queries (stack_heads), or
+// one program per (batch, query head, query block) reading KV head h / (Hq / Hkv).
 // Expects: a shape with Hq a multiple of Hkv; block sizes of at least 1.
 // Guarantees: a verified kernel with views q [B,Hq,Q,D], k [B,Hkv,K,D], v [B,Hkv,K,Dv],
 // o [B,Hq,Q,Dv] (in that order), or diagnostics. Rows with no valid key output zeros.
@@ -21,6 +22,11 @@ struct AttentionOptions {
   int64_t block_k = 16;         // BK: keys per step of the KV loop
   bool causal = false;          // bottom-right aligned: key j is visible to query i iff j <= i + K - Q
   std::optional<double> scale;  // default 1/sqrt(D)
+  // The Hq/Hkv query heads of one KV head are rows of one program (dims g x m), so K and V are
+  // read once per group; false: one program per query head (the seed's kernel).
+  bool stack_heads = true;
+  // mma steps are fused multiply-adds rounded once (MmaPolicy::fused); false: MUL then ADD.
+  bool fused = true;
 };
 
 dsl::BuildResult attention(const AttentionShape& shape, const AttentionOptions& options = {});

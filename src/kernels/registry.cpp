@@ -41,6 +41,7 @@ constexpr int64_t kRowChunk = 1024;
 struct Spec {
   std::vector<int64_t> shape;
   int64_t block_q = 0, block_k = 0;  // attention
+  bool stack_heads = true, fused = true;
   bool causal = true;
   std::optional<double> scale;
   bool trans_b = false;  // gemm
@@ -145,10 +146,25 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
   const int64_t Hq = s.shape[1], Hkv = s.shape[2], Q = s.shape[3];
   if (Hq % Hkv != 0)
     return fmt::format("attention: Hq={} is not a multiple of Hkv={} (--shape B,Hq,Hkv,Q,K,D,Dv)", Hq, Hkv);
-  s.block_q = Q == 1 ? 1 : 4;
-  // 16 keys per block, fewer when a K or V tile of 16 rows would pass kDefaultKvTileElements.
+  std::string heads = "stacked", fma = "fused";
+  if (auto e = optionChoice(r, "heads", {"stacked", "separate"}, heads)) return e;
+  if (auto e = optionChoice(r, "fma", {"fused", "unfused"}, fma)) return e;
+  s.stack_heads = heads == "stacked";
+  s.fused = fma == "fused";
   const int64_t widest = std::max(s.shape[5], s.shape[6]);
-  s.block_k = std::clamp<int64_t>(kDefaultKvTileElements / widest, 1, 16);
+  if (s.stack_heads) {
+    // Per shape class: a program's rows are group x BQ queries, up to 64 rows (decode: the
+    // group alone); keys per block 64, fewer when a K or V tile would pass
+    // kDefaultKvTileElements; never more than the keys there are (rounded up to 16).
+    const int64_t group = Hq / Hkv;
+    s.block_q = std::clamp<int64_t>(64 / group, 1, Q);
+    s.block_k = std::clamp<int64_t>(kDefaultKvTileElements / widest, 1, 64);
+    s.block_k = std::min<int64_t>(s.block_k, std::max<int64_t>(16, (s.shape[4] + 15) / 16 * 16));
+  } else {
+    s.block_q = Q == 1 ? 1 : 4;
+    // 16 keys per block, fewer when a K or V tile of 16 rows would pass kDefaultKvTileElements.
+    s.block_k = std::clamp<int64_t>(kDefaultKvTileElements / widest, 1, 16);
+  }
   if (auto it = r.options.find("block"); it != r.options.end()) {
     const std::string& b = it->second;
     const size_t x = b.find('x');
@@ -159,6 +175,10 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
       return fmt::format("attention: --block BQ={} is out of range; legal: 1..{} query rows", *bq, kMaxBlockQ);
     if (*bk < 1 || *bk > kMaxBlockK)
       return fmt::format("attention: --block BK={} is out of range; legal: 1..{} keys", *bk, kMaxBlockK);
+    const int64_t rows = *bq * (s.stack_heads ? Hq / Hkv : 1);
+    if (rows * *bk > kMaxBlockElements * 4)
+      return fmt::format("attention: --block {}x{} is too large: {} rows x {} keys exceeds {} score elements", *bq,
+                         *bk, rows, *bk, kMaxBlockElements * 4);
     if (*bq * *bk > kMaxBlockElements)
       return fmt::format("attention: --block {}x{} is too large: BQ*BK={} exceeds {} score elements", *bq, *bk,
                          *bq * *bk, kMaxBlockElements);
@@ -186,6 +206,8 @@ AttentionOptions attentionOpts(const Spec& s) {
   o.block_k = s.block_k;
   o.causal = s.causal;
   o.scale = s.scale;
+  o.stack_heads = s.stack_heads;
+  o.fused = s.fused;
   return o;
 }
 
@@ -214,8 +236,13 @@ const std::vector<Entry>& entries() {
 
     t.push_back(
         Entry{{"attention", "B,Hq,Hkv,Q,K,D,Dv",
-               "--block BQxBK   query rows x keys per KV block (default 1x16 when Q = 1, else 4x16, BK smaller when "
-               "16*max(D,Dv) > 16384; BQ 1..128, BK 1..1024, BQ*BK <= 4096)\n"
+               "--block BQxBK   queries x keys per KV block (stacked heads: BQ = 64/group rows capped at Q, BK 64 "
+               "capped at K rounded up to 16, fewer when 64*max(D,Dv) > 16384; separate heads: 1x16 when Q = 1, else "
+               "4x16; BQ 1..128, BK 1..1024, BQ*BK <= 4096)\n"
+               "--heads stacked|separate   query heads of one KV head as rows of one program (K/V read once per "
+               "group), or one program per query head (default stacked)\n"
+               "--fma fused|unfused   mma steps as one fused multiply-add rounded once, or MUL then ADD (default "
+               "fused)\n"
                "--mask causal|none   causal is bottom-right aligned: key k is visible to query q iff k <= q + K - Q "
                "(default causal)\n"
                "--scale S   score scale (default 1/sqrt(D)), rounded to f32",
@@ -223,7 +250,7 @@ const std::vector<Entry>& entries() {
                "blocks"},
               {"B", "Hq", "Hkv", "Q", "K", "D", "Dv"},
               {1, 1, 1, 1, 0, 1, 1},
-              {"block", "mask", "scale"},
+              {"block", "mask", "scale", "heads", "fma"},
               attentionOptions,
               [](const Spec& s) {
                 AttentionShape a = attentionShape(s);

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "driver/compile.h"
+#include "kernels/registry.h"
 #include "peers/impl.h"
 
 namespace kiln::peers {
@@ -32,14 +33,29 @@ class KilnImpl : public LocalImpl {
   int threads() const override { return options_.threads; }
 
   std::optional<std::string> prepare(const Problem& p) override {
-    kernels::AttentionOptions ko;
-    ko.causal = p.causal;
     std::string block = seed_ ? (p.shape.Q > 1 ? "4x16" : "1x16") : options_.block;
-    if (std::sscanf(block.c_str(), "%ldx%ld", &ko.block_q, &ko.block_k) != 2 || ko.block_q < 1 || ko.block_k < 1)
-      return "block '" + block + "' is not BQxBK (e.g. 1x16)";
-    dsl::BuildResult built = kernels::attention(p.shape, ko);
-    if (!built) return "the attention kernel does not build: " + built.message();
-    kernel_ = std::move(built.kernel);
+    if (seed_) {
+      // The seed's kernel: one program per query head, MUL then ADD.
+      kernels::AttentionOptions ko;
+      ko.causal = p.causal;
+      ko.stack_heads = false;
+      ko.fused = false;
+      if (std::sscanf(block.c_str(), "%ldx%ld", &ko.block_q, &ko.block_k) != 2 || ko.block_q < 1 || ko.block_k < 1)
+        return "block '" + block + "' is not BQxBK (e.g. 1x16)";
+      dsl::BuildResult built = kernels::attention(p.shape, ko);
+      if (!built) return "the attention kernel does not build: " + built.message();
+      kernel_ = std::move(built.kernel);
+    } else {
+      // The library's kernel as `kiln run --kernel attention` builds it (its block choice per
+      // shape class unless --block is given).
+      const auto& s = p.shape;
+      kernels::LibraryRequest req{
+          "attention", fmt::format("{},{},{},{},{},{},{}", s.B, s.Hq, s.Hkv, s.Q, s.K, s.D, s.Dv), {}};
+      req.options["mask"] = p.causal ? "causal" : "none";
+      if (!block.empty()) req.options["block"] = block;
+      if (auto e = kernels::buildLibraryKernel(req, kernel_)) return "the attention kernel does not build: " + *e;
+      block = block.empty() ? "library default" : block;
+    }
     plan::Knobs knobs;
     if (seed_)
       for (const char* k : kSeedKnobs)

@@ -61,14 +61,43 @@ const std::vector<Entry>& entries() {
   static const std::vector<Entry> table = [] {
     std::vector<Entry> t;
     auto inRange = [](int64_t lo, int64_t hi) { return [lo, hi](int64_t v) { return v >= lo && v <= hi; }; };
-    t.push_back(intKnob({"packet_width", "8", "{1, 4, 8, 16}", "SIMD lanes per packet (W): programs run W at a time"},
+    t.push_back(intKnob({"packet_width", "16", "{1, 4, 8, 16}", "SIMD lanes per packet (W): the vector width"},
                         &Knobs::packet_width, [](int64_t v) { return v == 1 || v == 4 || v == 8 || v == 16; }));
     t.push_back(intKnob({"block_size", "32", "1..4096, a multiple of packet_width",
                          "workers (programs) per block; blocks are dispatched over the thread pool"},
                         &Knobs::block_size, inRange(1, 4096)));
-    t.push_back(intKnob({"local_lanes", "1", "{1} (W is reserved, not yet supported)",
-                         "lanes given to one program: 1 = each lane runs a whole program"},
-                        &Knobs::local_lanes, inRange(1, 16)));
+    {
+      Entry e;
+      e.info = {"local_lanes", "W", "1 or W (= packet_width; the number itself is accepted too)",
+                "lanes given to one program: W = one program over the lanes (vector loads, register-blocked "
+                "mma); 1 = each lane runs a whole program (the seed's realization)"};
+      e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
+        if (v == "W" || v == "w") {
+          k.local_lanes = 0;
+          return std::nullopt;
+        }
+        auto n = parseInt(v);
+        if (!n || (*n != 1 && *n != 4 && *n != 8 && *n != 16)) return rangeError(info, v);
+        k.local_lanes = *n;
+        return std::nullopt;
+      };
+      e.get = [](const Knobs& k) {
+        return std::to_string(k.local_lanes == 0 ? k.packet_width : k.local_lanes);
+      };
+      t.push_back(e);
+    }
+    {
+      Entry e;
+      e.info = {"isa", "native", "native|avx2|avx512",
+                "instruction set of the generated code (native = the host's CPU and features)"};
+      e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
+        if (v != "native" && v != "avx2" && v != "avx512") return rangeError(info, v);
+        k.isa = v;
+        return std::nullopt;
+      };
+      e.get = [](const Knobs& k) { return k.isa; };
+      t.push_back(e);
+    }
     {
       Entry e;
       e.info = {"root_axis_order", "as-written", "a permutation of the root domain's axis names, comma-separated",

@@ -36,7 +36,9 @@ class Planner {
   Planner(const ir::Kernel& k, Plan& p) : k_(k), p_(p) {}
 
   std::optional<std::string> run() {
+    if (p_.knobs.local_lanes == 0) p_.knobs.local_lanes = p_.knobs.packet_width;  // effective value
     if (auto e = checkKnobs()) return e;
+    p_.lanes_realization = p_.knobs.local_lanes == p_.knobs.packet_width && p_.knobs.packet_width > 1;
     if (auto e = mapDomain()) return e;
     size_t n = k_.values.size();
     p_.rep.assign(n, Rep::SSA);
@@ -57,6 +59,7 @@ class Planner {
     countLoops(k_.body);
     p_.work.multiply_adds_per_program = 0;
     countWork(k_.body, 1, true);
+    if (p_.lanes_realization) return planLanes(k_, p_);
     return std::nullopt;
   }
 
@@ -70,16 +73,10 @@ class Planner {
           "knob 'block_size': {} is not a multiple of packet_width {} (legal: 1..4096, a multiple "
           "of packet_width)",
           kn.block_size, kn.packet_width);
-    if (kn.local_lanes == kn.packet_width && kn.packet_width != 1)
+    if (kn.local_lanes != 1 && kn.local_lanes != kn.packet_width)
       return fmt::format(
-          "knob 'local_lanes': {} (= packet_width, one program per packet with its elements over the "
-          "lanes) is reserved and not yet supported; use local_lanes=1",
-          kn.local_lanes);
-    if (kn.local_lanes != 1)
-      return fmt::format(
-          "knob 'local_lanes': {} is not legal; legal values are 1 (and packet_width, not yet "
-          "supported)",
-          kn.local_lanes);
+          "knob 'local_lanes': {} is neither 1 nor packet_width ({}); legal values are 1 and W (= packet_width)",
+          kn.local_lanes, kn.packet_width);
     return std::nullopt;
   }
 
@@ -282,7 +279,7 @@ class Planner {
       }
     });
     p_.snapshot_allocas = static_cast<int64_t>(p_.storage_elements.size());
-    if (p_.snapshot_bytes_per_worker > p_.knobs.max_local_bytes)
+    if (!p_.lanes_realization && p_.snapshot_bytes_per_worker > p_.knobs.max_local_bytes)
       return fmt::format(
           "snapshot bytes per worker {} exceed knob 'max_local_bytes' = {} (legal 0..16777216); "
           "raise max_local_bytes or max_unrolled_tile_elements, or use smaller tiles",
@@ -355,6 +352,18 @@ class Planner {
 };
 
 }  // namespace
+
+const char* laneRepName(LaneRep r) {
+  switch (r) {
+    case LaneRep::Scalar: return "scalar";
+    case LaneRep::Vectors: return "vectors";
+    case LaneRep::Panel: return "panel";
+    case LaneRep::Recipe: return "recipe";
+    case LaneRep::Splat: return "splat";
+    case LaneRep::Direct: return "direct";
+  }
+  return "?";
+}
 
 std::optional<std::string> buildPlan(const ir::Kernel& kernel, const Knobs& knobs, Plan& out) {
   out = Plan{};

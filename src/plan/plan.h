@@ -54,6 +54,72 @@ struct Work {
   std::optional<int64_t> multiply_adds_per_program;
 };
 
+// ---- The lane realization (local_lanes = W): one program over the W lanes (DESIGN.md,
+// "Where speed comes from"). Every tile value's layout puts its last dim along the lanes.
+enum class LaneRep : uint8_t {
+  Scalar,   // rank 0: one scalar register
+  Vectors,  // rows x chunks vectors in registers (SSA), read at constant indices only
+  Panel,    // rows x chunks vectors in a private stack array: read at runtime indices
+  Recipe,   // recomputed at its consumer, vector by vector
+  Splat,    // a constant
+  Direct,   // a load read from its view at each use: no store can intervene, so no copy
+};
+const char* laneRepName(LaneRep r);
+
+struct Layout {
+  LaneRep rep = LaneRep::Scalar;
+  std::string lane_dim;  // the dim along the lanes ("" for rank 0)
+  int64_t rows = 1;      // product of the other dims' extents
+  int64_t chunks = 1;    // vectors per row: ceil(lane extent / W)
+  int slot = -1;         // Panel: storage slot
+  bool large = false;    // defined by a runtime loop over its vectors (rows x chunks > cap)
+  int64_t vectors() const { return rows * chunks; }
+};
+
+// An explicit layout change: `value` re-laid with `to_lane_dim` along the lanes (a transposed
+// panel), made once where `at` needs it.
+struct Conversion {
+  const ir::Op* at = nullptr;
+  const ir::Value* value = nullptr;
+  std::string kind;  // "transpose"
+  std::string to_lane_dim;
+  int64_t rows = 0, chunks = 0;
+  int slot = -1;
+};
+
+struct LaneMma {
+  std::string form;          // "outer_product" | "scalar"
+  std::string lane_dim;      // acc's lane dim (outer product)
+  int conversion[2] = {-1, -1};  // per operand a, b: index into conversions (-1 = none)
+  bool broadcast[2] = {false, false};  // operand read as a scalar per K step, splat over the lanes
+  int64_t block_rows = 1, block_chunks = 1;  // register tile of accumulators
+  int64_t blocks = 0;
+};
+
+struct LaneReduce {
+  bool horizontal = false;         // the lane dim is reduced
+  bool vector_partitions = false;  // unordered_tree with P a multiple of W: lanes hold partitions
+};
+
+enum class LaneAccess : uint8_t { Vector, Gather };
+
+struct LaneCounts {  // per execution of each op, summed over one program's ops (loop bodies once)
+  int64_t vector_loads = 0, vector_stores = 0, gathers = 0, scatters = 0, fmas = 0, conversions_vectors = 0;
+};
+
+struct LanePlan {
+  std::vector<Layout> layout;  // by Value::id
+  std::vector<Conversion> conversions;
+  std::map<const ir::Op*, LaneMma> mma;
+  std::map<const ir::Op*, LaneReduce> reduce;
+  std::map<const ir::Op*, LaneAccess> access;  // load / store
+  std::vector<int64_t> slot_vectors;           // per storage slot
+  std::vector<ir::Elem> slot_elem;
+  int64_t vector_cap = 32;     // Vectors rep up to this many vectors
+  int64_t accumulators = 24;   // register tile budget of an outer-product mma
+  LaneCounts counts;
+};
+
 struct Plan {
   Knobs knobs;  // effective values
   int64_t num_programs = 0;
@@ -72,6 +138,8 @@ struct Plan {
   int64_t snapshot_allocas = 0;  // predicted private arrays in the packet body
   int64_t runtime_loops = 0;     // predicted loops in the packet body (IR loops, not dynamic)
   Work work;
+  bool lanes_realization = false;  // local_lanes = W
+  LanePlan lanes;                  // filled when lanes_realization
 
   Rep repOf(const ir::Value* v) const { return rep[v->id]; }
   bool isUniform(const ir::Value* v) const { return uniform[v->id]; }
@@ -82,6 +150,9 @@ struct Plan {
     return knobs.max_unrolled_tile_elements != 0 && elements > knobs.max_unrolled_tile_elements;
   }
 };
+
+// The lane realization's decisions (src/plan/lanes.cpp); called by buildPlan.
+std::optional<std::string> planLanes(const ir::Kernel& kernel, Plan& p);
 
 // Builds the plan. Error: a message naming the knob or limit (e.g. max_local_bytes).
 std::optional<std::string> buildPlan(const ir::Kernel& kernel, const Knobs& knobs, Plan& out);

@@ -22,7 +22,7 @@ struct KernelSource {
   std::string shape;
   // Library kernel options: name (without --) -> the CLI option that holds it.
   std::vector<std::pair<std::string, CLI::Option*>> kernel_options;
-  std::vector<std::string> values = std::vector<std::string>(7);
+  std::vector<std::string> values = std::vector<std::string>(9);
   bool trans_b = false;
 
   void add(CLI::App* app) {
@@ -38,6 +38,8 @@ struct KernelSource {
         {"style", "rope: neox | interleaved"},
         {"base", "rope: frequency base"},
         {"approx", "gelu: erf | tanh"},
+        {"heads", "attention: stacked (query heads of a KV head as rows) | separate"},
+        {"fma", "attention, gemm: fused (mma steps rounded once) | unfused (MUL then ADD)"},
     };
     for (size_t i = 0; i < std::size(opts); ++i)
       kernel_options.emplace_back(opts[i].first,

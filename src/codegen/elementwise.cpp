@@ -1,0 +1,131 @@
+#include "codegen/elementwise.h"
+
+#include <fmt/format.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Intrinsics.h>
+
+#include "codegen/kmath_emit.h"
+
+namespace kiln::codegen {
+
+using ir::Elem;
+using ir::OpKind;
+
+llvm::Type* Elementwise::shaped(llvm::Type* like, Elem e) {
+  llvm::Type* s = e == Elem::I64 ? b_.getInt64Ty() : e == Elem::I1 ? b_.getInt1Ty() : b_.getFloatTy();
+  if (auto* v = llvm::dyn_cast<llvm::VectorType>(like)) return llvm::VectorType::get(s, v->getElementCount());
+  return s;
+}
+
+llvm::Value* Elementwise::unary(OpKind k, llvm::Value* x, Elem e, std::string& error) {
+  llvm::Type* t = x->getType();
+  if (e == Elem::I64) {
+    if (k == OpKind::Neg) return b_.CreateSub(llvm::Constant::getNullValue(t), x);
+    if (k == OpKind::Abs) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b_.getFalse());
+  } else {
+    switch (k) {
+      case OpKind::Neg: return b_.CreateFNeg(x);
+      case OpKind::Abs: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+      case OpKind::Sqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+      case OpKind::Rsqrt:
+        return b_.CreateFDiv(llvm::ConstantFP::get(t, 1.0), b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+      case OpKind::Exp:
+      case OpKind::Log:
+      case OpKind::Tanh:
+      case OpKind::Erf: {
+        if (t->isVectorTy()) return emitKilnMath(b_, m_, k, x);
+        // A scalar runs through the one-lane vector form of the same algorithm.
+        llvm::Value* v = b_.CreateInsertElement(llvm::PoisonValue::get(llvm::FixedVectorType::get(t, 1)), x,
+                                                uint64_t{0});
+        return b_.CreateExtractElement(emitKilnMath(b_, m_, k, v), uint64_t{0});
+      }
+      default: break;
+    }
+  }
+  error = fmt::format("no lowering for unary op '{}' on {}", ir::opName(k), ir::elemName(e));
+  return x;
+}
+
+llvm::Value* Elementwise::binary(OpKind k, llvm::Value* a, llvm::Value* b, Elem e, std::string& error) {
+  llvm::Type* t = a->getType();
+  if (e == Elem::I64) {
+    auto c = [&](int64_t v) { return llvm::ConstantInt::get(t, static_cast<uint64_t>(v), true); };
+    switch (k) {
+      case OpKind::Add: return b_.CreateAdd(a, b);
+      case OpKind::Sub: return b_.CreateSub(a, b);
+      case OpKind::Mul: return b_.CreateMul(a, b);
+      case OpKind::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, a, b);
+      case OpKind::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, a, b);
+      case OpKind::Div: {
+        // Defined everywhere: x / 0 = 0, and INT64_MIN / -1 wraps (= -x).
+        llvm::Value* zero = b_.CreateICmpEQ(b, c(0));
+        llvm::Value* minus1 = b_.CreateICmpEQ(b, c(-1));
+        llvm::Value* safe = b_.CreateSelect(b_.CreateOr(zero, minus1), c(1), b);
+        llvm::Value* q = b_.CreateSDiv(a, safe);
+        q = b_.CreateSelect(minus1, b_.CreateSub(c(0), a), q);
+        return b_.CreateSelect(zero, c(0), q);
+      }
+      default: break;
+    }
+  } else {
+    switch (k) {
+      case OpKind::Add: return b_.CreateFAdd(a, b);
+      case OpKind::Sub: return b_.CreateFSub(a, b);
+      case OpKind::Mul: return b_.CreateFMul(a, b);
+      case OpKind::Div: return b_.CreateFDiv(a, b);
+      case OpKind::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, b);
+      case OpKind::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, b);
+      default: break;
+    }
+  }
+  error = fmt::format("no lowering for binary op '{}' on {}", ir::opName(k), ir::elemName(e));
+  return a;
+}
+
+llvm::Value* Elementwise::cmp(ir::CmpPred p, llvm::Value* a, llvm::Value* b, Elem e) {
+  using P = llvm::CmpInst::Predicate;
+  static constexpr P fp[] = {P::FCMP_OLT, P::FCMP_OLE, P::FCMP_OGT, P::FCMP_OGE, P::FCMP_OEQ, P::FCMP_UNE};
+  static constexpr P ip[] = {P::ICMP_SLT, P::ICMP_SLE, P::ICMP_SGT, P::ICMP_SGE, P::ICMP_EQ, P::ICMP_NE};
+  int i = static_cast<int>(p);
+  if (e == Elem::F32) return b_.CreateFCmp(fp[i], a, b);
+  return b_.CreateICmp(ip[i], a, b);
+}
+
+llvm::Value* Elementwise::cast(llvm::Value* x, Elem from, Elem to, std::string& error) {
+  if (from == to) return x;
+  llvm::Type* t = x->getType();
+  llvm::Type* dst = shaped(t, to);
+  if (from == Elem::F32 && to == Elem::I64) return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {dst, t}, {x});
+  if (from == Elem::F32 && to == Elem::I1) return b_.CreateFCmpUNE(x, llvm::Constant::getNullValue(t));
+  if (from == Elem::I64 && to == Elem::F32) return b_.CreateSIToFP(x, dst);
+  if (from == Elem::I64 && to == Elem::I1) return b_.CreateICmpNE(x, llvm::Constant::getNullValue(t));
+  if (from == Elem::I1 && to == Elem::F32) return b_.CreateUIToFP(x, dst);
+  if (from == Elem::I1 && to == Elem::I64) return b_.CreateZExt(x, dst);
+  error = fmt::format("unsupported cast from {} to {}", ir::elemName(from), ir::elemName(to));
+  return x;
+}
+
+llvm::Value* Elementwise::combine(ir::ReduceKind k, llvm::Value* a, llvm::Value* b, Elem e) {
+  std::string unused;
+  switch (k) {
+    case ir::ReduceKind::Add: return binary(OpKind::Add, a, b, e, unused);
+    case ir::ReduceKind::Mul: return binary(OpKind::Mul, a, b, e, unused);
+    case ir::ReduceKind::Max: return binary(OpKind::Max, a, b, e, unused);
+    case ir::ReduceKind::Min: return binary(OpKind::Min, a, b, e, unused);
+  }
+  return a;
+}
+
+llvm::Value* Elementwise::multiplyAdd(llvm::Value* a, llvm::Value* b, llvm::Value* c, const ir::MmaPolicy& p) {
+  if (p.fused) return b_.CreateIntrinsic(llvm::Intrinsic::fma, {a->getType()}, {a, b, c});
+  llvm::Value* prod = b_.CreateFMul(a, b);
+  llvm::Value* sum = b_.CreateFAdd(c, prod);
+  for (llvm::Value* v : {prod, sum})
+    if (auto* i = llvm::dyn_cast<llvm::Instruction>(v)) {
+      if (p.allow_fma) i->setHasAllowContract(true);
+      if (p.allow_reassociation) i->setHasAllowReassoc(true);
+    }
+  return sum;
+}
+
+}  // namespace kiln::codegen

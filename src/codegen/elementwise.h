@@ -1,0 +1,37 @@
+// What every realization shares: the element semantics of TileIR (docs/ir.md, "Arithmetic")
+// as LLVM IR over any shape of value — a scalar, or a vector whose lanes are programs
+// (local_lanes=1) or elements of one program (local_lanes=W). One rule, stated once.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <string>
+
+#include "ir/ir.h"
+
+namespace kiln::codegen {
+
+class Elementwise {
+ public:
+  Elementwise(llvm::IRBuilder<>& b, llvm::Module& m) : b_(b), m_(m) {}
+
+  // `x` and the operands are scalars or vectors of one shape; `e` is the operands' element type.
+  // An op the element type does not support sets `error` (never an abort).
+  llvm::Value* unary(ir::OpKind k, llvm::Value* x, ir::Elem e, std::string& error);
+  llvm::Value* binary(ir::OpKind k, llvm::Value* a, llvm::Value* b, ir::Elem e, std::string& error);
+  llvm::Value* cmp(ir::CmpPred p, llvm::Value* a, llvm::Value* b, ir::Elem e);
+  llvm::Value* cast(llvm::Value* x, ir::Elem from, ir::Elem to, std::string& error);
+  llvm::Value* combine(ir::ReduceKind k, llvm::Value* a, llvm::Value* b, ir::Elem e);
+  // One mma step: c + a*b (MUL then ADD, flags per the policy) or fma(a, b, c) when fused.
+  llvm::Value* multiplyAdd(llvm::Value* a, llvm::Value* b, llvm::Value* c, const ir::MmaPolicy& p);
+
+  // The type of `like`'s shape with element type `e`.
+  llvm::Type* shaped(llvm::Type* like, ir::Elem e);
+
+ private:
+  llvm::IRBuilder<>& b_;
+  llvm::Module& m_;
+};
+
+}  // namespace kiln::codegen

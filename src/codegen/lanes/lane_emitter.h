@@ -1,0 +1,107 @@
+// The lane realization (local_lanes = W): one program per call, its tile values laid out by
+// the plan (src/plan/lanes.cpp) with the last dim along the W lanes. Element semantics come
+// from codegen/elementwise.h, shared with the programs-across-lanes emitter; this emitter owns
+// only how values are laid out and walked.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "codegen/elementwise.h"
+#include "ir/ir.h"
+#include "plan/plan.h"
+
+namespace kiln::codegen {
+
+class LaneEmitter {
+ public:
+  LaneEmitter(const ir::Kernel& kernel, const plan::Plan& plan, llvm::Module& module);
+  // Emits `void NAME(ptr params, i64 program)`. Returns nullptr and sets `error` on failure.
+  llvm::Function* emitProgram(const std::string& name, std::string& error);
+
+ private:
+  // An index: a compile-time constant, or a runtime i64 (v != nullptr).
+  struct Ix {
+    llvm::Value* v = nullptr;
+    int64_t c = 0;
+    bool isConst() const { return v == nullptr; }
+  };
+  using Coords = std::vector<Ix>;  // one per dim of a type
+  using VecGen = std::function<llvm::Value*(Ix row, Ix chunk)>;
+
+  // index arithmetic
+  Ix add(Ix a, Ix b);
+  Ix mul(Ix a, int64_t c);
+  Ix div(Ix a, int64_t c);
+  Ix rem(Ix a, int64_t c);
+  llvm::Value* val(Ix a);
+  Coords rowCoords(const ir::Type& t, Ix row);  // coords of the non-lane dims (lane entry = 0)
+  Ix rowOf(const ir::Type& t, const Coords& cs);  // row index of coords (lane coord ignored)
+  Coords mapCoords(const ir::Type& to, const ir::Type& from, const Coords& cs, const Coords* extra = nullptr,
+                   const ir::Type* extraType = nullptr);
+
+  // types
+  llvm::Type* sty(ir::Elem e);
+  llvm::VectorType* vty(ir::Elem e);
+  llvm::Value* splat(llvm::Value* s) { return b_.CreateVectorSplat(w_, s); }
+  llvm::Value* laneIota();
+  llvm::Value* laneMask(int64_t valid);  // first `valid` lanes on
+
+  // loops
+  std::vector<llvm::Value*> loop(llvm::Value* lo, llvm::Value* hi, int64_t step, const std::vector<llvm::Value*>& init,
+                                 const std::function<std::vector<llvm::Value*>(llvm::Value*, const std::vector<llvm::Value*>&)>& body);
+  void forEach(int64_t n, bool runtime, const std::function<void(Ix)>& body);
+  // Every vector of a rows x chunks layout: rows by a runtime loop when `runtime` (chunks
+  // unrolled up to 8), else unrolled.
+  void forEachVector(int64_t rows, int64_t chunks, bool runtime, const std::function<void(Ix row, Ix chunk)>& body);
+
+  // values
+  llvm::Value* slotPtr(int slot, ir::Elem e, Ix vi);
+  llvm::Value* vec(const ir::Value* v, Ix vi);
+  llvm::Value* vec(const ir::Value* v, Ix row, Ix chunk);
+  Ix vindex(const ir::Value* v, Ix row, Ix chunk);
+  llvm::Value* scalar(const ir::Value* v);
+  llvm::Value* elem(const ir::Value* v, const Coords& cs);
+  llvm::Value* alongLane(const ir::Value* v, const ir::Type& ctxType, const Coords& ctx, int64_t chunkFirst, Ix chunk);
+  void define(const ir::Value* v, const VecGen& gen);
+  llvm::Value* genVec(const ir::Op* op, Ix row, Ix chunk);
+  llvm::Value* loadVector(const ir::Op* op, Ix row, Ix chunk);  // a tile load's vector
+  llvm::Value* loadElement(const ir::Op* op, const Coords& cs);  // one element of it
+  llvm::Value* genScalar(const ir::Op* op, const Coords& cs);
+  llvm::Value* indexValue(const ir::Index& ix);
+
+  // ops
+  void emitRegion(const ir::Region* r);
+  void emitOp(const ir::Op* op);
+  void emitLoad(const ir::Op* op);
+  void emitStore(const ir::Op* op);
+  void emitReduce(const ir::Op* op);
+  void emitMma(const ir::Op* op);
+  void emitConversion(const plan::Conversion& c);
+  void emitLoop(const ir::Op* op);
+  llvm::Value* emitExtract(const ir::Op* op);
+  llvm::Value* elementPointer(const ir::Op* op, const ir::Type& tt, const Coords& cs, Ix laneCoord,
+                              llvm::Value*& inBounds);
+
+  const ir::Kernel& k_;
+  const plan::Plan& p_;
+  const plan::LanePlan& lp_;
+  llvm::Module& m_;
+  llvm::LLVMContext& c_;
+  llvm::IRBuilder<> b_;
+  Elementwise ew_{b_, m_};
+  unsigned w_;
+  llvm::Function* f_ = nullptr;
+  llvm::BasicBlock* entry_ = nullptr;
+  std::vector<llvm::Value*> base_;               // by param index
+  std::vector<std::vector<llvm::Value*>> vecs_;  // by value id: Vectors rep
+  std::vector<llvm::Value*> scalars_;            // by value id: Scalar rep
+  std::vector<llvm::Value*> slots_;              // by slot: alloca
+  std::string error_;
+};
+
+}  // namespace kiln::codegen

@@ -1,0 +1,384 @@
+// The lane realization's plan (local_lanes = W): one program over the W lanes of a vector.
+//
+// Layout rule: every tile value of rank >= 1 lies with its LAST dim along the lanes, in
+// chunks of W; the other dims are rows. Loads keep the view's dim order, so the lane dim of a
+// loaded tile is the view's innermost named dim: contiguous memory when that is the view's last
+// dim. A value needed with another dim along the lanes (an mma operand) gets an explicit
+// transpose conversion, made once per definition, never per element.
+//
+// Representation rule (cost model): constants are splats; single-use element-wise values whose
+// consumer reads each vector once are recipes; values of at most `vector_cap` vectors stay in
+// registers (Vectors) unless something reads them at a runtime index; the rest live in stack
+// panels. Values defined or walked by a runtime loop read their operands at runtime indices,
+// so those operands (through recipes) are panels.
+//
+// MMA rule: the accumulator's lane dim L. An operand holding L supplies vectors along L
+// (transposed once when L is not its last dim); an operand without L is read one element per
+// K step and splat (`vbroadcastss`). Accumulators form register tiles of block_rows x
+// block_chunks <= `accumulators` vectors (24 of 32 AVX-512 registers at W = 16; 12 of AVX2's 16
+// at W <= 8), each tile one K loop in ascending K: the IR's order, MUL then ADD or one FMA.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "plan/plan.h"
+
+namespace kiln::plan {
+namespace {
+
+using ir::Op;
+using ir::OpKind;
+using ir::Value;
+
+bool elementwise(OpKind k) {
+  return ir::isUnary(k) || ir::isBinary(k) || k == OpKind::Cmp || k == OpKind::Select || k == OpKind::Cast;
+}
+
+int64_t elemBytes(ir::Elem e) {
+  return e == ir::Elem::I64 ? 8 : e == ir::Elem::I1 ? 1 : 4;
+}
+
+class LanePlanner {
+ public:
+  LanePlanner(const ir::Kernel& k, Plan& p) : k_(k), p_(p), lp_(p.lanes) {}
+
+  std::optional<std::string> run() {
+    const int64_t w = p_.knobs.packet_width;
+    lp_.accumulators = w == 16 ? 24 : 12;
+    lp_.vector_cap = 32;
+    size_t n = k_.values.size();
+    lp_.layout.assign(n, Layout{});
+    users_.assign(n, {});
+    ir::walk(k_.body, [&](const Op* op) {
+      for (const Value* v : op->operands) users_[v->id].push_back(op);
+      for (const ir::Index& ix : op->indices)
+        if (ix.value) users_[ix.value->id].push_back(op);
+    });
+    for (const auto& v : k_.values) shape(v.get());
+    chooseReps();
+    planMmas();
+    planReduces();
+    planRuntimeReads();
+    tieLoops();
+    planAccess();
+    planDirectLoads();
+    assignSlots();
+    int64_t bytes = 0;
+    for (size_t s = 0; s < lp_.slot_vectors.size(); ++s) bytes += lp_.slot_vectors[s] * w * elemBytes(lp_.slot_elem[s]);
+    p_.snapshot_bytes_per_worker = bytes;
+    p_.snapshot_allocas = static_cast<int64_t>(lp_.slot_vectors.size());
+    if (bytes > p_.knobs.max_local_bytes)
+      return fmt::format(
+          "panel bytes per program {} exceed knob 'max_local_bytes' = {} (legal 0..16777216); raise "
+          "max_local_bytes or use smaller tiles",
+          bytes, p_.knobs.max_local_bytes);
+    count(k_.body);
+    return std::nullopt;
+  }
+
+ private:
+  Layout& L(const Value* v) { return lp_.layout[v->id]; }
+
+  void shape(const Value* v) {
+    Layout& l = L(v);
+    if (!v->type.isTile() || v->type.isScalar()) {
+      l.rep = LaneRep::Scalar;
+      return;
+    }
+    const auto& d = v->type.dims;
+    l.lane_dim = d.back().name;
+    l.rows = 1;
+    for (size_t i = 0; i + 1 < d.size(); ++i) l.rows *= d[i].extent;
+    l.chunks = (d.back().extent + p_.knobs.packet_width - 1) / p_.knobs.packet_width;
+    l.large = l.vectors() > lp_.vector_cap;
+    l.rep = l.large ? LaneRep::Panel : LaneRep::Vectors;
+  }
+
+  bool readsOnce(const Op* user, const Value* v) const {
+    if (elementwise(user->kind)) return !v->type.isScalar() || user->results[0]->type.isScalar();
+    if (user->kind == OpKind::Store) return user->operands[1] == v;
+    if (user->kind == OpKind::Mma) return user->operands[2] == v;
+    if (user->kind == OpKind::Reduce) return false;
+    return false;
+  }
+
+  void chooseReps() {
+    ir::walk(k_.body, [&](const Op* op) {
+      for (const Value* r : op->results) {
+        Layout& l = L(r);
+        if (l.rep == LaneRep::Scalar) continue;
+        if (op->kind == OpKind::Const) {
+          l.rep = LaneRep::Splat;
+          continue;
+        }
+        bool yielded = std::any_of(users_[r->id].begin(), users_[r->id].end(),
+                                   [](const Op* u) { return u->kind == OpKind::Yield; });
+        if (yielded || ir::isLoop(op->kind)) continue;
+        bool cheap = op->kind == OpKind::Iota || op->kind == OpKind::Broadcast;
+        bool fusable = elementwise(op->kind) && p_.knobs.fuse_recipes && users_[r->id].size() == 1 &&
+                       users_[r->id][0]->parent == op->parent && readsOnce(users_[r->id][0], r);
+        if (cheap || fusable) l.rep = LaneRep::Recipe;
+      }
+    });
+  }
+
+  // A value read at runtime (vector) indices must be in memory; through recipes, their leaves.
+  void needMemory(const Value* v) {
+    Layout& l = L(v);
+    switch (l.rep) {
+      case LaneRep::Scalar:
+      case LaneRep::Splat:
+      case LaneRep::Direct:
+      case LaneRep::Panel: return;
+      case LaneRep::Vectors: l.rep = LaneRep::Panel; return;
+      case LaneRep::Recipe:
+        for (const Value* o : v->def->operands) needMemory(o);
+        return;
+    }
+  }
+
+  void materialize(const Value* v) {
+    Layout& l = L(v);
+    if (l.rep == LaneRep::Recipe) {
+      l.rep = LaneRep::Panel;
+    }
+    needMemory(v);
+  }
+
+  static std::vector<std::string> contracted(const Op* op) { return op->dims; }
+
+  void planMmas() {
+    ir::walk(k_.body, [&](const Op* op) {
+      if (op->kind != OpKind::Mma) return;
+      LaneMma m;
+      const Value* acc = op->operands[2];
+      const MmaPlan& mp = p_.mma.at(op);
+      if (acc->type.isScalar()) {
+        m.form = "scalar";
+        for (int i = 0; i < 2; ++i) materialize(op->operands[i]);
+        lp_.mma[op] = m;
+        return;
+      }
+      m.form = "outer_product";
+      m.lane_dim = acc->type.dims.back().name;
+      for (int i = 0; i < 2; ++i) {
+        const Value* x = op->operands[i];
+        if (x->type.findDim(m.lane_dim) < 0) {
+          m.broadcast[i] = true;
+          if (x->type.isScalar()) continue;
+          // Read one element per K step: registers when K is unrolled, memory when rolled.
+          if (mp.contraction_rolled) materialize(x);
+          else if (L(x).rep == LaneRep::Recipe) L(x).rep = LaneRep::Vectors, needLarge(x);
+          continue;
+        }
+        if (x->type.dims.back().name == m.lane_dim) {
+          if (mp.contraction_rolled) materialize(x);
+          else if (L(x).rep == LaneRep::Recipe) L(x).rep = LaneRep::Vectors, needLarge(x);
+          continue;
+        }
+        // Transposed once: the operand's dims without L, then L along the lanes.
+        Conversion c;
+        c.at = op;
+        c.value = x;
+        c.kind = "transpose";
+        c.to_lane_dim = m.lane_dim;
+        c.rows = 1;
+        for (const ir::Dim& d : x->type.dims)
+          if (d.name != m.lane_dim) c.rows *= d.extent;
+        c.chunks = (x->type.dims[x->type.findDim(m.lane_dim)].extent + p_.knobs.packet_width - 1) /
+                   p_.knobs.packet_width;
+        materialize(x);  // the transpose reads it at runtime indices
+        m.conversion[i] = static_cast<int>(lp_.conversions.size());
+        lp_.conversions.push_back(c);
+      }
+      const Layout& al = L(acc);
+      m.block_chunks = std::min<int64_t>(al.chunks, 4);
+      m.block_rows = std::max<int64_t>(1, std::min<int64_t>(al.rows, lp_.accumulators / m.block_chunks));
+      m.blocks = ((al.rows + m.block_rows - 1) / m.block_rows) * ((al.chunks + m.block_chunks - 1) / m.block_chunks);
+      lp_.mma[op] = m;
+    });
+  }
+
+  void needLarge(const Value* v) {
+    if (L(v).large) L(v).rep = LaneRep::Panel;
+  }
+
+  void planReduces() {
+    ir::walk(k_.body, [&](const Op* op) {
+      if (op->kind != OpKind::Reduce) return;
+      LaneReduce r;
+      const Value* x = op->operands[0];
+      const Layout& xl = L(x);
+      r.horizontal = std::find(op->dims.begin(), op->dims.end(), xl.lane_dim) != op->dims.end();
+      const ReducePlan& rp = p_.reduce.at(op);
+      const int64_t w = p_.knobs.packet_width;
+      if (r.horizontal) {
+        const int64_t laneExt = x->type.dims.back().extent;
+        r.vector_partitions = rp.partitions > 1 && rp.partitions % w == 0 && laneExt % rp.partitions == 0;
+        // Every reduced contribution is read in the defined order from memory (a scalar walk)
+        // unless lanes hold the partitions.
+        materialize(x);
+      } else {
+        materialize(x);  // contributions walked by index
+      }
+      lp_.reduce[op] = r;
+    });
+  }
+
+  // Runtime loops: a large value's definition, a large store, a yield copy of a large panel.
+  void planRuntimeReads() {
+    ir::walk(k_.body, [&](const Op* op) {
+      if (op->kind == OpKind::Store) {
+        if (L(op->operands[1]).large) needMemory(op->operands[1]);
+        return;
+      }
+      if (op->kind == OpKind::Yield) {
+        for (const Value* v : op->operands)
+          if (L(v).large) needMemory(v);
+        return;
+      }
+      if (ir::isLoop(op->kind)) {
+        for (const Value* v : op->operands)
+          if (L(v).large) needMemory(v);
+        return;
+      }
+      if (op->kind == OpKind::Extract) {
+        bool runtime = std::any_of(op->indices.begin(), op->indices.end(), [](const ir::Index& i) { return !i.isConstant(); });
+        if (runtime && !op->operands[0]->type.isScalar()) materialize(op->operands[0]);
+        return;
+      }
+      if (op->kind == OpKind::Reduce) {
+        if (L(op->results[0]).large) needMemory(op->operands[1]);
+        return;
+      }
+      if (op->results.empty() || op->kind == OpKind::Mma) return;
+      const Value* r = op->results[0];
+      if (!L(r).large || L(r).rep == LaneRep::Recipe) return;
+      for (const Value* o : op->operands) needMemory(o);
+    });
+    // A recipe consumed inside a runtime loop was handled through its consumer above; a recipe
+    // whose own consumer is a runtime-walked panel value reaches its leaves through needMemory.
+  }
+
+  void tieLoops() {
+    ir::walk(k_.body, [&](const Op* op) {
+      if (!ir::isLoop(op->kind)) return;
+      for (size_t i = 0; i < op->results.size(); ++i) {
+        const Value* arg = op->regions[0]->args[i + 1];
+        const Value* res = op->results[i];
+        if (L(arg).rep == LaneRep::Scalar) continue;
+        bool panel = L(arg).rep == LaneRep::Panel || L(res).rep == LaneRep::Panel;
+        L(arg).rep = L(res).rep = panel ? LaneRep::Panel : LaneRep::Vectors;
+      }
+    });
+  }
+
+  void planAccess() {
+    ir::walk(k_.body, [&](const Op* op) {
+      if (op->kind != OpKind::Load && op->kind != OpKind::Store) return;
+      const Value* tile = op->kind == OpKind::Load ? op->results[0] : op->operands[1];
+      const Value* view = op->operands[0];
+      if (tile->type.isScalar()) {
+        lp_.access[op] = LaneAccess::Gather;  // a single element: a scalar access
+        return;
+      }
+      const std::string& lane = tile->type.dims.back().name;
+      const auto& acc = op->access;
+      bool contiguous = !acc.empty() && acc.back().name == lane && view->type.dims.size() == acc.size();
+      lp_.access[op] = contiguous ? LaneAccess::Vector : LaneAccess::Gather;
+    });
+  }
+
+  // The op of region `r` that contains `op` (op itself, or an ancestor), or nullptr.
+  static const Op* ancestorIn(const Op* op, const ir::Region* r) {
+    while (op && op->parent != r) op = op->parent && op->parent->parent ? op->parent->parent : nullptr;
+    return op;
+  }
+  static bool hasStore(const Op* op) {
+    if (op->kind == OpKind::Store) return true;
+    for (const ir::Region* sub : op->regions)
+      for (const Op* o : sub->ops)
+        if (hasStore(o)) return true;
+    return false;
+  }
+
+  // A load kept in a panel (large, or read at runtime indices) is read from its view at each
+  // use instead when no store can run between the load and its last use: the copy would be a
+  // value nobody can observe differing from memory.
+  void planDirectLoads() {
+    ir::walk(k_.body, [&](const Op* op) {
+      if (op->kind != OpKind::Load || L(op->results[0]).rep != LaneRep::Panel) return;
+      const ir::Region* r = op->parent;
+      auto pos = [&](const Op* o) { return std::find(r->ops.begin(), r->ops.end(), o) - r->ops.begin(); };
+      const auto at = pos(op);
+      auto last = at;
+      for (const Op* u : users_[op->results[0]->id]) {
+        const Op* a = ancestorIn(u, r);
+        if (!a || a->kind == OpKind::Yield) return;
+        last = std::max(last, pos(a));
+      }
+      for (auto i = at + 1; i <= last; ++i)
+        if (hasStore(r->ops[i])) return;
+      L(op->results[0]).rep = LaneRep::Direct;
+    });
+  }
+
+  void assignSlots() {
+    auto slot = [&](int64_t vectors, ir::Elem e) {
+      lp_.slot_vectors.push_back(std::max<int64_t>(vectors, 1));
+      lp_.slot_elem.push_back(e);
+      return static_cast<int>(lp_.slot_vectors.size() - 1);
+    };
+    ir::walk(k_.body, [&](const Op* op) {
+      for (const ir::Region* reg : op->regions)
+        for (size_t i = 0; i < reg->args.size(); ++i) {
+          const Value* a = reg->args[i];
+          if (L(a).rep == LaneRep::Panel) L(a).slot = slot(L(a).vectors(), a->type.elem);
+        }
+      for (size_t i = 0; i < op->results.size(); ++i) {
+        const Value* r = op->results[i];
+        if (L(r).rep != LaneRep::Panel) continue;
+        if (ir::isLoop(op->kind))
+          L(r).slot = L(op->regions[0]->args[i + 1]).slot;
+        else
+          L(r).slot = slot(L(r).vectors(), r->type.elem);
+      }
+    });
+    for (Conversion& c : lp_.conversions) c.slot = slot(c.rows * c.chunks, c.value->type.elem);
+  }
+
+  void count(const ir::Region* r) {
+    LaneCounts& n = lp_.counts;
+    for (const Op* op : r->ops) {
+      if (op->kind == OpKind::Load || op->kind == OpKind::Store) {
+        const Value* t = op->kind == OpKind::Load ? op->results[0] : op->operands[1];
+        int64_t v = L(t).vectors();
+        bool vec = lp_.access.at(op) == LaneAccess::Vector;
+        if (op->kind == OpKind::Load) (vec ? n.vector_loads : n.gathers) += v;
+        else (vec ? n.vector_stores : n.scatters) += v;
+      } else if (op->kind == OpKind::Mma) {
+        const LaneMma& m = lp_.mma.at(op);
+        const MmaPlan& mp = p_.mma.at(op);
+        n.fmas += m.form == "outer_product" ? L(op->operands[2]).vectors() * mp.k : mp.k;
+        for (int c : m.conversion)
+          if (c >= 0) n.conversions_vectors += lp_.conversions[c].rows * lp_.conversions[c].chunks;
+      }
+      for (const ir::Region* sub : op->regions) count(sub);
+    }
+  }
+
+  const ir::Kernel& k_;
+  Plan& p_;
+  LanePlan& lp_;
+  std::vector<std::vector<const Op*>> users_;
+};
+
+}  // namespace
+
+std::optional<std::string> planLanes(const ir::Kernel& kernel, Plan& p) {
+  LanePlanner planner(kernel, p);
+  return planner.run();
+}
+
+}  // namespace kiln::plan
