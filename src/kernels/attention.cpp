@@ -77,7 +77,9 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
   const MmaFlags flags = opt.fused ? fusedMma : MmaFlags{};
   if (!opt.stack_heads) return separateHeads(kb, s, opt, flags);
 
-  // Rows of one program: the G query heads of one KV head (g) x the block's queries (m).
+  // Rows of one program: the G query heads of one KV head (g) x the block's queries (m). Row
+  // max and sum use the 16-partition tree (docs/ir.md, Reductions): lane j of a 16-wide vector
+  // (two 8-wide ones) holds partition j, on any ISA.
   const int64_t G = group;
   View q = kb.view("q", {s.B, s.Hq, s.Q, s.D});
   View k = kb.view("k", {s.B, s.Hkv, s.K, s.D});
@@ -104,12 +106,12 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
       Tile valid = lt((kb.iota(gmn, "n") + k0).as("kidx"), limit).as("valid");
       scores = select(valid, scores, -inf).as("masked");
 
-      Tile mNew = max(mPrev, reduceMax(scores, {"n"}, -inf).as("row_max")).as("m_new");
+      Tile mNew = max(mPrev, reduceMax(scores, {"n"}, -inf, unorderedTree(16)).as("row_max")).as("m_new");
       // A row with no valid key so far has m = -inf; exp(s - 0) keeps it at p = 0, never NaN.
       Tile mSafe = select(eq(mNew, -inf), 0.0, mNew).as("m_safe");
       Tile p = exp(scores - mSafe).as("p");
       Tile alpha = exp(mPrev - mSafe).as("alpha");
-      Tile lNew = (lPrev * alpha + reduceSum(p, {"n"}, 0.0).as("row_sum")).as("l_new");
+      Tile lNew = (lPrev * alpha + reduceSum(p, {"n"}, 0.0, unorderedTree(16)).as("row_sum")).as("l_new");
       Tile accNew = mma(p, vt, accPrev * alpha, {"n"}, flags).as("acc_new");
       return Tiles{mNew, lNew, accNew};
     });

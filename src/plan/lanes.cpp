@@ -154,6 +154,14 @@ class LanePlanner {
       LaneMma m;
       const Value* acc = op->operands[2];
       const MmaPlan& mp = p_.mma.at(op);
+      // K is unrolled only when the whole contraction is small: K <= 16 and K x accumulator
+      // vectors <= 256 (straight-line FMAs); otherwise one K loop per register tile.
+      const int64_t accVectors = acc->type.isScalar() ? 1 : L(acc).vectors();
+      m.k_rolled = !(mp.k <= 16 && mp.k * accVectors <= 256);
+      m.k_reason = m.k_rolled ? fmt::format("K={} with {} accumulator vectors: one K loop per register tile", mp.k,
+                                            accVectors)
+                              : fmt::format("K={} x {} accumulator vectors <= 256: unrolled", mp.k, accVectors);
+      const bool rolled = m.k_rolled && mp.k > 1;
       if (acc->type.isScalar()) {
         m.form = "scalar";
         for (int i = 0; i < 2; ++i) materialize(op->operands[i]);
@@ -168,12 +176,12 @@ class LanePlanner {
           m.broadcast[i] = true;
           if (x->type.isScalar()) continue;
           // Read one element per K step: registers when K is unrolled, memory when rolled.
-          if (mp.contraction_rolled) materialize(x);
+          if (rolled) materialize(x);
           else if (L(x).rep == LaneRep::Recipe) L(x).rep = LaneRep::Vectors, needLarge(x);
           continue;
         }
         if (x->type.dims.back().name == m.lane_dim) {
-          if (mp.contraction_rolled) materialize(x);
+          if (rolled) materialize(x);
           else if (L(x).rep == LaneRep::Recipe) L(x).rep = LaneRep::Vectors, needLarge(x);
           continue;
         }
@@ -213,15 +221,16 @@ class LanePlanner {
       r.horizontal = std::find(op->dims.begin(), op->dims.end(), xl.lane_dim) != op->dims.end();
       const ReducePlan& rp = p_.reduce.at(op);
       const int64_t w = p_.knobs.packet_width;
+      const int64_t n = rp.contributions;
       if (r.horizontal) {
         const int64_t laneExt = x->type.dims.back().extent;
-        r.vector_partitions = rp.partitions > 1 && rp.partitions % w == 0 && laneExt % rp.partitions == 0;
-        // Every reduced contribution is read in the defined order from memory (a scalar walk)
-        // unless lanes hold the partitions.
-        materialize(x);
+        r.vector_partitions = rp.partitions % w == 0 && laneExt % rp.partitions == 0;
+        // Lanes hold partitions: n / P steps of P/W vectors; else one scalar per contribution.
+        r.rolled = r.vector_partitions ? n / rp.partitions > 16 : n > 16;
       } else {
-        materialize(x);  // contributions walked by index
+        r.rolled = n > 16;
       }
+      if (r.rolled || L(op->results[0]).large) materialize(x);
       lp_.reduce[op] = r;
     });
   }

@@ -94,11 +94,14 @@ struct LaneMma {
   bool broadcast[2] = {false, false};  // operand read as a scalar per K step, splat over the lanes
   int64_t block_rows = 1, block_chunks = 1;  // register tile of accumulators
   int64_t blocks = 0;
+  bool k_rolled = true;  // K walked by a loop per register tile (else unrolled)
+  std::string k_reason;
 };
 
 struct LaneReduce {
   bool horizontal = false;         // the lane dim is reduced
   bool vector_partitions = false;  // unordered_tree with P a multiple of W: lanes hold partitions
+  bool rolled = false;             // contributions walked by a loop (else unrolled)
 };
 
 enum class LaneAccess : uint8_t { Vector, Gather };

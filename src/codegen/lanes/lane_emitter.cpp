@@ -150,7 +150,15 @@ std::vector<llvm::Value*> LaneEmitter::loop(
   std::vector<llvm::Value*> next = body(iv, cur);
   llvm::Value* ivNext = b_.CreateAdd(iv, b_.getInt64(step));
   llvm::BasicBlock* latch = b_.GetInsertBlock();
-  b_.CreateBr(header);
+  llvm::BranchInst* back = b_.CreateBr(header);
+  // The loops are the plan's (register tiles, panels): LLVM must not unroll them fully, which
+  // would multiply code size (and compile time) by the trip count for no gain.
+  llvm::MDNode* self = llvm::MDNode::getTemporary(c_, {}).release();
+  llvm::MDNode* noUnroll = llvm::MDNode::get(c_, {llvm::MDString::get(c_, "llvm.loop.unroll.disable")});
+  llvm::MDNode* loopId = llvm::MDNode::get(c_, {self, noUnroll});
+  loopId->replaceOperandWith(0, loopId);
+  llvm::MDNode::deleteTemporary(self);
+  back->setMetadata(llvm::LLVMContext::MD_loop, loopId);
   iv->addIncoming(ivNext, latch);
   for (size_t i = 0; i < phis.size(); ++i) phis[i]->addIncoming(next[i], latch);
   b_.SetInsertPoint(exit);
@@ -610,7 +618,7 @@ void LaneEmitter::emitReduce(const Op* op) {
       for (int64_t q = 0; q < parts; ++q) cur[q] = ew_.combine(op->reduce, cur[q], contribution(add(base, Ix{nullptr, q})), e);
       return cur;
     };
-    if (rp.rolled && full > 1) {
+    if (lr.rolled && full > 1) {
       part = loop(b_.getInt64(1), b_.getInt64(full), 1, part, [&](llvm::Value* t, const std::vector<llvm::Value*>& cur) {
         return step(mul(Ix{t, 0}, P), cur);
       });
@@ -644,9 +652,39 @@ void LaneEmitter::emitReduce(const Op* op) {
     });
     return;
   }
+  // Lanes hold partitions (P a multiple of W, the lane extent a multiple of P): contribution
+  // j = outer * extent + chunk * W + lane lies in partition j mod P, i.e. lane `lane` of
+  // accumulator (chunk mod P/W). The first P/W vectors are each partition's first
+  // contributions; later vectors fold in ascending j; then init merges partitions 0..P-1.
+  auto laneFold = [&](const Coords& rc, llvm::Value* s) {
+    const int64_t A = P / w_, chunksX = xl.chunks, vectors = n / w_;
+    ir::Type outerT = red;
+    outerT.dims.back() = ir::Dim{"", 1};
+    auto vector = [&](Ix v) {
+      Ix o = div(v, chunksX), c = rem(v, chunksX);
+      Coords oc = rowCoords(outerT, o);
+      Coords xc = mapCoords(x->type, rt, rc, &oc, &outerT);
+      return vec(x, rowOf(x->type, xc), c);
+    };
+    std::vector<llvm::Value*> acc(A);
+    for (int64_t a = 0; a < A; ++a) acc[a] = vector(Ix{nullptr, a});
+    auto step = [&](Ix t, std::vector<llvm::Value*> cur) {
+      for (int64_t a = 0; a < A; ++a) cur[a] = ew_.combine(op->reduce, cur[a], vector(add(mul(t, A), Ix{nullptr, a})), e);
+      return cur;
+    };
+    if (lr.rolled)
+      acc = loop(b_.getInt64(1), b_.getInt64(vectors / A), 1, acc,
+                 [&](llvm::Value* t, const std::vector<llvm::Value*>& cur) { return step(Ix{t, 0}, cur); });
+    else
+      for (int64_t t = 1; t < vectors / A; ++t) acc = step(Ix{nullptr, t}, acc);
+    for (int64_t q = 0; q < P; ++q)
+      s = ew_.combine(op->reduce, s, b_.CreateExtractElement(acc[q / w_], uint64_t(q % w_)), e);
+    return s;
+  };
   // Horizontal: every result element folds its contributions as scalars, in order.
   auto element = [&](const Coords& rc) {
     llvm::Value* s = init->type.isScalar() ? scalar(init) : elem(init, rc);
+    if (lr.vector_partitions) return laneFold(rc, s);
     return fold(s, [&](Ix j) {
       Coords jc = redCoords(j);
       return elem(x, mapCoords(x->type, rt, rc, &jc, &red));
@@ -771,7 +809,7 @@ void LaneEmitter::emitMma(const Op* op) {
       llvm::Value* bw = bv->type.isScalar() ? scalar(bv) : elem(bv, mapCoords(bv->type, ct, kc));
       return ew_.multiplyAdd(av, bw, c, op->mma_policy);
     };
-    if (mp.contraction_rolled && mp.k > 1) {
+    if (lm.k_rolled && mp.k > 1) {
       s = loop(b_.getInt64(0), b_.getInt64(mp.k), 1, {s}, [&](llvm::Value* k, const std::vector<llvm::Value*>& cur) {
         return std::vector<llvm::Value*>{step(Ix{k, 0}, cur[0])};
       })[0];
@@ -840,7 +878,7 @@ void LaneEmitter::emitMma(const Op* op) {
           }
         return s;
       };
-      if (mp.contraction_rolled && mp.k > 1) {
+      if (lm.k_rolled && mp.k > 1) {
         cur = loop(b_.getInt64(0), b_.getInt64(mp.k), 1, cur, [&](llvm::Value* k, const std::vector<llvm::Value*>& s) {
           return body(Ix{k, 0}, s);
         });
