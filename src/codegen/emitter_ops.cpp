@@ -371,9 +371,6 @@ void Emitter::emitLoop(const Op* op) {
     const ir::Value* init = op->operands[i];
     if (p_.repOf(arg) == plan::Rep::Snapshot) {
       copyInto(arg, init, nullptr);
-      const ir::Value* y = yield ? yield->operands[i] : nullptr;
-      if (y && y != arg && y->origin == ir::Value::Origin::RegionArg && y->region == body)
-        error_ = fmt::format("not yet supported: loop yields carried snapshot %{} in place of %{}", y->name, arg->name);
     } else {
       for (int64_t e = 0; e < arg->type.numElements(); ++e) flat.push_back(read(init, Ix{nullptr, e}));
     }
@@ -398,9 +395,44 @@ void Emitter::emitLoop(const Op* op) {
     }
     if (active)
       for (size_t j = 0; j < out.size(); ++j) out[j] = b_.CreateSelect(active, out[j], cur[j]);
+    // A carried snapshot yielded in another's place (e.g. a swap) is staged in a temporary
+    // first, so that no copy reads storage an earlier copy has overwritten.
+    std::vector<std::pair<size_t, llvm::Value*>> staged;
     for (size_t i = 0; i < nc; ++i) {
       const ir::Value* arg = body->args[i + 1];
-      if (p_.repOf(arg) == plan::Rep::Snapshot) copyInto(arg, yield->operands[i], active);
+      const ir::Value* y = yield->operands[i];
+      if (p_.repOf(arg) != plan::Rep::Snapshot || y == arg || y->origin != ir::Value::Origin::RegionArg ||
+          y->region != body)
+        continue;
+      int64_t n = arg->type.numElements();
+      llvm::IRBuilder<>::InsertPointGuard guard(b_);
+      b_.SetInsertPoint(&f_->getEntryBlock(), f_->getEntryBlock().getFirstInsertionPt());
+      auto* tmp = b_.CreateAlloca(llvm::ArrayType::get(vecTy(y->type.elem), static_cast<uint64_t>(n)));
+      tmp->setAlignment(llvm::Align(64));
+      staged.push_back({i, tmp});
+    }
+    for (auto& [i, tmp] : staged) {
+      const ir::Value* y = yield->operands[i];
+      loopFor(y->type.numElements(), [&](llvm::Value* iv) {
+        b_.CreateStore(read(y, Ix{iv, 0}), b_.CreateInBoundsGEP(vecTy(y->type.elem), tmp, iv));
+      });
+    }
+    for (size_t i = 0; i < nc; ++i) {
+      const ir::Value* arg = body->args[i + 1];
+      if (p_.repOf(arg) != plan::Rep::Snapshot) continue;
+      auto it = std::find_if(staged.begin(), staged.end(), [&](const auto& s) { return s.first == i; });
+      if (it == staged.end()) {
+        copyInto(arg, yield->operands[i], active);
+        continue;
+      }
+      llvm::Value* tmp = it->second;
+      llvm::Type* vt = vecTy(arg->type.elem);
+      loopFor(arg->type.numElements(), [&](llvm::Value* iv) {
+        llvm::Value* v = b_.CreateLoad(vt, b_.CreateInBoundsGEP(vt, tmp, iv));
+        llvm::Value* ptr = storagePtr(arg, Ix{iv, 0});
+        if (active) v = b_.CreateSelect(active, v, b_.CreateLoad(vt, ptr));
+        b_.CreateStore(v, ptr);
+      });
     }
     return out;
   };

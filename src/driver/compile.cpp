@@ -35,6 +35,80 @@ nlohmann::json knobsJson(const plan::Knobs& k) {
   return j;
 }
 
+// The lane realization's decisions: every tile value's layout, the conversions, the mma
+// register tiles, the reductions and loads/stores, and the per-program vector work.
+nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
+  const plan::LanePlan& lp = p.lanes;
+  nlohmann::json j;
+  j["vector_width"] = p.knobs.packet_width;
+  j["vector_cap"] = lp.vector_cap;
+  j["accumulator_budget"] = lp.accumulators;
+  nlohmann::json layouts = nlohmann::json::array();
+  for (const auto& v : kernel.values) {
+    if (!v->type.isTile() || v->type.isScalar() || v->origin == ir::Value::Origin::Param) continue;
+    const plan::Layout& l = lp.layout[v->id];
+    layouts.push_back({{"value", "%" + v->name},
+                       {"lane_dim", l.lane_dim},
+                       {"rows", l.rows},
+                       {"chunks", l.chunks},
+                       {"rep", plan::laneRepName(l.rep)}});
+  }
+  j["layouts"] = layouts;
+  nlohmann::json conv = nlohmann::json::array();
+  for (const plan::Conversion& c : lp.conversions)
+    conv.push_back({{"at", where(c.at->loc)},
+                    {"value", "%" + c.value->name},
+                    {"kind", c.kind},
+                    {"to_lane_dim", c.to_lane_dim},
+                    {"vectors", c.rows * c.chunks},
+                    {"method", "in-register WxW transposes"}});
+  j["conversions"] = conv;
+  nlohmann::json mmas = nlohmann::json::array();
+  ir::walk(kernel.body, [&](const ir::Op* op) {
+    if (op->kind != ir::OpKind::Mma) return;
+    const plan::LaneMma& m = lp.mma.at(op);
+    nlohmann::json ops = nlohmann::json::array();
+    for (int i = 0; i < 2; ++i)
+      ops.push_back(m.broadcast[i]        ? "broadcast per K step"
+                    : m.conversion[i] >= 0 ? "lane vectors (transposed)"
+                                           : "lane vectors");
+    mmas.push_back({{"at", where(op->loc)},
+                    {"form", m.form},
+                    {"lane_dim", m.lane_dim},
+                    {"operands", ops},
+                    {"register_tile", fmt::format("{}x{}", m.block_rows, m.block_chunks)},
+                    {"register_tiles", m.blocks},
+                    {"k_rolled", m.k_rolled},
+                    {"k_reason", m.k_reason},
+                    {"step", op->mma_policy.fused ? "fma" : "mul+add"}});
+  });
+  j["mma"] = mmas;
+  nlohmann::json reds = nlohmann::json::array();
+  ir::walk(kernel.body, [&](const ir::Op* op) {
+    if (op->kind != ir::OpKind::Reduce) return;
+    const plan::LaneReduce& r = lp.reduce.at(op);
+    reds.push_back({{"at", where(op->loc)},
+                    {"direction", r.horizontal ? "horizontal" : "vertical"},
+                    {"lanes_hold_partitions", r.vector_partitions},
+                    {"rolled", r.rolled}});
+  });
+  j["reductions"] = reds;
+  nlohmann::json acc = nlohmann::json::array();
+  ir::walk(kernel.body, [&](const ir::Op* op) {
+    if (op->kind != ir::OpKind::Load && op->kind != ir::OpKind::Store) return;
+    acc.push_back({{"at", where(op->loc)},
+                   {"op", ir::opName(op->kind)},
+                   {"access", lp.access.at(op) == plan::LaneAccess::Vector ? "vector" : "gather"}});
+  });
+  j["memory"] = acc;
+  const plan::LaneCounts& n = lp.counts;
+  j["counts_per_program_body"] = {{"vector_loads", n.vector_loads},   {"vector_stores", n.vector_stores},
+                                  {"gathers", n.gathers},             {"scatters", n.scatters},
+                                  {"fma_vectors", n.fmas},            {"transposed_vectors", n.conversions_vectors},
+                                  {"note", "per execution of each op (loop bodies once)"}};
+  return j;
+}
+
 }  // namespace
 
 nlohmann::json planJson(const ir::Kernel& kernel, const plan::Plan& p) {
@@ -85,6 +159,8 @@ nlohmann::json planJson(const ir::Kernel& kernel, const plan::Plan& p) {
          {"rolled", r.rolled}});
   });
   j["reductions"] = reds;
+  j["realization"] = p.lanes_realization ? "lanes" : "programs_across_lanes";
+  if (p.lanes_realization) j["lanes"] = lanesJson(kernel, p);
   std::map<std::string, int> reps;
   for (const auto& v : kernel.values)
     if (v->type.isTile() && v->origin != ir::Value::Origin::Param) reps[plan::repName(p.rep[v->id])]++;

@@ -175,13 +175,13 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
       return fmt::format("attention: --block BQ={} is out of range; legal: 1..{} query rows", *bq, kMaxBlockQ);
     if (*bk < 1 || *bk > kMaxBlockK)
       return fmt::format("attention: --block BK={} is out of range; legal: 1..{} keys", *bk, kMaxBlockK);
+    if (*bq * *bk > kMaxBlockElements)
+      return fmt::format("attention: --block {}x{} is too large: BQ*BK={} exceeds {} score elements", *bq, *bk,
+                         *bq * *bk, kMaxBlockElements);
     const int64_t rows = *bq * (s.stack_heads ? Hq / Hkv : 1);
     if (rows * *bk > kMaxBlockElements * 4)
       return fmt::format("attention: --block {}x{} is too large: {} rows x {} keys exceeds {} score elements", *bq,
                          *bk, rows, *bk, kMaxBlockElements * 4);
-    if (*bq * *bk > kMaxBlockElements)
-      return fmt::format("attention: --block {}x{} is too large: BQ*BK={} exceeds {} score elements", *bq, *bk,
-                         *bq * *bk, kMaxBlockElements);
     s.block_q = *bq;
     s.block_k = *bk;
   }

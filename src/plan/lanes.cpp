@@ -201,8 +201,13 @@ class LanePlanner {
         lp_.conversions.push_back(c);
       }
       const Layout& al = L(acc);
-      m.block_chunks = std::min<int64_t>(al.chunks, 4);
-      m.block_rows = std::max<int64_t>(1, std::min<int64_t>(al.rows, lp_.accumulators / m.block_chunks));
+      if (al.vectors() <= lp_.accumulators) {  // the whole accumulator in one register tile
+        m.block_rows = al.rows;
+        m.block_chunks = al.chunks;
+      } else {
+        m.block_chunks = std::min<int64_t>(al.chunks, 4);
+        m.block_rows = std::max<int64_t>(1, std::min<int64_t>(al.rows, lp_.accumulators / m.block_chunks));
+      }
       m.blocks = ((al.rows + m.block_rows - 1) / m.block_rows) * ((al.chunks + m.block_chunks - 1) / m.block_chunks);
       lp_.mma[op] = m;
     });

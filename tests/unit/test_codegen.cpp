@@ -27,8 +27,12 @@ std::unique_ptr<kiln::ir::Kernel> parse(const std::string& text) {
   return k;
 }
 
+// These tests pin the programs-across-lanes realization (local_lanes=1, W=8, as the seed);
+// the lane realization has its own tests (test_lanes.cpp).
 Knobs knobs(std::initializer_list<const char*> sets) {
   Knobs k;
+  EXPECT_FALSE(k.setAssignment("local_lanes=1").has_value());
+  EXPECT_FALSE(k.setAssignment("packet_width=8").has_value());
   for (const char* s : sets) EXPECT_FALSE(k.setAssignment(s).has_value()) << s;
   return k;
 }
@@ -288,9 +292,13 @@ TEST(Codegen, RaggedPacketsAndTheFullPacketDecision) {
 }
 
 TEST(Codegen, DecodeAttentionFullPacketDecisionsAreTruthful) {
-  // 8 query heads at W8: one full packet, a small body: the clone is selected. 6 heads: none.
+  // The seed's kernel (one program per query head, MUL then ADD). 8 query heads at W8: one full
+  // packet, a small body: the clone is selected. 6 heads: none.
+  kiln::kernels::AttentionOptions seed;
+  seed.stack_heads = false;
+  seed.fused = false;
   for (int heads : {8, 6}) {
-    auto r = kiln::kernels::attention({1, heads, 2, 1, 67, 80, 96}, {});
+    auto r = kiln::kernels::attention({1, heads, 2, 1, 67, 80, 96}, seed);
     ASSERT_TRUE(r) << r.message();
     kiln::driver::Compilation c;
     ASSERT_FALSE(kiln::driver::compile(*r.kernel, knobs({"full_packet=on"}), c).has_value());
@@ -342,9 +350,12 @@ TEST(Codegen, KnobErrorsNameTheKnobAndItsRange) {
   auto kern = parse(mmaKernel(2, 4, 4));
   ASSERT_TRUE(kern);
   kiln::driver::Compilation c;
-  auto err = kiln::driver::compile(*kern, knobs({"local_lanes=8"}), c);
+  auto err = kiln::driver::compile(*kern, knobs({"local_lanes=4"}), c);
   ASSERT_TRUE(err);
-  EXPECT_NE(err->find("not yet supported"), std::string::npos);
+  EXPECT_NE(err->find("neither 1 nor packet_width (8)"), std::string::npos) << *err;
+  EXPECT_TRUE(k.setAssignment("local_lanes=3"));
+  EXPECT_FALSE(k.setAssignment("local_lanes=W"));
+  EXPECT_TRUE(k.setAssignment("isa=sse2"));
   err = kiln::driver::compile(*kern, knobs({"packet_width=16", "block_size=8"}), c);
   ASSERT_TRUE(err);
   EXPECT_NE(err->find("block_size"), std::string::npos);

@@ -447,7 +447,8 @@ std::vector<Example> examples() {
       {"attention_decode.tile",
        "Attention, decode step with grouped-query heads (4 query heads per KV head):\n"
        "  o[b,h,i,:] = softmax_j(q[b,h,i,:] . k[b,h/4,j,:] * scale) . v[b,h/4,j,:], scale = 1/sqrt(80).\n"
-       "Shape: B=1 Hq=8 Hkv=2 Q=1 K=67 D=80 Dv=96; block 1x16 (query rows x keys), not causal.\n"
+       "Shape: B=1 Hq=8 Hkv=2 Q=1 K=67 D=80 Dv=96; block 1x16 (queries x keys), not causal; one program\n"
+       "per KV head, its rows the 4 query heads of the group (K and V read once per group); fused mma.\n"
        "Built by kiln::kernels::attention({1, 8, 2, 1, 67, 80, 96}) with block_q=1, "
        "block_k=16\n(src/kernels/attention.cpp).\n" +
            std::string(regen),
@@ -457,7 +458,8 @@ std::vector<Example> examples() {
       {"attention_prefill.tile",
        "Attention, causal prefill (bottom-right aligned) with grouped-query heads (2 per KV head):\n"
        "  o[b,h,i,:] = softmax_{j <= i+K-Q}(q[b,h,i,:] . k[b,h/2,j,:] * scale) . v[b,h/2,j,:], scale = 1/sqrt(32).\n"
-       "Shape: B=1 Hq=4 Hkv=2 Q=32 K=65 D=32 Dv=32; block 4x16 (query rows x keys).\n"
+       "Shape: B=1 Hq=4 Hkv=2 Q=32 K=65 D=32 Dv=32; block 4x16 (queries x keys); one program per\n"
+       "(KV head, query block), its rows 2 query heads x 4 queries; fused mma.\n"
        "Built by kiln::kernels::attention({1, 4, 2, 32, 65, 32, 32}) with block_q=4, block_k=16, "
        "causal=true\n(src/kernels/attention.cpp).\n" +
            std::string(regen),

@@ -105,7 +105,10 @@ TEST(Library, BadRequestsAreErrorsNamingTheParameter) {
       {req("attention", "1,8,2,1,16,8,8", {{"mask", "upper"}}), "--mask 'upper' is not one of causal|none"},
       {req("attention", "1,8,2,1,16,8,8", {{"scale", "inf"}}), "--scale 'inf' is not a finite number"},
       {req("attention", "1,8,2,1,16,8,8", {{"eps", "1e-5"}}),
-       "option --eps does not apply to attention (its options: --block, --mask, --scale)"},
+       "option --eps does not apply to attention (its options: --block, --mask, --scale, --heads, --fma)"},
+      {req("attention", "1,8,1,1,16,8,8", {{"block", "64x64"}}), "512 rows x 64 keys exceeds 16384"},
+      {req("attention", "1,8,2,1,16,8,8", {{"heads", "all"}}), "--heads 'all' is not one of stacked|separate"},
+      {req("attention", "1,8,2,1,16,8,8", {{"fma", "yes"}}), "--fma 'yes' is not one of fused|unfused"},
       {req("flash", "1"), "unknown kernel 'flash'; the library has: attention, gemm"},
       {req("gemm", "0,4,4"), "gemm: M=0 must be at least 1 (--shape M,N,K)"},
       {req("gemm", "4,4,-2"), "gemm: K=-2 must be at least 0"},
@@ -150,13 +153,21 @@ TEST(Library, ReferenceRefusesParametersOfTheWrongSize) {
 }
 
 TEST(Library, AttentionDefaults) {
-  // Default block 1x16 when Q = 1 (one query row per program), else 4x16; BK shrinks for wide heads.
+  // Stacked heads (default): one program per (batch, KV head, query block) whose rows are the
+  // group's 4 query heads x BQ = min(64/4, Q) queries. Separate heads (the seed's kernel): one
+  // program per query head, block 1x16 when Q = 1, else 4x16.
   auto decode = build(req("attention", "1,8,2,1,40,8,8"));
   auto prefill = build(req("attention", "1,8,2,9,40,8,8"));
-  ASSERT_TRUE(decode && prefill);
+  auto longPrefill = build(req("attention", "1,8,2,40,40,8,8"));
+  auto seedDecode = build(req("attention", "1,8,2,1,40,8,8", {{"heads", "separate"}}));
+  auto seedPrefill = build(req("attention", "1,8,2,9,40,8,8", {{"heads", "separate"}}));
+  ASSERT_TRUE(decode && prefill && longPrefill && seedDecode && seedPrefill);
   auto domain = [](const ir::Kernel& k) { return k.root()->extents; };
-  EXPECT_EQ(domain(*decode), (std::vector<int64_t>{1, 8, 1}));
-  EXPECT_EQ(domain(*prefill), (std::vector<int64_t>{1, 8, 3}));
+  EXPECT_EQ(domain(*decode), (std::vector<int64_t>{1, 2, 1}));
+  EXPECT_EQ(domain(*prefill), (std::vector<int64_t>{1, 2, 1}));
+  EXPECT_EQ(domain(*longPrefill), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(domain(*seedDecode), (std::vector<int64_t>{1, 8, 1}));
+  EXPECT_EQ(domain(*seedPrefill), (std::vector<int64_t>{1, 8, 3}));
   // The default is causal: the reference differs from --mask none when Q > 1.
   std::vector<host::ParamData> in;
   ASSERT_FALSE(host::makeInputs(*prefill, 1, {}, in));

@@ -522,6 +522,18 @@ llvm::Value* LaneEmitter::loadElement(const Op* op, const Coords& cs) {
   return b_.CreateSelect(inb, b_.CreateLoad(b_.getFloatTy(), safe), fill);
 }
 
+llvm::Value* LaneEmitter::tileInside(const Op* op) {
+  const auto& vd = op->operands[0]->type.dims;
+  llvm::Value* in = b_.getTrue();
+  for (size_t k = 0; k < vd.size(); ++k) {
+    const int64_t ext = op->access[k].name.empty() ? 1 : op->access[k].extent;
+    if (ext > vd[k].extent) return b_.getFalse();
+    // origin in [0, view extent - tile extent]: unsigned compare catches negatives too.
+    in = b_.CreateAnd(in, b_.CreateICmpULE(indexValue(op->indices[k]), b_.getInt64(vd[k].extent - ext)));
+  }
+  return in;
+}
+
 llvm::Value* LaneEmitter::loadVector(const Op* op, Ix row, Ix chunk) {
   const ir::Type& rt = op->results[0]->type;
   llvm::Value* fill = llvm::ConstantFP::get(b_.getFloatTy(), static_cast<float>(op->fconst));
@@ -539,6 +551,17 @@ llvm::Value* LaneEmitter::loadVector(const Op* op, Ix row, Ix chunk) {
   llvm::Value* viewPos = b_.CreateAdd(lanes, splat(origin));
   mask = b_.CreateAnd(mask, b_.CreateICmpULT(viewPos, splat(b_.getInt64(ax.extent))));
   mask = b_.CreateAnd(mask, splat(inb));
+  if (op == inside_) {
+    // Inside the view: only the tile's own tail chunk is masked.
+    int64_t valid = laneExt - (chunk.isConst() ? chunk.c * w_ : 0);
+    if (chunk.isConst() && valid >= w_) {
+      if (lp_.access.at(op) == plan::LaneAccess::Vector) return b_.CreateAlignedLoad(vty(Elem::F32), ptr, llvm::Align(4));
+    } else if (chunk.isConst()) {
+      mask = laneMask(valid);
+    } else {
+      mask = b_.CreateICmpULT(lanes, splat(b_.getInt64(laneExt)));
+    }
+  }
   if (lp_.access.at(op) == plan::LaneAccess::Vector)
     return b_.CreateMaskedLoad(vty(Elem::F32), ptr, llvm::Align(4), mask, splat(fill));
   llvm::Value* ptrs = b_.CreateGEP(b_.getFloatTy(), ptr, b_.CreateMul(laneIota(), splat(b_.getInt64(ax.stride))));
@@ -732,7 +755,25 @@ void LaneEmitter::emitConversion(const plan::Conversion& c) {
   const int64_t lBlocks = c.chunks, xChunks = xl.chunks;
   const int64_t iterations = outer * lBlocks * xChunks;
   Elem e = xt.elem;
-  llvm::Type* vt = vty(e);
+  // A tile read straight from its view: a fast copy of the transpose when the whole tile lies
+  // inside the view (no per-row bounds), the guarded one otherwise.
+  const Op* load = xl.rep == LaneRep::Direct ? x->def : nullptr;
+  llvm::BasicBlock* done = nullptr;
+  llvm::BasicBlock* slow = nullptr;
+  if (load) {
+    llvm::BasicBlock* fast = llvm::BasicBlock::Create(c_, "transpose.inside", f_);
+    slow = llvm::BasicBlock::Create(c_, "transpose.edge", f_);
+    done = llvm::BasicBlock::Create(c_, "transpose.done", f_);
+    b_.CreateCondBr(tileInside(load), fast, slow);
+    b_.SetInsertPoint(fast);
+    inside_ = load;
+  }
+  for (int pass = 0; pass < (load ? 2 : 1); ++pass) {
+    if (pass == 1) {
+      b_.CreateBr(done);
+      b_.SetInsertPoint(slow);
+      inside_ = nullptr;
+    }
   forEach(iterations, iterations > 4, [&](Ix it) {
     Ix xc = rem(it, xChunks), rest = div(it, xChunks);
     Ix lb = rem(rest, lBlocks), o = div(rest, lBlocks);
@@ -781,6 +822,12 @@ void LaneEmitter::emitConversion(const plan::Conversion& c) {
       b_.SetInsertPoint(nx);
     }
   });
+  }
+  inside_ = nullptr;
+  if (load) {
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
 }
 
 void LaneEmitter::emitMma(const Op* op) {

@@ -71,6 +71,8 @@ class LaneEmitter {
   llvm::Value* genVec(const ir::Op* op, Ix row, Ix chunk);
   llvm::Value* loadVector(const ir::Op* op, Ix row, Ix chunk);  // a tile load's vector
   llvm::Value* loadElement(const ir::Op* op, const Coords& cs);  // one element of it
+  // True when the whole tile of a load lies inside its view (a runtime i1).
+  llvm::Value* tileInside(const ir::Op* load);
   llvm::Value* genScalar(const ir::Op* op, const Coords& cs);
   llvm::Value* indexValue(const ir::Index& ix);
 
@@ -102,6 +104,7 @@ class LaneEmitter {
   std::vector<llvm::Value*> scalars_;            // by value id: Scalar rep
   std::vector<llvm::Value*> slots_;              // by slot: alloca
   std::string error_;
+  const ir::Op* inside_ = nullptr;  // a load known (by a branch) to lie inside its view
 };
 
 }  // namespace kiln::codegen

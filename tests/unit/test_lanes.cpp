@@ -1,0 +1,191 @@
+// The lane realization (local_lanes = W): results are defined by the IR alone, so every vector
+// width, ISA and thread count gives the strict-FP32 interpreter's bits; the plan's layout,
+// conversion and mma decisions are visible in the report.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "driver/check.h"
+#include "driver/compile.h"
+#include "ir/diag.h"
+#include "ir/parser.h"
+#include "kernels/attention.h"
+#include "kernels/registry.h"
+
+namespace {
+
+using kiln::driver::CheckMode;
+using kiln::plan::Knobs;
+
+Knobs knobs(std::initializer_list<std::string> sets) {
+  Knobs k;
+  for (const std::string& s : sets) EXPECT_FALSE(k.setAssignment(s).has_value()) << s;
+  return k;
+}
+
+// Bitexact against strict-FP32, or (a kernel whose mma allows reassociation or FMA
+// contraction) within the FP64 tolerance.
+void expectBitexact(const kiln::ir::Kernel& k, const Knobs& kn, const std::string& what) {
+  kiln::driver::CheckOptions o;
+  o.mode = CheckMode::Bitexact;
+  kiln::ir::walk(k.body, [&](const kiln::ir::Op* op) {
+    if (op->kind == kiln::ir::OpKind::Mma && (op->mma_policy.allow_fma || op->mma_policy.allow_reassociation))
+      o.mode = CheckMode::F64;
+  });
+  kiln::driver::CheckResult r;
+  auto err = kiln::driver::check(k, kn, o, r);
+  ASSERT_FALSE(err.has_value()) << what << ": " << *err;
+  EXPECT_TRUE(r.pass) << what << ": bitexact mismatch, max_abs " << r.max_abs_err;
+}
+
+std::unique_ptr<kiln::ir::Kernel> parseFile(const std::string& path) {
+  kiln::ir::DiagEngine diag;
+  auto k = kiln::ir::parseFile(path, diag);
+  EXPECT_TRUE(k) << diag.str();
+  return k;
+}
+
+// The lane points: W x ISA x threads.
+std::vector<Knobs> lanePoints() {
+  std::vector<Knobs> pts;
+  for (const char* w : {"4", "8", "16"})
+    for (const char* isa : {"avx2", "avx512"})
+      for (const char* t : {"1", "2"})
+        pts.push_back(knobs({std::string("packet_width=") + w, "local_lanes=W", std::string("isa=") + isa,
+                             std::string("threads=") + t, "block_size=16"}));
+  return pts;
+}
+
+std::string describe(const Knobs& k) {
+  return "W=" + k.get("packet_width") + " isa=" + k.get("isa") + " threads=" + k.get("threads");
+}
+
+TEST(Lanes, IsTheDefaultRealization) {
+  Knobs k;
+  EXPECT_EQ(k.get("local_lanes"), "16");
+  EXPECT_EQ(k.get("packet_width"), "16");
+  auto r = kiln::kernels::attention({1, 8, 2, 1, 67, 80, 96});
+  ASSERT_TRUE(r) << r.message();
+  kiln::driver::Compilation c;
+  ASSERT_FALSE(kiln::driver::compile(*r.kernel, k, c).has_value());
+  EXPECT_EQ(c.report["realization"], "lanes");
+  EXPECT_EQ(c.report["full_packet"]["decision"], "not_applicable");
+}
+
+// Every example and tests/ir kernel, each on a rotating third of the lane points.
+TEST(Lanes, ExamplesAndIrCasesAreBitexactOnEveryWidthIsaAndThreadCount) {
+  std::vector<std::string> files;
+  for (const char* dir : {"/examples", "/tests/ir"})
+    for (const auto& e : std::filesystem::directory_iterator(std::string(KILN_SOURCE_DIR) + dir))
+      if (e.path().extension() == ".tile") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  ASSERT_FALSE(files.empty());
+  std::vector<Knobs> pts = lanePoints();
+  for (size_t i = 0; i < files.size(); ++i) {
+    auto k = parseFile(files[i]);
+    ASSERT_TRUE(k);
+    for (size_t j = i % 3; j < pts.size(); j += 3) expectBitexact(*k, pts[j], files[i] + " " + describe(pts[j]));
+  }
+}
+
+// Library kernels on odd shapes (tails, one-element dims, ragged blocks), every lane point.
+TEST(Lanes, LibraryKernelsAreBitexactOnEveryWidthIsaAndThreadCount) {
+  const std::vector<kiln::kernels::LibraryRequest> reqs = {
+      {"attention", "1,8,2,1,37,80,96", {{"mask", "none"}}},
+      {"attention", "2,6,2,7,33,17,9", {{"mask", "causal"}}},
+      {"attention", "1,3,3,5,1,8,8", {{"mask", "causal"}}},
+      {"attention", "1,4,1,3,19,16,24", {{"heads", "separate"}, {"fma", "unfused"}, {"block", "2x8"}}},
+      {"gemm", "37,20,45", {}},
+      {"gemm", "9,33,17", {{"trans-b", "true"}}},
+      {"softmax", "5,1030", {}},
+      {"rmsnorm", "3,4099", {}},
+      {"layernorm", "4,17", {}},
+      {"rope", "5,3,32", {{"style", "interleaved"}}},
+      {"swiglu", "3,33", {}},
+      {"gelu", "1001", {{"approx", "tanh"}}},
+  };
+  std::vector<Knobs> pts = lanePoints();
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    std::unique_ptr<kiln::ir::Kernel> k;
+    auto err = kiln::kernels::buildLibraryKernel(reqs[i], k);
+    ASSERT_FALSE(err.has_value()) << *err;
+    for (size_t j = i % 2; j < pts.size(); j += 2)
+      expectBitexact(*k, pts[j], reqs[i].name + " " + reqs[i].shape + " " + describe(pts[j]));
+  }
+}
+
+TEST(Lanes, DecodeAttentionPlan) {
+  // Stacked GQA rows, the K tile transposed once per block in registers, no gathers.
+  std::unique_ptr<kiln::ir::Kernel> k;
+  ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"attention", "1,8,2,1,2053,80,96", {{"mask", "none"}}}, k));
+  kiln::driver::Compilation c;
+  ASSERT_FALSE(kiln::driver::compile(*k, Knobs{}, c, kiln::driver::Stage::Plan).has_value());
+  const auto& lanes = c.report["lanes"];
+  ASSERT_EQ(lanes["mma"].size(), 2u);
+  EXPECT_EQ(lanes["mma"][0]["form"], "outer_product");
+  EXPECT_EQ(lanes["mma"][0]["operands"][1], "lane vectors (transposed)");
+  EXPECT_EQ(lanes["mma"][0]["step"], "fma");
+  EXPECT_EQ(lanes["mma"][1]["operands"][1], "lane vectors");
+  ASSERT_EQ(lanes["conversions"].size(), 1u);
+  EXPECT_EQ(lanes["conversions"][0]["value"], "%kt");
+  EXPECT_EQ(lanes["counts_per_program_body"]["gathers"], 0);
+  for (const auto& m : lanes["memory"]) EXPECT_EQ(m["access"], "vector") << m.dump();
+  for (const auto& r : lanes["reductions"]) EXPECT_EQ(r["lanes_hold_partitions"], true) << r.dump();
+}
+
+TEST(Lanes, StridedAccessIsAGatherAndCounted) {
+  // The tile's lane dim (n) is not the view's contiguous dim: gathers, counted, still exact.
+  const char* text = R"(
+kernel @t(%x: view<f32>[5, 9], %y: view<f32>[9, 5]) {
+  parallel (%p) in (1) {
+    %a = load %x[0, %p] as [n:5, _] fill 0
+    %b = exp %a
+    store %b, %y[%p, 0] as [_, n:5]
+  }
+})";
+  kiln::ir::DiagEngine diag;
+  auto k = kiln::ir::parseKernel(text, "strided.tile", diag);
+  ASSERT_TRUE(k) << diag.str();
+  kiln::driver::Compilation c;
+  ASSERT_FALSE(kiln::driver::compile(*k, Knobs{}, c, kiln::driver::Stage::Plan).has_value());
+  EXPECT_EQ(c.report["lanes"]["counts_per_program_body"]["gathers"], 1);
+  EXPECT_EQ(c.report["lanes"]["memory"][0]["access"], "gather");
+  EXPECT_EQ(c.report["lanes"]["memory"][1]["access"], "vector");
+  expectBitexact(*k, Knobs{}, "strided");
+}
+
+TEST(Lanes, CarriedPanelsMaySwap) {
+  // A loop yielding one carried tile in the other's place: both realizations run it.
+  const char* text = R"(
+kernel @swap(%x: view<f32>[2, 40], %y: view<f32>[2, 40]) {
+  parallel (%p) in (1) {
+    %a = load %x[0, 0] as [r:1, c:40] fill 0
+    %b = load %x[1, 0] as [r:1, c:40] fill 0
+    %u, %v = serial %i = 0 to 3 step 1 iter(%s = %a, %t = %b) : f32[r:1, c:40], f32[r:1, c:40] {
+      %w = add %s, %t
+      yield %t, %w
+    }
+    store %u, %y[0, 0] as [r:1, c:40]
+    store %v, %y[1, 0] as [r:1, c:40]
+  }
+})";
+  kiln::ir::DiagEngine diag;
+  auto k = kiln::ir::parseKernel(text, "swap.tile", diag);
+  ASSERT_TRUE(k) << diag.str();
+  expectBitexact(*k, Knobs{}, "lanes");
+  expectBitexact(*k, knobs({"max_unrolled_tile_elements=8"}), "lanes, small register cap");
+  expectBitexact(*k, knobs({"local_lanes=1", "packet_width=8", "max_unrolled_tile_elements=8"}), "programs");
+}
+
+TEST(Lanes, IsaAvx512IsRefusedWithoutAvx512) {
+  Knobs k = knobs({"isa=avx512"});
+  auto r = kiln::kernels::attention({1, 2, 1, 1, 8, 8, 8});
+  ASSERT_TRUE(r);
+  kiln::driver::Compilation c;
+  auto err = kiln::driver::compile(*r.kernel, k, c);
+  // On an AVX-512 host this compiles; elsewhere the error names the ISA knob and the CPU.
+  if (err) EXPECT_NE(err->find("isa=avx512"), std::string::npos) << *err;
+}
+
+}  // namespace
