@@ -1,11 +1,18 @@
 // GEMM in the DSL; see gemm.h for the contract.
 #include "kernels/gemm.h"
 
+#include <algorithm>
+
 namespace kiln::kernels {
 
 using namespace kiln::dsl;
 
-BuildResult gemm(const GemmShape& s, const GemmTiles& t, bool trans_b) {
+GemmTiles defaultGemmTiles(const GemmShape& s) {
+  auto up16 = [](int64_t n) { return (n + 15) / 16 * 16; };
+  return GemmTiles{std::min<int64_t>(64, s.M), std::min<int64_t>(64, up16(s.N)), std::clamp<int64_t>(s.K, 1, 64)};
+}
+
+BuildResult gemm(const GemmShape& s, const GemmTiles& t, bool trans_b, bool fused) {
   KernelBuilder kb(trans_b ? "gemm_tn" : "gemm");
   if (s.M < 1 || s.N < 1 || s.K < 0 || t.TM < 1 || t.TN < 1 || t.TK < 1) {
     kb.error("bad-shape", "gemm needs M, N >= 1, K >= 0 and tile sizes >= 1");
@@ -24,7 +31,7 @@ BuildResult gemm(const GemmShape& s, const GemmTiles& t, bool trans_b) {
       Idx k0 = (kk * t.TK).as("k0");
       Tile at = load(a, {m0, k0}, {{"m", t.TM}, {"k", t.TK}}).as("at");
       Tile bt = trans_b ? load(b, {n0, k0}, {{"n", t.TN}, {"k", t.TK}}) : load(b, {k0, n0}, {{"k", t.TK}, {"n", t.TN}});
-      return mma(at, bt.as("bt"), acc, {"k"}).as("acc_next");
+      return mma(at, bt.as("bt"), acc, {"k"}, fused ? fusedMma : MmaFlags{}).as("acc_next");
     });
     store(acc, c, {m0, n0}, {{"m", t.TM}, {"n", t.TN}});
   });

@@ -18,6 +18,11 @@ struct GemmTiles {
   int64_t TM = 16, TN = 16, TK = 16;
 };
 
-dsl::BuildResult gemm(const GemmShape& shape, const GemmTiles& tiles = {}, bool trans_b = false);
+// fused: every mma step one fused multiply-add rounded once (MmaPolicy::fused); false: MUL then ADD.
+dsl::BuildResult gemm(const GemmShape& shape, const GemmTiles& tiles = {}, bool trans_b = false, bool fused = true);
+
+// The library's tiles for a shape: up to 64 x 64 outputs per program (a 64-column row is four
+// 16-lane vectors), K in steps of up to 64.
+GemmTiles defaultGemmTiles(const GemmShape& shape);
 
 }  // namespace kiln::kernels

@@ -266,11 +266,19 @@ const std::vector<Entry>& entries() {
               }});
 
     t.push_back(Entry{
-        {"gemm", "M,N,K", "--trans-b   B is given as N x K (default K x N)", "C[M,N] = A[M,K] . B (K = 0 gives zeros)"},
+        {"gemm", "M,N,K",
+         "--trans-b   B is given as N x K (default K x N)\n--fma fused|unfused   mma steps as one fused multiply-add "
+         "rounded once, or MUL then ADD (default fused)",
+         "C[M,N] = A[M,K] . B (K = 0 gives zeros); tiles up to 64x64 outputs, K steps up to 64"},
         {"M", "N", "K"},
         {1, 1, 0},
-        {"trans-b"},
-        [](const LibraryRequest& r, Spec& s) { return optionFlag(r, "trans-b", s.trans_b); },
+        {"trans-b", "fma"},
+        [](const LibraryRequest& r, Spec& s) -> Error {
+          std::string fma = "fused";
+          if (auto e = optionChoice(r, "fma", {"fused", "unfused"}, fma)) return e;
+          s.fused = fma == "fused";
+          return optionFlag(r, "trans-b", s.trans_b);
+        },
         [](const Spec& s) {
           const int64_t M = s.shape[0], N = s.shape[1], K = s.shape[2];
           return std::vector<ViewShape>{{"a", {M, K}},
@@ -278,7 +286,8 @@ const std::vector<Entry>& entries() {
                                         {"c", {M, N}, true}};
         },
         [](const Spec& s) {
-          return gemm({s.shape[0], s.shape[1], s.shape[2]}, GemmTiles{}, s.trans_b);
+          GemmShape g{s.shape[0], s.shape[1], s.shape[2]};
+          return gemm(g, defaultGemmTiles(g), s.trans_b, s.fused);
         },
         [](const Spec& s, const std::vector<std::span<const float>>& in) {
           return reference::gemm({s.shape[0], s.shape[1], s.shape[2]}, s.trans_b, in[0], in[1]);

@@ -438,7 +438,7 @@ std::vector<Example> examples() {
        [] { return kernels::rmsnorm(10, 48, 1e-5, 4); }},
       {"gemm.tile",
        "GEMM: c[M, N] = a[M, K] . b[K, N], with ragged M, N and K.\n"
-       "Shape: M=37 N=20 K=45; tiles 16x8, K step 16; out-of-range loads read 0.\n"
+       "Shape: M=37 N=20 K=45; tiles 16x8, K step 16; out-of-range loads read 0; fused mma.\n"
        "Built by kiln::kernels::gemm({37, 20, 45}, {16, 8, 16}) (src/kernels/gemm.cpp).\n" +
            std::string(regen),
        [] {

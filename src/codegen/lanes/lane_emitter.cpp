@@ -517,6 +517,7 @@ llvm::Value* LaneEmitter::loadElement(const Op* op, const Coords& cs) {
         inb = b_.CreateAnd(inb, b_.CreateICmpULT(pos, b_.getInt64(vd[k].extent)));
       }
   }
+  if (isInside(op)) return b_.CreateLoad(b_.getFloatTy(), ptr);
   // Out of the view: read the view's first element (always there) and keep the fill.
   llvm::Value* safe = b_.CreateSelect(inb, ptr, base_[op->operands[0]->index]);
   return b_.CreateSelect(inb, b_.CreateLoad(b_.getFloatTy(), safe), fill);
@@ -551,7 +552,7 @@ llvm::Value* LaneEmitter::loadVector(const Op* op, Ix row, Ix chunk) {
   llvm::Value* viewPos = b_.CreateAdd(lanes, splat(origin));
   mask = b_.CreateAnd(mask, b_.CreateICmpULT(viewPos, splat(b_.getInt64(ax.extent))));
   mask = b_.CreateAnd(mask, splat(inb));
-  if (op == inside_) {
+  if (isInside(op)) {
     // Inside the view: only the tile's own tail chunk is masked.
     int64_t valid = laneExt - (chunk.isConst() ? chunk.c * w_ : 0);
     if (chunk.isConst() && valid >= w_) {
@@ -766,13 +767,13 @@ void LaneEmitter::emitConversion(const plan::Conversion& c) {
     done = llvm::BasicBlock::Create(c_, "transpose.done", f_);
     b_.CreateCondBr(tileInside(load), fast, slow);
     b_.SetInsertPoint(fast);
-    inside_ = load;
+    inside_ = {load};
   }
   for (int pass = 0; pass < (load ? 2 : 1); ++pass) {
     if (pass == 1) {
       b_.CreateBr(done);
       b_.SetInsertPoint(slow);
-      inside_ = nullptr;
+      inside_.clear();
     }
   forEach(iterations, iterations > 4, [&](Ix it) {
     Ix xc = rem(it, xChunks), rest = div(it, xChunks);
@@ -823,14 +824,55 @@ void LaneEmitter::emitConversion(const plan::Conversion& c) {
     }
   });
   }
-  inside_ = nullptr;
+  inside_.clear();
   if (load) {
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
   }
 }
 
+// An mma reading tiles straight from their views runs twice over: a copy for the common case
+// where every such tile lies inside its view (plain loads and broadcasts from memory), and the
+// guarded copy for edges; registers meet in phis.
 void LaneEmitter::emitMma(const Op* op) {
+  std::vector<const Op*> direct;
+  for (int i = 0; i < 2; ++i) {
+    const ir::Value* x = op->operands[i];
+    if (lp_.layout[x->id].rep == LaneRep::Direct && lp_.mma.at(op).conversion[i] < 0) direct.push_back(x->def);
+  }
+  const ir::Value* r = op->results[0];
+  if (direct.empty() || r->type.isScalar()) {
+    emitMmaTiles(op);
+    return;
+  }
+  llvm::Value* in = b_.getTrue();
+  for (const Op* l : direct) in = b_.CreateAnd(in, tileInside(l));
+  llvm::BasicBlock* fast = llvm::BasicBlock::Create(c_, "mma.inside", f_);
+  llvm::BasicBlock* slow = llvm::BasicBlock::Create(c_, "mma.edge", f_);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "mma.done", f_);
+  b_.CreateCondBr(in, fast, slow);
+  b_.SetInsertPoint(fast);
+  inside_ = direct;
+  emitMmaTiles(op);
+  inside_.clear();
+  std::vector<llvm::Value*> fastVals = vecs_[r->id];
+  llvm::BasicBlock* fastEnd = b_.GetInsertBlock();
+  b_.CreateBr(done);
+  b_.SetInsertPoint(slow);
+  emitMmaTiles(op);
+  std::vector<llvm::Value*> slowVals = vecs_[r->id];
+  llvm::BasicBlock* slowEnd = b_.GetInsertBlock();
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
+  for (size_t i = 0; i < fastVals.size(); ++i) {
+    llvm::PHINode* phi = b_.CreatePHI(fastVals[i]->getType(), 2);
+    phi->addIncoming(fastVals[i], fastEnd);
+    phi->addIncoming(slowVals[i], slowEnd);
+    vecs_[r->id][i] = phi;
+  }
+}
+
+void LaneEmitter::emitMmaTiles(const Op* op) {
   const ir::Value* a = op->operands[0];
   const ir::Value* bv = op->operands[1];
   const ir::Value* acc = op->operands[2];

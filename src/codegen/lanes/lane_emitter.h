@@ -7,6 +7,7 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -83,6 +84,7 @@ class LaneEmitter {
   void emitStore(const ir::Op* op);
   void emitReduce(const ir::Op* op);
   void emitMma(const ir::Op* op);
+  void emitMmaTiles(const ir::Op* op);
   void emitConversion(const plan::Conversion& c);
   void emitLoop(const ir::Op* op);
   llvm::Value* emitExtract(const ir::Op* op);
@@ -104,7 +106,8 @@ class LaneEmitter {
   std::vector<llvm::Value*> scalars_;            // by value id: Scalar rep
   std::vector<llvm::Value*> slots_;              // by slot: alloca
   std::string error_;
-  const ir::Op* inside_ = nullptr;  // a load known (by a branch) to lie inside its view
+  std::vector<const ir::Op*> inside_;  // loads known (by a branch) to lie inside their views
+  bool isInside(const ir::Op* load) const { return std::find(inside_.begin(), inside_.end(), load) != inside_.end(); }
 };
 
 }  // namespace kiln::codegen
