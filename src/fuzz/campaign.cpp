@@ -157,7 +157,11 @@ CampaignResult runCampaign(const CampaignOptions& o, std::ostream& log) {
     if (auto e = generate(ps, p)) {
       ++res.generator_bugs;
       log << fmt::format("fuzz: program {}: {}\n", n, *e);
-      res.failures.push_back({n, ps, {Verdict::Error, "generator bug"}, ""});
+      Failure f;
+      f.program = n;
+      f.program_seed = ps;
+      f.outcome = {Verdict::Error, "generator bug"};
+      res.failures.push_back(f);
       continue;
     }
     Rng rng(ps ^ 0x4B4E4F42ull);

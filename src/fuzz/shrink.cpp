@@ -156,7 +156,7 @@ Lines replaceBlockByConsts(const Lines& L, size_t i) {
   return out;
 }
 
-// Dead ops (no use of any result, no store inside) and unused parameters, to a fixed point.
+// Dead ops (no use of any result, no store inside), to a fixed point.
 Lines deadCodeRemoved(Lines L) {
   for (bool changed = true; changed;) {
     changed = false;
@@ -174,16 +174,25 @@ Lines deadCodeRemoved(Lines L) {
       changed = true;
     }
   }
+  return L;
+}
+
+// Candidates that drop one unused parameter each.
+std::vector<Lines> unusedParamsDropped(const Lines& L) {
+  std::vector<Lines> out;
   // Parameters: "kernel @NAME(P, P, ...) {".
   size_t open = L[0].find('('), close = L[0].rfind(')');
-  if (open == std::string::npos || close == std::string::npos) return L;
-  std::vector<std::string> keep;
-  for (const std::string& p : splitTop(L[0].substr(open + 1, close - open - 1))) {
-    std::string name = p.substr(0, p.find(':'));
-    if (usedOutside(L, 0, 0, name)) keep.push_back(p);
+  if (open == std::string::npos || close == std::string::npos) return out;
+  auto params = splitTop(L[0].substr(open + 1, close - open - 1));
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (usedOutside(L, 0, 0, params[i].substr(0, params[i].find(':')))) continue;
+    auto keep = params;
+    keep.erase(keep.begin() + static_cast<long>(i));
+    Lines c = L;
+    c[0] = fmt::format("{}{}{}", L[0].substr(0, open + 1), fmt::join(keep, ", "), L[0].substr(close));
+    out.push_back(c);
   }
-  L[0] = fmt::format("{}{}{}", L[0].substr(0, open + 1), fmt::join(keep, ", "), L[0].substr(close));
-  return L;
+  return out;
 }
 
 class Shrinker {
@@ -246,7 +255,7 @@ class Shrinker {
       if (isOpLine(L, i) && trim(L[i]).rfind("store ", 0) == 0) {
         Lines c = L;
         c.erase(c.begin() + static_cast<long>(i));
-        out.push_back(join(deadCodeRemoved(c)));
+        out.push_back(join(c));
       }
     return out;
   }
@@ -254,11 +263,27 @@ class Shrinker {
   std::vector<std::string> dropLoops(const Lines& L) {
     std::vector<std::string> out;
     for (size_t i = 0; i < L.size(); ++i)
-      if (isOpLine(L, i) && opensBlock(L[i])) out.push_back(join(deadCodeRemoved(replaceBlockByConsts(L, i))));
+      if (isOpLine(L, i) && opensBlock(L[i])) out.push_back(join(replaceBlockByConsts(L, i)));
     return out;
   }
 
-  std::vector<std::string> deadCode(const Lines& L) { return {join(deadCodeRemoved(L))}; }
+  // All dead code at once, or one unused parameter or dead op at a time (when the failure
+  // needs some of the dead code).
+  std::vector<std::string> deadCode(const Lines& L) {
+    std::vector<std::string> out = {join(deadCodeRemoved(L))};
+    for (const Lines& c : unusedParamsDropped(L)) out.push_back(join(c));
+    for (size_t i = L.size(); i-- > 0;) {
+      if (!isOpLine(L, i) || opensBlock(L[i])) continue;
+      auto names = defs(L[i]);
+      bool used = names.empty();
+      for (const std::string& n : names) used = used || usedOutside(L, i, i, n);
+      if (used) continue;
+      Lines c = L;
+      c.erase(c.begin() + static_cast<long>(i));
+      out.push_back(join(c));
+    }
+    return out;
+  }
 
   std::vector<std::string> dropOps(const Lines& L) {
     std::vector<std::string> out;
@@ -275,7 +300,7 @@ class Shrinker {
         Lines c = L;
         c.erase(c.begin() + static_cast<long>(i));
         for (size_t u = i; u < c.size(); ++u) c[u] = renamed(c[u], names[0], dj[0]);
-        out.push_back(join(deadCodeRemoved(c)));
+        out.push_back(join(c));
         break;
       }
       // Or by a constant.
@@ -283,7 +308,7 @@ class Shrinker {
       if (L[i] != k) {
         Lines c = L;
         c[i] = k;
-        out.push_back(join(deadCodeRemoved(c)));
+        out.push_back(join(c));
       }
     }
     return out;
