@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 CMAKE_FLAGS ?=
 SOURCES = $(shell git ls-files '*.cpp' '*.h' 2>/dev/null | grep -v '^third_party/')
 
-.PHONY: all bootstrap build build-asan run test test-release test-asan check-packages format check-format lint clean
+.PHONY: all bootstrap build build-asan run test test-release test-asan check-packages format check-format lint clean fuzz
 
 all: build
 
@@ -50,6 +50,14 @@ test-release: build
 test-asan: build-asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS) -LE heavy
+
+# The differential tester (docs/fuzz.md): `make fuzz [PROGRAMS=N] [SEED=S] [FUZZ_TIME=SEC]`. A fresh
+# seed per run by default (the UTC time); reproducers go to out/fuzz-SEED/.
+PROGRAMS ?= 1000
+FUZZ_TIME ?= 600
+FUZZ_SEED := $(or $(SEED),$(shell date -u +%Y%m%d%H%M%S))
+fuzz: build
+	$(BUILD)/bin/kiln fuzz --programs $(PROGRAMS) --seed $(FUZZ_SEED) --time-limit $(FUZZ_TIME) --out out/fuzz-$(FUZZ_SEED)
 
 format:
 	clang-format -i $(SOURCES)
