@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <set>
 
 #include "fuzz/rng.h"
 #include "ir/diag.h"
@@ -61,6 +63,7 @@ class Gen {
     int stores = 0;
     for (const std::string& l : lines_) stores += l.find("store ") != std::string::npos;
     if (stores == 0 || rng_.chance(1, 2)) store(randomShape(3), 2);
+    storeUnused(3);
 
     std::vector<std::string> params;
     for (const View& v : views_) {
@@ -145,7 +148,27 @@ class Gen {
 
   // ---- emission
 
-  void line(const std::string& text) { lines_.push_back(std::string(static_cast<size_t>(indent_) * 2, ' ') + text); }
+  void line(const std::string& text) {
+    lines_.push_back(std::string(static_cast<size_t>(indent_) * 2, ' ') + text);
+    // Every value the line reads is used (not what it defines).
+    size_t from = text.rfind('%', 0) == 0 ? text.find(" = ") : 0;
+    for (size_t p = text.find('%', from); p != std::string::npos; p = text.find('%', p + 1)) {
+      size_t e = p + 1;
+      while (e < text.size() && (std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '_')) ++e;
+      used_.insert(text.substr(p, e - p));
+    }
+  }
+
+  // Stores up to `max` f32 values of the current region that nothing reads, so that what the
+  // program computes reaches memory instead of being dead code the compiler drops.
+  void storeUnused(int max) {
+    std::vector<Val> unused;
+    for (const Val& v : pool_)
+      if (v.scope == scope_ && v.elem == Elem::F32 && !used_.count(v.name) && v.name[1] == 'v') unused.push_back(v);
+    shuffle(unused);
+    for (int i = 0; i < max && i < static_cast<int>(unused.size()); ++i)
+      storeValue(unused[static_cast<size_t>(i)].name, unused[static_cast<size_t>(i)].dims);
+  }
 
   std::string fresh() { return fmt::format("%v{}", counter_++); }
 
@@ -532,8 +555,9 @@ class Gen {
     }
   }
 
-  void store(const Shape& s, int depth) {
-    std::string value = f32(s, depth);
+  void store(const Shape& s, int depth) { storeValue(f32(s, depth), s); }
+
+  void storeValue(const std::string& value, const Shape& s) {
     std::vector<const View*> outs;
     for (const View& v : views_)
       if (v.root_rank > 0 && static_cast<int>(v.shape.size()) - v.root_rank >= static_cast<int>(s.size()))
@@ -641,6 +665,7 @@ class Gen {
     if (pipeline) line("stage 1");
     std::vector<std::string> yields;
     for (auto& [te, ts] : types) yields.push_back(te == Elem::F32 ? f32(ts, depth) : i64(ts, depth));
+    if (rng_.chance(1, 2)) storeUnused(1);
     line(fmt::format("yield {}", fmt::join(yields, ", ")));
     --indent_;
     line("}");
@@ -670,6 +695,7 @@ class Gen {
   int loop_depth_ = 0;
   bool use_n_ = false;
   bool use_s_ = false;
+  std::set<std::string> used_;
 };
 
 }  // namespace

@@ -177,6 +177,34 @@ Lines deadCodeRemoved(Lines L) {
   return L;
 }
 
+// Erases the dead single-line op at `i`, then every op that only it read, and so on (a value with
+// a dim of extent 0 must go together with the mma that reads it).
+Lines withDeadOperands(Lines L, size_t i) {
+  std::vector<size_t> work = {i};  // erased from the back, so the other indices stay valid
+  while (!work.empty()) {
+    size_t at = work.back();
+    work.pop_back();
+    std::string gone = L[at];
+    L.erase(L.begin() + static_cast<long>(at));
+    size_t from = gone.find(" = ");
+    for (size_t p = gone.find('%', from == std::string::npos ? 0 : from); p != std::string::npos;
+         p = gone.find('%', p + 1)) {
+      size_t e = p + 1;
+      while (e < gone.size() && wordChar(gone[e])) ++e;
+      const std::string name = gone.substr(p, e - p);
+      for (size_t j = 0; j < L.size(); ++j) {
+        auto d = defs(L[j]);
+        if (!isOpLine(L, j) || opensBlock(L[j]) || d.size() != 1 || d[0] != name) continue;
+        if (!usedOutside(L, j, j, name)) work.push_back(j);
+        break;
+      }
+    }
+    std::sort(work.begin(), work.end());
+    work.erase(std::unique(work.begin(), work.end()), work.end());
+  }
+  return L;
+}
+
 // Candidates that drop one unused parameter each.
 std::vector<Lines> unusedParamsDropped(const Lines& L) {
   std::vector<Lines> out;
@@ -278,9 +306,7 @@ class Shrinker {
       bool used = names.empty();
       for (const std::string& n : names) used = used || usedOutside(L, i, i, n);
       if (used) continue;
-      Lines c = L;
-      c.erase(c.begin() + static_cast<long>(i));
-      out.push_back(join(c));
+      out.push_back(join(withDeadOperands(L, i)));
     }
     return out;
   }
