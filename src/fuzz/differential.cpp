@@ -119,6 +119,13 @@ std::string verdictName(Verdict v) {
 std::optional<std::string> makeFuzzInputs(const ir::Kernel& kernel, const InputConfig& in,
                                           std::vector<host::ParamData>& out) {
   if (auto e = host::makeInputs(kernel, in.seed, {}, out)) return e;
+  // i64 scalars (loop bounds, origins) get -1..4 instead of makeInputs's 0, except with seed 0,
+  // whose inputs stay exactly those of `kiln eval --seed 0` / `kiln run`.
+  Rng scalars(in.seed ^ 0x5CA1A25ull);
+  if (in.seed != 0)
+    for (const ir::Value* p : kernel.params)
+      if (p->type.isScalar() && p->type.elem == ir::Elem::I64)
+        out[static_cast<size_t>(p->index)].i64 = scalars.range(-1, 4);
   if (!in.specials) return std::nullopt;
   const float inf = std::numeric_limits<float>::infinity();
   const float fmax = std::numeric_limits<float>::max();

@@ -35,7 +35,8 @@ struct Outcome {
   std::string reason;  // one line; empty on Pass
 };
 
-// Makes the inputs: host::makeInputs, then (specials) replaces about one element in six of
+// Makes the inputs: host::makeInputs; with a non-zero seed, i64 scalar parameters get a value in
+// -1..4 drawn from the seed; then (specials) replaces about one element in six of
 // every loaded view by one of +0, -0, ±denormal, ±inf, NaN, ±FLT_MAX, drawn from an Rng seeded
 // by the input seed.
 std::optional<std::string> makeFuzzInputs(const ir::Kernel& kernel, const InputConfig& in,

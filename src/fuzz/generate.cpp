@@ -39,7 +39,7 @@ struct View {
 
 class Gen {
  public:
-  explicit Gen(uint64_t seed) : rng_(seed) {}
+  explicit Gen(uint64_t seed) : seed_(seed), rng_(seed) {}
 
   Program run() {
     Program p;
@@ -84,8 +84,6 @@ class Gen {
     p.text = std::move(text);
     return p;
   }
-
-  uint64_t seed_ = 0;
 
  private:
   struct DimInfo {
@@ -678,6 +676,7 @@ class Gen {
     return results[0];
   }
 
+  uint64_t seed_;
   Rng rng_;
   bool specials_ = false;
   std::vector<DimInfo> dims_;
@@ -706,9 +705,7 @@ uint64_t programSeed(uint64_t runSeed, uint64_t index) {
 }
 
 Program generateText(uint64_t seed) {
-  Gen g(seed);
-  g.seed_ = seed;
-  Program p = g.run();
+  Program p = Gen(seed).run();
   p.seed = seed;
   return p;
 }
