@@ -167,7 +167,7 @@ CampaignResult runCampaign(const CampaignOptions& o, std::ostream& log) {
     Rng rng(ps ^ 0x4B4E4F42ull);
     auto pinned = o.pinned;
     if (p.specials && !pinned.count("fast_math")) pinned["fast_math"] = "off";
-    KnobPoint kp = randomKnobs(rng, pinned);
+    KnobPoint kp = randomKnobs(rng, pinned, p.kernel.get());
     InputConfig in{ps, p.specials};
     Outcome out = differential(*p.kernel, kp.knobs, in, true, o.timeout_s);
     ++res.runs;

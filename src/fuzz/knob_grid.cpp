@@ -6,7 +6,7 @@
 
 namespace kiln::fuzz {
 
-KnobPoint randomKnobs(Rng& rng, const std::map<std::string, std::string>& pinned) {
+KnobPoint randomKnobs(Rng& rng, const std::map<std::string, std::string>& pinned, const ir::Kernel* kernel) {
   KnobPoint p;
   auto attempt = [&](const std::string& name, const std::string& value) {
     if (pinned.count(name)) return;
@@ -31,6 +31,14 @@ KnobPoint randomKnobs(Rng& rng, const std::map<std::string, std::string>& pinned
   attempt("fuse_recipes", rng.chance(3, 4) ? "on" : "off");
   attempt("threads", num(rng.pick<int64_t>({1, 1, 2})));
   attempt("fast_math", rng.chance(1, 6) ? "on" : "off");
+  // The root domain flattened in another order (a permutation of its axis names).
+  if (const ir::Op* root = kernel ? kernel->root() : nullptr; root && root->regions[0]->args.size() > 1) {
+    std::vector<std::string> axes;
+    for (const ir::Value* a : root->regions[0]->args) axes.push_back(a->name);
+    for (size_t i = axes.size(); i > 1; --i)
+      std::swap(axes[i - 1], axes[static_cast<size_t>(rng.below(static_cast<int64_t>(i)))]);
+    attempt("root_axis_order", fmt::format("{}", fmt::join(axes, ",")));
+  }
   for (const auto& [name, value] : pinned) {
     if (auto e = p.knobs.set(name, value))
       throw std::invalid_argument(*e);  // the CLI validated pins first: this is a caller's bug

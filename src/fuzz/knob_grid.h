@@ -20,7 +20,8 @@ struct KnobPoint {
   std::vector<std::string> assignments;  // "name=value" of every knob that was set, in order
 };
 
-KnobPoint randomKnobs(Rng& rng, const std::map<std::string, std::string>& pinned);
+// `kernel` (optional) supplies the root domain's axis names for `root_axis_order`.
+KnobPoint randomKnobs(Rng& rng, const std::map<std::string, std::string>& pinned, const ir::Kernel* kernel = nullptr);
 
 // True when results must equal strict-FP32 bit for bit: no fast_math and no mma that allows
 // reassociation or FMA.

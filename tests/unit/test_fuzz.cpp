@@ -22,6 +22,13 @@ namespace {
 
 using namespace kiln;
 
+std::unique_ptr<ir::Kernel> parse(const std::string& text) {
+  ir::DiagEngine diag;
+  auto k = ir::parseKernel(text, "test.tile", diag);
+  EXPECT_TRUE(k) << diag.str();
+  return k;
+}
+
 TEST(FuzzRng, IsSplitMix64) {
   // The published first outputs of SplitMix64 seeded with 0.
   fuzz::Rng r(0);
@@ -129,16 +136,20 @@ TEST(FuzzKnobGrid, DrawsLegalPointsAndPinnedKnobsWin) {
   // A candidate the knob table rejects (today: the unknown `isa` knob) is skipped, never set.
   plan::Knobs probe;
   if (probe.set("isa", "avx2")) EXPECT_FALSE(seen.count("isa=*"));
+  // With a kernel: its root domain's axes in a random order.
+  auto k = parse(
+      "kernel @k(%y: view<f32>[2, 3]) {\n  parallel (%i, %j) in (2, 3) {\n    %c = const 1 : f32\n"
+      "    store %c, %y[%i, %j] as [_, _]\n  }\n}\n");
+  ASSERT_TRUE(k);
+  std::set<std::string> orders;
+  for (uint64_t s = 0; s < 50; ++s) {
+    fuzz::Rng rng(s);
+    orders.insert(fuzz::randomKnobs(rng, {}, k.get()).knobs.root_axis_order);
+  }
+  EXPECT_EQ(orders, (std::set<std::string>{"i,j", "j,i"}));
   // Deterministic.
   fuzz::Rng a(9), b(9);
   EXPECT_EQ(fuzz::randomKnobs(a, {}).assignments, fuzz::randomKnobs(b, {}).assignments);
-}
-
-std::unique_ptr<ir::Kernel> parse(const std::string& text) {
-  ir::DiagEngine diag;
-  auto k = ir::parseKernel(text, "test.tile", diag);
-  EXPECT_TRUE(k) << diag.str();
-  return k;
 }
 
 TEST(FuzzInputs, SpecialsInjectZerosDenormalsInfinitiesAndNaN) {
