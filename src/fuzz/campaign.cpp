@@ -100,20 +100,17 @@ std::string writeRepro(const CampaignOptions& o, int64_t n, uint64_t programSeed
   std::error_code ec;
   std::filesystem::create_directories(o.out_dir, ec);
   const std::string base = fmt::format("{}/fuzz-{}-{}", o.out_dir, o.seed, n);
-  std::ofstream tile(base + ".tile");
-  tile << fmt::format("# kiln fuzz --seed {}: program {} (program seed {:#x}), shrunk\n", o.seed, n, programSeed);
-  tile << fmt::format("# {}: {}\n", verdictName(outcome.verdict), outcome.reason);
-  tile << fmt::format("# replay: kiln fuzz --replay {}.tile   (knobs and inputs from {}.knobs)\n", base, base);
-  tile << r.text;
-  std::ofstream knobs(base + ".knobs");
-  for (const std::string& a : r.assignments) knobs << "--set " << a << "\n";
-  if (r.inputs.seed != 0) knobs << "--input-seed " << r.inputs.seed << "\n";
-  if (r.inputs.specials) knobs << "--specials\n";
+  Replay replay{knobsOf(r.assignments), r.assignments, r.inputs};
+  bool ok = writeReplay(base + ".tile",
+                        fmt::format("# kiln fuzz --seed {}: program {} (program seed {:#x}), shrunk\n# {}: {}\n"
+                                    "# replay: kiln fuzz --replay {}.tile   (knobs and inputs from {}.knobs)\n",
+                                    o.seed, n, programSeed, verdictName(outcome.verdict), outcome.reason, base, base),
+                        r.text, replay);
   std::ofstream reason(base + ".reason");
   reason << verdictName(outcome.verdict) << ": " << outcome.reason << "\n";
   std::ofstream orig(base + ".orig.tile");
   orig << original;
-  if (!tile || !knobs || !reason || !orig) return "";
+  if (!ok || !reason || !orig) return "";
   return base + ".tile";
 }
 
@@ -204,6 +201,27 @@ CampaignResult runCampaign(const CampaignOptions& o, std::ostream& log) {
   return res;
 }
 
+std::string shrinkReplay(const std::string& text, Replay& replay, const Outcome& failure,
+                         const CampaignOptions& options, std::ostream& log) {
+  Repro r = shrinkFailure(text, {replay.assignments, replay.inputs, text}, failure, options, log);
+  replay.assignments = r.assignments;
+  replay.knobs = knobsOf(r.assignments);
+  replay.inputs = r.inputs;
+  return r.text;
+}
+
+bool writeReplay(const std::string& tilePath, const std::string& header, const std::string& text,
+                 const Replay& replay) {
+  std::ofstream tile(tilePath);
+  tile << header << text;
+  std::string base = tilePath.ends_with(".tile") ? tilePath.substr(0, tilePath.size() - 5) : tilePath;
+  std::ofstream knobs(base + ".knobs");
+  for (const std::string& a : replay.assignments) knobs << "--set " << a << "\n";
+  if (replay.inputs.seed != 0) knobs << "--input-seed " << replay.inputs.seed << "\n";
+  if (replay.inputs.specials) knobs << "--specials\n";
+  return static_cast<bool>(tile) && static_cast<bool>(knobs);
+}
+
 std::optional<std::string> readReplayOptions(const std::string& path, Replay& out) {
   std::ifstream in(path);
   if (!in) return fmt::format("cannot read '{}'", path);
@@ -214,6 +232,7 @@ std::optional<std::string> readReplayOptions(const std::string& path, Replay& ou
     auto where = [&] { return fmt::format("{}:{}", path, lineNo); };
     if (line.rfind("--set ", 0) == 0) {
       if (auto e = out.knobs.setAssignment(line.substr(6))) return where() + ": " + *e;
+      out.assignments.push_back(line.substr(6));
     } else if (line.rfind("--input-seed ", 0) == 0) {
       try {
         out.inputs.seed = std::stoull(line.substr(13));

@@ -58,8 +58,17 @@ CampaignResult runCampaign(const CampaignOptions& options, std::ostream& log);
 // "--input-seed N", "--specials", one per line).
 struct Replay {
   plan::Knobs knobs;
+  std::vector<std::string> assignments;  // the "--set" lines, as NAME=VALUE
   InputConfig inputs;
 };
 std::optional<std::string> readReplayOptions(const std::string& path, Replay& out);
+
+// Shrinks a reproducer that still fails with `failure` (its knobs, its inputs, then its text) as
+// a campaign does; `replay` is updated to what is left. Returns the shrunk text.
+std::string shrinkReplay(const std::string& text, Replay& replay, const Outcome& failure,
+                         const CampaignOptions& options, std::ostream& log);
+
+// Writes FILE.tile (with `header` comment lines above the text) and FILE.knobs.
+bool writeReplay(const std::string& tilePath, const std::string& header, const std::string& text, const Replay& replay);
 
 }  // namespace kiln::fuzz

@@ -288,10 +288,32 @@ class Shrinker {
     return out;
   }
 
+  // A loop replaced by its inits (as if it ran zero times), or by consts of its result types.
   std::vector<std::string> dropLoops(const Lines& L) {
+    static const std::regex carried(R"((%[A-Za-z0-9_.]+) = (%[A-Za-z0-9_.]+))");
     std::vector<std::string> out;
-    for (size_t i = 0; i < L.size(); ++i)
-      if (isOpLine(L, i) && opensBlock(L[i])) out.push_back(join(replaceBlockByConsts(L, i)));
+    for (size_t i = 0; i < L.size(); ++i) {
+      if (!isOpLine(L, i) || !opensBlock(L[i])) continue;
+      size_t iter = L[i].find(" iter(");
+      auto results = defs(L[i]);
+      if (iter != std::string::npos) {
+        std::vector<std::string> inits;
+        std::string list = L[i].substr(iter);
+        for (std::sregex_iterator it(list.begin(), list.end(), carried), e; it != e; ++it)
+          inits.push_back((*it)[2].str());
+        if (inits.size() == results.size()) {
+          size_t end = blockEnd(L, i);
+          Lines c(L.begin(), L.begin() + static_cast<long>(i));
+          for (size_t j = end + 1; j < L.size(); ++j) {
+            std::string l = L[j];
+            for (size_t r = 0; r < results.size(); ++r) l = renamed(l, results[r], inits[r]);
+            c.push_back(l);
+          }
+          out.push_back(join(c));
+        }
+      }
+      out.push_back(join(replaceBlockByConsts(L, i)));
+    }
     return out;
   }
 

@@ -4,7 +4,8 @@
 // predicate; every step was kept only because the predicate held on it; stops at a fixed
 // point or when the attempt or time budget runs out.
 // Steps, repeated until none applies: drop an op (uses replaced by an earlier value of the same
-// type, or by a const of its type); drop a store; drop a whole loop (its results become consts);
+// type, or by a const of its type); drop a store; drop a whole loop (its results become its inits,
+// or consts);
 // remove dead ops and unused parameters; run a loop once (bounds 0 to 1 step 1); turn a pipeline
 // into a serial loop; shrink a named dim's extent, a view's extents, the root domain's extents.
 #pragma once

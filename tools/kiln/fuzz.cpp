@@ -7,6 +7,7 @@
 #include "command.h"
 #include "fuzz/campaign.h"
 #include "fuzz/knob_grid.h"
+#include "ir/printer.h"
 
 namespace kiln::cli {
 
@@ -17,6 +18,7 @@ Command addFuzz(CLI::App& parent) {
     fuzz::CampaignOptions campaign;
     std::vector<std::string> sets;
     std::string replay;
+    bool shrink = false;
   };
   auto a = std::make_shared<Args>();
   app->add_option("--programs", a->campaign.programs, "Programs to generate and run (default 100)")
@@ -34,6 +36,8 @@ Command addFuzz(CLI::App& parent) {
       ->check(CLI::Range(1, 3600));
   app->add_option("--replay", a->replay,
                   "Rerun one reproducer FILE.tile with the knobs and inputs of FILE.knobs (beside it, if present)");
+  app->add_flag("--shrink", a->shrink,
+                "With --replay: shrink a reproducer that still fails into FILE.shrunk.tile and FILE.shrunk.knobs");
   app->footer(
       "Prints progress on stderr and a JSON summary on stdout. Exit codes: 0 no failure, 1 a mismatch, crash, "
       "error or generator bug (reproducers in --out), or a replay that still fails.");
@@ -59,15 +63,31 @@ Command addFuzz(CLI::App& parent) {
                   std::cerr << "kiln fuzz: error: " << *e << '\n';
                   return 1;
                 }
-              for (const auto& [name, value] : a->campaign.pinned) (void)r.knobs.set(name, value);
+              for (const auto& [name, value] : a->campaign.pinned) {
+                (void)r.knobs.set(name, value);
+                r.assignments.push_back(name + "=" + value);
+              }
               fuzz::Outcome o = fuzz::differential(*kernel, r.knobs, r.inputs, true, a->campaign.timeout_s);
               nlohmann::ordered_json j;
               j["file"] = a->replay;
               j["check"] = fuzz::precise(*kernel, r.knobs) ? "bitexact" : "f64";
               j["verdict"] = fuzz::verdictName(o.verdict);
               j["reason"] = o.reason;
+              const bool failed = o.verdict != fuzz::Verdict::Pass && o.verdict != fuzz::Verdict::Refused;
+              if (a->shrink && failed) {
+                std::string text = fuzz::shrinkReplay(ir::print(*kernel), r, o, a->campaign, std::cerr);
+                std::string out = knobsFile.substr(0, knobsFile.size() - 6) + ".shrunk.tile";
+                if (!fuzz::writeReplay(out,
+                                       "# kiln fuzz --replay " + a->replay + " --shrink\n# " +
+                                           fuzz::verdictName(o.verdict) + ": " + o.reason + "\n",
+                                       text, r)) {
+                  std::cerr << "kiln fuzz: error: cannot write " << out << '\n';
+                  return 1;
+                }
+                j["shrunk"] = out;
+              }
               std::cout << j.dump(2) << '\n';
-              return o.verdict == fuzz::Verdict::Pass || o.verdict == fuzz::Verdict::Refused ? 0 : 1;
+              return failed ? 1 : 0;
             }
             fuzz::CampaignResult r = fuzz::runCampaign(a->campaign, std::cerr);
             std::cout << r.json(a->campaign.seed).dump(2) << '\n';
