@@ -23,6 +23,19 @@ for f in "${repros[@]}"; do
   expect "replay ${f#"$src"/}" 0 '"verdict": "pass"'
 done
 
+# --- --replay --shrink: a reproducer that still fails shrinks into FILE.shrunk.tile (which fails
+# the same way); one that passes is left alone
+cp "$src/tests/fuzz/reduce_ordered_init_first.tile" "$tmp/r.tile"
+run "$kiln" fuzz --replay "$tmp/r.tile" --shrink --shrink-seconds 5
+if grep -q '"verdict": "pass"' "$tmp/out"; then
+  expect "replay --shrink of a passing reproducer" 0 '"verdict": "pass"'
+  if [ -e "$tmp/r.shrunk.tile" ]; then fail "a passing reproducer is not shrunk"; else pass "a passing reproducer is not shrunk"; fi
+else
+  expect "replay --shrink of a failing reproducer names the shrunk file" 1 '"shrunk": ".*r.shrunk.tile"'
+  run "$kiln" fuzz --replay "$tmp/r.shrunk.tile"
+  expect "the shrunk reproducer still fails" 1 '"verdict": "mismatch"'
+fi
+
 # --- options and errors
 run "$kiln" fuzz --help
 expect "kiln fuzz --help" 0 '--programs'
