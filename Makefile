@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 CMAKE_FLAGS ?=
 SOURCES = $(shell git ls-files '*.cpp' '*.h' 2>/dev/null | grep -v '^third_party/')
 
-.PHONY: all bootstrap build build-asan run test test-release test-asan check-packages format check-format lint clean
+.PHONY: all bootstrap build build-asan run test test-release test-asan check-packages format check-format lint clean fuzz fuzz-parser
 
 all: build
 
@@ -50,6 +50,29 @@ test-release: build
 test-asan: build-asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS) -LE heavy
+
+# The differential tester (docs/fuzz.md): `make fuzz [PROGRAMS=N] [SEED=S] [FUZZ_TIME=SEC]`. A fresh
+# seed per run by default (the UTC time); reproducers go to out/fuzz-SEED/.
+PROGRAMS ?= 1000
+FUZZ_TIME ?= 600
+FUZZ_SEED := $(or $(SEED),$(shell date -u +%Y%m%d%H%M%S))
+fuzz: build
+	$(BUILD)/bin/kiln fuzz --programs $(PROGRAMS) --seed $(FUZZ_SEED) --time-limit $(FUZZ_TIME) --out out/fuzz-$(FUZZ_SEED)
+
+# libFuzzer over parse -> verify -> print -> parse (tools/fuzz_parser), clang-22 with ASan+UBSan in
+# its own build dir, seeded from examples/ and tests/; new inputs and crashes go to out/fuzz-parser/.
+# `make fuzz-parser [FUZZ_PARSER_SECONDS=120]`.
+FUZZ_PARSER_BUILD ?= build-fuzz-parser
+FUZZ_PARSER_SECONDS ?= 120
+$(FUZZ_PARSER_BUILD)/build.ninja: CMakeLists.txt | bootstrap
+	cmake -S . -B $(FUZZ_PARSER_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-22 \
+	  -DCMAKE_CXX_COMPILER=clang++-22 -DKILN_LIBFUZZER=ON $(CMAKE_FLAGS)
+
+fuzz-parser: bootstrap $(FUZZ_PARSER_BUILD)/build.ninja
+	cmake --build $(FUZZ_PARSER_BUILD) -j $(JOBS) --target kiln_parser_fuzzer
+	mkdir -p out/fuzz-parser/corpus
+	$(FUZZ_PARSER_BUILD)/bin/kiln_parser_fuzzer -max_total_time=$(FUZZ_PARSER_SECONDS) -max_len=16384 -timeout=10 \
+	  -artifact_prefix=out/fuzz-parser/ out/fuzz-parser/corpus examples tests/ir tests/error tests/fuzz
 
 format:
 	clang-format -i $(SOURCES)

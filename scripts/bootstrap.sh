@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package Kiln's build, tests and benchmarks need (`kiln peers` times
-# oneDNN and OpenBLAS; its CLI test reads JSON with python3). Idempotent:
+# oneDNN and OpenBLAS; its CLI test reads JSON with python3; `make fuzz-parser` builds with
+# clang-22 and its libFuzzer and sanitizer runtimes). Idempotent:
 # when everything is present it does nothing (and needs no network).
 set -euo pipefail
 
@@ -12,6 +13,7 @@ packages=(
   clang-format clang-tidy
   libdnnl-dev libopenblas-dev python3
   libxml2-utils
+  clang-22 libclang-rt-22-dev libfuzzer-22-dev
 )
 
 missing=()

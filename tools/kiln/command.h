@@ -29,6 +29,7 @@ Command addKernels(CLI::App& parent);
 Command addBench(CLI::App& parent);
 Command addAudit(CLI::App& parent);
 Command addPeers(CLI::App& parent);
+Command addFuzz(CLI::App& parent);
 
 // Parses and verifies the kernel in `path` ("-" reads stdin). On failure writes every
 // diagnostic to stderr ("FILE:LINE:COL: error: MESSAGE [code]", one per line) and returns

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
       kiln::cli::addBench(app),    // bench.cpp
       kiln::cli::addAudit(app),    // audit.cpp
       kiln::cli::addPeers(app),    // peers.cpp
+      kiln::cli::addFuzz(app),     // fuzz.cpp
   };
   app.footer("Exit codes: 0 success, 1 invalid input or failed evaluation, 2 usage error.");
 

@@ -1,0 +1,60 @@
+#include "fuzz/knob_grid.h"
+
+#include <fmt/format.h>
+
+#include "ir/ir.h"
+
+namespace kiln::fuzz {
+
+KnobPoint randomKnobs(Rng& rng, const std::map<std::string, std::string>& pinned, const ir::Kernel* kernel) {
+  KnobPoint p;
+  auto attempt = [&](const std::string& name, const std::string& value) {
+    if (pinned.count(name)) return;
+    if (!p.knobs.set(name, value)) p.assignments.push_back(name + "=" + value);
+  };
+  auto num = [](int64_t v) { return std::to_string(v); };
+  std::string w = rng.pick<std::string>({"1", "4", "8", "8", "16"});
+  attempt("packet_width", w);
+  const int64_t pw = p.knobs.packet_width;
+  attempt("block_size", num(pw * rng.pick<int64_t>({1, 2, 4, 8})));
+  // local_lanes = W (one program across the lanes) is drawn once it is legal.
+  attempt("local_lanes", rng.chance(1, 12) ? num(pw) : "1");
+  attempt("isa", rng.pick<std::string>({"native", "avx2", "avx512"}));
+  attempt("max_unrolled_tile_elements", num(rng.pick<int64_t>({0, 1, 4, 16, 64, 64, 256})));
+  attempt("max_unrolled_mma_terms", num(rng.pick<int64_t>({0, 0, 1, 4, 8, 64})));
+  attempt("mma_output_block", num(rng.pick<int64_t>({1, 2, 4})));
+  attempt("max_unrolled_region_work", num(rng.pick<int64_t>({0, 64, 4096, 4096})));
+  attempt("mma_indexable_snapshot", rng.chance(1, 2) ? "on" : "off");
+  attempt("full_packet", rng.chance(1, 2) ? "on" : "off");
+  attempt("full_packet_budget", num(rng.pick<int64_t>({0, 256, 4096, 1 << 20})));
+  attempt("reduction_partitions", num(rng.range(1, 16)));
+  attempt("fuse_recipes", rng.chance(3, 4) ? "on" : "off");
+  attempt("threads", num(rng.pick<int64_t>({1, 1, 2})));
+  attempt("fast_math", rng.chance(1, 6) ? "on" : "off");
+  // The root domain flattened in another order (a permutation of its axis names).
+  if (const ir::Op* root = kernel ? kernel->root() : nullptr; root && root->regions[0]->args.size() > 1) {
+    std::vector<std::string> axes;
+    for (const ir::Value* a : root->regions[0]->args) axes.push_back(a->name);
+    for (size_t i = axes.size(); i > 1; --i)
+      std::swap(axes[i - 1], axes[static_cast<size_t>(rng.below(static_cast<int64_t>(i)))]);
+    attempt("root_axis_order", fmt::format("{}", fmt::join(axes, ",")));
+  }
+  for (const auto& [name, value] : pinned) {
+    if (auto e = p.knobs.set(name, value))
+      throw std::invalid_argument(*e);  // the CLI validated pins first: this is a caller's bug
+    p.assignments.push_back(name + "=" + value);
+  }
+  return p;
+}
+
+bool precise(const ir::Kernel& kernel, const plan::Knobs& knobs) {
+  if (knobs.fast_math) return false;
+  bool relaxed = false;
+  ir::walk(kernel.body, [&](const ir::Op* op) {
+    relaxed =
+        relaxed || (op->kind == ir::OpKind::Mma && (op->mma_policy.allow_fma || op->mma_policy.allow_reassociation));
+  });
+  return !relaxed;
+}
+
+}  // namespace kiln::fuzz
