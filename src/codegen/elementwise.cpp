@@ -27,8 +27,13 @@ llvm::Value* Elementwise::unary(OpKind k, llvm::Value* x, Elem e, std::string& e
       case OpKind::Neg: return b_.CreateFNeg(x);
       case OpKind::Abs: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
       case OpKind::Sqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
-      case OpKind::Rsqrt:
+      case OpKind::Rsqrt: {
+        // Never under fast-math flags: LLVM would turn 1/sqrt into an estimate whose Newton step
+        // makes rsqrt(+0) NaN instead of +inf (fast math keeps infinities and NaNs).
+        llvm::IRBuilder<>::FastMathFlagGuard guard(b_);
+        b_.clearFastMathFlags();
         return b_.CreateFDiv(llvm::ConstantFP::get(t, 1.0), b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+      }
       case OpKind::Exp:
       case OpKind::Log:
       case OpKind::Tanh:

@@ -179,6 +179,9 @@ llvm::Value* Emitter::genReduce(const Op* op, Ix out) {
   // Partition p folds contributions p, p+P, p+2P, ... starting from its first one.
   std::vector<llvm::Value*> part(parts);
   for (int64_t p = 0; p < parts; ++p) part[p] = contribution(Ix{nullptr, p});
+  // `ordered` folds from the initial value: ((init ⊕ c0) ⊕ c1) ⊕ ... (the tree's init is merged last).
+  const bool ordered = op->reduce_policy.kind == ir::ReducePolicy::Kind::Ordered;
+  if (ordered) part[0] = combine(op->reduce, s, part[0], e);
   int64_t chunks = n / rp.partitions;  // full chunks of P contributions
   auto step = [&](Ix base, std::vector<llvm::Value*> cur) {
     for (int64_t p = 0; p < parts; ++p)
@@ -198,6 +201,7 @@ llvm::Value* Emitter::genReduce(const Op* op, Ix out) {
     int64_t p = j % rp.partitions;
     part[p] = combine(op->reduce, part[p], contribution(Ix{nullptr, j}), e);
   }
+  if (ordered) return part[0];
   for (int64_t p = 0; p < parts; ++p) s = combine(op->reduce, s, part[p], e);
   return s;
 }
@@ -295,7 +299,8 @@ llvm::Value* Emitter::genExtract(const Op* op) {
   llvm::Value* r = zeroVec(e);
   for (int64_t i = 0; i < xt.numElements(); ++i)
     r = b_.CreateSelect(b_.CreateICmpEQ(lin, splatI64(i)), read(x, Ix{nullptr, i}), r);
-  return r;
+  // Every index must lie inside its own dim; an in-range flattened offset is not enough.
+  return b_.CreateSelect(ok, r, zeroVec(e));
 }
 
 // ---------------------------------------------------------------- memory

@@ -637,6 +637,9 @@ void LaneEmitter::emitReduce(const Op* op) {
     int64_t parts = std::min<int64_t>(P, n);
     std::vector<llvm::Value*> part(parts);
     for (int64_t q = 0; q < parts; ++q) part[q] = contribution(Ix{nullptr, q});
+    // `ordered` folds from the initial value: ((init ⊕ c0) ⊕ c1) ⊕ ... (the tree's init is merged last).
+    const bool ordered = op->reduce_policy.kind == ir::ReducePolicy::Kind::Ordered;
+    if (ordered) part[0] = ew_.combine(op->reduce, s, part[0], e);
     int64_t full = n / P;
     auto step = [&](Ix base, std::vector<llvm::Value*> cur) {
       for (int64_t q = 0; q < parts; ++q) cur[q] = ew_.combine(op->reduce, cur[q], contribution(add(base, Ix{nullptr, q})), e);
@@ -651,6 +654,7 @@ void LaneEmitter::emitReduce(const Op* op) {
     }
     for (int64_t j = std::max<int64_t>(full, 1) * P; j < n; ++j)
       part[j % P] = ew_.combine(op->reduce, part[j % P], contribution(Ix{nullptr, j}), e);
+    if (ordered) return part[0];
     for (int64_t q = 0; q < parts; ++q) s = ew_.combine(op->reduce, s, part[q], e);
     return s;
   };
