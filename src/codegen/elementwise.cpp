@@ -40,8 +40,8 @@ llvm::Value* Elementwise::unary(OpKind k, llvm::Value* x, Elem e, std::string& e
       case OpKind::Erf: {
         if (t->isVectorTy()) return emitKilnMath(b_, m_, k, x);
         // A scalar runs through the one-lane vector form of the same algorithm.
-        llvm::Value* v = b_.CreateInsertElement(llvm::PoisonValue::get(llvm::FixedVectorType::get(t, 1)), x,
-                                                uint64_t{0});
+        llvm::Value* v =
+            b_.CreateInsertElement(llvm::PoisonValue::get(llvm::FixedVectorType::get(t, 1)), x, uint64_t{0});
         return b_.CreateExtractElement(emitKilnMath(b_, m_, k, v), uint64_t{0});
       }
       default: break;

@@ -13,7 +13,6 @@ using ir::Elem;
 using ir::Op;
 using ir::OpKind;
 
-
 llvm::Function* Emitter::emitPacket(const std::string& name, std::string& error) {
   auto* fnTy = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getInt64Ty()}, false);
   f_ = llvm::Function::Create(fnTy, llvm::Function::InternalLinkage, name, m_);

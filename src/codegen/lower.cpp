@@ -132,33 +132,33 @@ std::optional<std::string> lower(const ir::Kernel& kernel, const plan::Plan& pla
     out.full_packet_decision = "not_applicable";
     emitBlocks(m, plan, nullptr, body, 1);
   } else {
-  Emitter masked(kernel, plan, m, /*fullPacket=*/false);
-  llvm::Function* body = masked.emitPacket("kiln_packet", error);
-  if (!body) return error;
-  out.body_instructions = countInstructions(*body);
-  for (const llvm::BasicBlock& bb : *body) {
-    if (bb.getName().starts_with(kLoopHeaderName)) ++out.realized_loops;
-    for (const llvm::Instruction& i : bb)
-      if (llvm::isa<llvm::AllocaInst>(i)) ++out.realized_allocas;
-  }
+    Emitter masked(kernel, plan, m, /*fullPacket=*/false);
+    llvm::Function* body = masked.emitPacket("kiln_packet", error);
+    if (!body) return error;
+    out.body_instructions = countInstructions(*body);
+    for (const llvm::BasicBlock& bb : *body) {
+      if (bb.getName().starts_with(kLoopHeaderName)) ++out.realized_loops;
+      for (const llvm::Instruction& i : bb)
+        if (llvm::isa<llvm::AllocaInst>(i)) ++out.realized_allocas;
+    }
 
-  // The full-packet rule (DESIGN.md, "Execution model"), applied to the measured body.
-  llvm::Function* full = nullptr;
-  const plan::Knobs& kn = plan.knobs;
-  if (!kn.full_packet) {
-    out.full_packet_decision = "not_requested";
-  } else if (plan.num_programs < kn.packet_width) {
-    out.full_packet_decision = "no_full_packet";
-  } else if (out.body_instructions > kn.full_packet_budget) {
-    out.full_packet_decision = "over_budget";
-  } else {
-    Emitter clone(kernel, plan, m, /*fullPacket=*/true);
-    full = clone.emitPacket("kiln_packet_full", error);
-    if (!full) return error;
-    out.full_packet_decision = "selected";
-    out.full_body_instructions = countInstructions(*full);
-  }
-  emitBlocks(m, plan, body, full, kn.packet_width);
+    // The full-packet rule (DESIGN.md, "Execution model"), applied to the measured body.
+    llvm::Function* full = nullptr;
+    const plan::Knobs& kn = plan.knobs;
+    if (!kn.full_packet) {
+      out.full_packet_decision = "not_requested";
+    } else if (plan.num_programs < kn.packet_width) {
+      out.full_packet_decision = "no_full_packet";
+    } else if (out.body_instructions > kn.full_packet_budget) {
+      out.full_packet_decision = "over_budget";
+    } else {
+      Emitter clone(kernel, plan, m, /*fullPacket=*/true);
+      full = clone.emitPacket("kiln_packet_full", error);
+      if (!full) return error;
+      out.full_packet_decision = "selected";
+      out.full_body_instructions = countInstructions(*full);
+    }
+    emitBlocks(m, plan, body, full, kn.packet_width);
   }
 
   for (const llvm::Function& f : m) {

@@ -69,7 +69,7 @@ nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
     const plan::LaneMma& m = lp.mma.at(op);
     nlohmann::json ops = nlohmann::json::array();
     for (int i = 0; i < 2; ++i)
-      ops.push_back(m.broadcast[i]        ? "broadcast per K step"
+      ops.push_back(m.broadcast[i]         ? "broadcast per K step"
                     : m.conversion[i] >= 0 ? "lane vectors (transposed)"
                                            : "lane vectors");
     mmas.push_back({{"at", where(op->loc)},
@@ -102,9 +102,12 @@ nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
   });
   j["memory"] = acc;
   const plan::LaneCounts& n = lp.counts;
-  j["counts_per_program_body"] = {{"vector_loads", n.vector_loads},   {"vector_stores", n.vector_stores},
-                                  {"gathers", n.gathers},             {"scatters", n.scatters},
-                                  {"fma_vectors", n.fmas},            {"transposed_vectors", n.conversions_vectors},
+  j["counts_per_program_body"] = {{"vector_loads", n.vector_loads},
+                                  {"vector_stores", n.vector_stores},
+                                  {"gathers", n.gathers},
+                                  {"scatters", n.scatters},
+                                  {"fma_vectors", n.fmas},
+                                  {"transposed_vectors", n.conversions_vectors},
                                   {"note", "per execution of each op (loop bodies once)"}};
   return j;
 }
@@ -226,7 +229,9 @@ std::optional<std::string> compile(const ir::Kernel& kernel, const plan::Knobs& 
   r["object"] = {{"bytes", out.object.size()}, {"sha256", obj->object_sha256}};
   const jit::HostTarget& host = jit::hostTarget();
   r["target"] = {{"triple", host.triple},
-                 {"cpu", knobs.isa == "avx2" ? "x86-64-v3" : knobs.isa == "avx512" ? "x86-64-v4" : host.cpu},
+                 {"cpu", knobs.isa == "avx2"     ? "x86-64-v3"
+                         : knobs.isa == "avx512" ? "x86-64-v4"
+                                                 : host.cpu},
                  {"isa", knobs.isa},
                  {"llvm_version", host.llvm_version}};
   r["precision"] = knobs.fast_math ? "fast_math" : "precise";

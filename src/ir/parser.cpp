@@ -823,9 +823,7 @@ class Parser {
     auto dims = parseDimNames("the contracted dims");
     MmaPolicy policy;
     while (atWord("allow_reassociation") || atWord("allow_fma") || atWord("fused")) {
-      bool& flag = atWord("allow_fma") ? policy.allow_fma
-                   : atWord("fused")   ? policy.fused
-                                       : policy.allow_reassociation;
+      bool& flag = atWord("allow_fma") ? policy.allow_fma : atWord("fused") ? policy.fused : policy.allow_reassociation;
       if (flag) error(loc(tok_), "policy", fmt::format("mma flag {} is given twice", tok_.text));
       flag = true;
       bump();

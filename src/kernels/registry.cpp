@@ -180,8 +180,8 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
                          *bq * *bk, kMaxBlockElements);
     const int64_t rows = *bq * (s.stack_heads ? Hq / Hkv : 1);
     if (rows * *bk > kMaxBlockElements * 4)
-      return fmt::format("attention: --block {}x{} is too large: {} rows x {} keys exceeds {} score elements", *bq,
-                         *bk, rows, *bk, kMaxBlockElements * 4);
+      return fmt::format("attention: --block {}x{} is too large: {} rows x {} keys exceeds {} score elements", *bq, *bk,
+                         rows, *bk, kMaxBlockElements * 4);
     s.block_q = *bq;
     s.block_k = *bk;
   }

@@ -43,7 +43,7 @@ class LocalImpl : public Impl {
 
 struct ImplOptions {
   int threads = 1;
-  std::string block;  // Kiln default: block_q x block_k of the DSL kernel ("" = the library's choice)
+  std::string block;                // Kiln default: block_q x block_k of the DSL kernel ("" = the library's choice)
   std::string native_isa = "auto";  // auto | avx512 | avx2
   uint64_t seed = 0;                // for implementations in a child process
   std::string self_exe;             // this executable, for child processes

@@ -81,9 +81,7 @@ const std::vector<Entry>& entries() {
         k.local_lanes = *n;
         return std::nullopt;
       };
-      e.get = [](const Knobs& k) {
-        return std::to_string(k.local_lanes == 0 ? k.packet_width : k.local_lanes);
-      };
+      e.get = [](const Knobs& k) { return std::to_string(k.local_lanes == 0 ? k.packet_width : k.local_lanes); };
       t.push_back(e);
     }
     {

@@ -45,7 +45,7 @@ class LanePlanner {
 
   std::optional<std::string> run() {
     const int64_t w = p_.knobs.packet_width;
-    lp_.accumulators = w == 16 ? 24 : 12;
+    lp_.accumulators = w == 16 ? 20 : 12;
     lp_.vector_cap = 32;
     size_t n = k_.values.size();
     lp_.layout.assign(n, Layout{});
@@ -158,9 +158,9 @@ class LanePlanner {
       // vectors <= 256 (straight-line FMAs); otherwise one K loop per register tile.
       const int64_t accVectors = acc->type.isScalar() ? 1 : L(acc).vectors();
       m.k_rolled = !(mp.k <= 16 && mp.k * accVectors <= 256);
-      m.k_reason = m.k_rolled ? fmt::format("K={} with {} accumulator vectors: one K loop per register tile", mp.k,
-                                            accVectors)
-                              : fmt::format("K={} x {} accumulator vectors <= 256: unrolled", mp.k, accVectors);
+      m.k_reason = m.k_rolled
+                       ? fmt::format("K={} with {} accumulator vectors: one K loop per register tile", mp.k, accVectors)
+                       : fmt::format("K={} x {} accumulator vectors <= 256: unrolled", mp.k, accVectors);
       const bool rolled = m.k_rolled && mp.k > 1;
       if (acc->type.isScalar()) {
         m.form = "scalar";
@@ -176,13 +176,17 @@ class LanePlanner {
           m.broadcast[i] = true;
           if (x->type.isScalar()) continue;
           // Read one element per K step: registers when K is unrolled, memory when rolled.
-          if (rolled) materialize(x);
-          else if (L(x).rep == LaneRep::Recipe) L(x).rep = LaneRep::Vectors, needLarge(x);
+          if (rolled)
+            materialize(x);
+          else if (L(x).rep == LaneRep::Recipe)
+            L(x).rep = LaneRep::Vectors, needLarge(x);
           continue;
         }
         if (x->type.dims.back().name == m.lane_dim) {
-          if (rolled) materialize(x);
-          else if (L(x).rep == LaneRep::Recipe) L(x).rep = LaneRep::Vectors, needLarge(x);
+          if (rolled)
+            materialize(x);
+          else if (L(x).rep == LaneRep::Recipe)
+            L(x).rep = LaneRep::Vectors, needLarge(x);
           continue;
         }
         // Transposed once: the operand's dims without L, then L along the lanes.
@@ -194,8 +198,8 @@ class LanePlanner {
         c.rows = 1;
         for (const ir::Dim& d : x->type.dims)
           if (d.name != m.lane_dim) c.rows *= d.extent;
-        c.chunks = (x->type.dims[x->type.findDim(m.lane_dim)].extent + p_.knobs.packet_width - 1) /
-                   p_.knobs.packet_width;
+        c.chunks =
+            (x->type.dims[x->type.findDim(m.lane_dim)].extent + p_.knobs.packet_width - 1) / p_.knobs.packet_width;
         materialize(x);  // the transpose reads it at runtime indices
         m.conversion[i] = static_cast<int>(lp_.conversions.size());
         lp_.conversions.push_back(c);
@@ -258,7 +262,8 @@ class LanePlanner {
         return;
       }
       if (op->kind == OpKind::Extract) {
-        bool runtime = std::any_of(op->indices.begin(), op->indices.end(), [](const ir::Index& i) { return !i.isConstant(); });
+        bool runtime =
+            std::any_of(op->indices.begin(), op->indices.end(), [](const ir::Index& i) { return !i.isConstant(); });
         if (runtime && !op->operands[0]->type.isScalar()) materialize(op->operands[0]);
         return;
       }
@@ -369,8 +374,10 @@ class LanePlanner {
         const Value* t = op->kind == OpKind::Load ? op->results[0] : op->operands[1];
         int64_t v = L(t).vectors();
         bool vec = lp_.access.at(op) == LaneAccess::Vector;
-        if (op->kind == OpKind::Load) (vec ? n.vector_loads : n.gathers) += v;
-        else (vec ? n.vector_stores : n.scatters) += v;
+        if (op->kind == OpKind::Load)
+          (vec ? n.vector_loads : n.gathers) += v;
+        else
+          (vec ? n.vector_stores : n.scatters) += v;
       } else if (op->kind == OpKind::Mma) {
         const LaneMma& m = lp_.mma.at(op);
         const MmaPlan& mp = p_.mma.at(op);

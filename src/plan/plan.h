@@ -88,10 +88,10 @@ struct Conversion {
 };
 
 struct LaneMma {
-  std::string form;          // "outer_product" | "scalar"
-  std::string lane_dim;      // acc's lane dim (outer product)
-  int conversion[2] = {-1, -1};  // per operand a, b: index into conversions (-1 = none)
-  bool broadcast[2] = {false, false};  // operand read as a scalar per K step, splat over the lanes
+  std::string form;                          // "outer_product" | "scalar"
+  std::string lane_dim;                      // acc's lane dim (outer product)
+  int conversion[2] = {-1, -1};              // per operand a, b: index into conversions (-1 = none)
+  bool broadcast[2] = {false, false};        // operand read as a scalar per K step, splat over the lanes
   int64_t block_rows = 1, block_chunks = 1;  // register tile of accumulators
   int64_t blocks = 0;
   bool k_rolled = true;  // K walked by a loop per register tile (else unrolled)
@@ -118,8 +118,8 @@ struct LanePlan {
   std::map<const ir::Op*, LaneAccess> access;  // load / store
   std::vector<int64_t> slot_vectors;           // per storage slot
   std::vector<ir::Elem> slot_elem;
-  int64_t vector_cap = 32;     // Vectors rep up to this many vectors
-  int64_t accumulators = 24;   // register tile budget of an outer-product mma
+  int64_t vector_cap = 32;    // Vectors rep up to this many vectors
+  int64_t accumulators = 24;  // register tile budget of an outer-product mma
   LaneCounts counts;
 };
 

@@ -177,8 +177,7 @@ void LaneEmitter::forEach(int64_t n, bool runtime, const std::function<void(Ix)>
   });
 }
 
-void LaneEmitter::forEachVector(int64_t rows, int64_t chunks, bool runtime,
-                                const std::function<void(Ix, Ix)>& body) {
+void LaneEmitter::forEachVector(int64_t rows, int64_t chunks, bool runtime, const std::function<void(Ix, Ix)>& body) {
   if (rows <= 0 || chunks <= 0) return;
   if (!runtime) {
     for (int64_t r = 0; r < rows; ++r)
@@ -289,7 +288,8 @@ llvm::Value* LaneEmitter::alongLane(const ir::Value* v, const ir::Type& ct, cons
   for (unsigned j = 0; j < w_; ++j) {
     if (chunk.isConst() && chunk.c * w_ + j >= static_cast<uint64_t>(ext)) break;
     vc[li] = add(mul(chunk, w_), Ix{nullptr, j});
-    if (!vc[li].isConst()) vc[li] = Ix{b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, vc[li].v, b_.getInt64(ext - 1)), 0};
+    if (!vc[li].isConst())
+      vc[li] = Ix{b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, vc[li].v, b_.getInt64(ext - 1)), 0};
     r = b_.CreateInsertElement(r, elem(v, vc), uint64_t(j));
   }
   return r;
@@ -477,7 +477,8 @@ llvm::Value* LaneEmitter::elementPointer(const Op* op, const ir::Type& tt, const
       Ix t = a.name == lane ? laneCoord : cs[tt.findDim(a.name)];
       if (!(t.isConst() && t.c == 0)) c = b_.CreateAdd(c, val(t));
     }
-    if (a.name.empty() || a.name != lane) inBounds = b_.CreateAnd(inBounds, b_.CreateICmpULT(c, b_.getInt64(vd[k].extent)));
+    if (a.name.empty() || a.name != lane)
+      inBounds = b_.CreateAnd(inBounds, b_.CreateICmpULT(c, b_.getInt64(vd[k].extent)));
     offset = b_.CreateAdd(offset, stride == 1 ? c : b_.CreateMul(c, b_.getInt64(stride)));
     stride *= vd[k].extent;
   }
@@ -552,11 +553,19 @@ llvm::Value* LaneEmitter::loadVector(const Op* op, Ix row, Ix chunk) {
   llvm::Value* viewPos = b_.CreateAdd(lanes, splat(origin));
   mask = b_.CreateAnd(mask, b_.CreateICmpULT(viewPos, splat(b_.getInt64(ax.extent))));
   mask = b_.CreateAnd(mask, splat(inb));
+  // A vector wholly outside the view (a padding row of the tile) reads from the view's first
+  // element instead: its mask is empty, but a masked load whose masked-off lanes touch an
+  // unmapped page costs a microcode assist of ~1000 cycles on current x86 cores.
+  if (!isInside(op)) {
+    llvm::Value* firstIn = b_.CreateICmpULT(b_.CreateAdd(origin, val(first)), b_.getInt64(ax.extent));
+    ptr = b_.CreateSelect(b_.CreateAnd(inb, firstIn), ptr, base_[op->operands[0]->index]);
+  }
   if (isInside(op)) {
     // Inside the view: only the tile's own tail chunk is masked.
     int64_t valid = laneExt - (chunk.isConst() ? chunk.c * w_ : 0);
     if (chunk.isConst() && valid >= w_) {
-      if (lp_.access.at(op) == plan::LaneAccess::Vector) return b_.CreateAlignedLoad(vty(Elem::F32), ptr, llvm::Align(4));
+      if (lp_.access.at(op) == plan::LaneAccess::Vector)
+        return b_.CreateAlignedLoad(vty(Elem::F32), ptr, llvm::Align(4));
     } else if (chunk.isConst()) {
       mask = laneMask(valid);
     } else {
@@ -604,6 +613,9 @@ void LaneEmitter::emitStore(const Op* op) {
     llvm::Value* mask = b_.CreateICmpULT(lanes, splat(b_.getInt64(laneExt)));
     mask = b_.CreateAnd(mask, b_.CreateICmpULT(b_.CreateAdd(lanes, splat(origin)), splat(b_.getInt64(ax.extent))));
     mask = b_.CreateAnd(mask, splat(inb));
+    // As for loads: an empty-masked vector outside the view addresses the view's first element.
+    llvm::Value* firstIn = b_.CreateICmpULT(b_.CreateAdd(origin, val(first)), b_.getInt64(ax.extent));
+    ptr = b_.CreateSelect(b_.CreateAnd(inb, firstIn), ptr, base_[op->operands[0]->index]);
     llvm::Value* x = vec(t, row, chunk);
     if (vector) {
       b_.CreateMaskedStore(x, ptr, llvm::Align(4), mask);
@@ -642,13 +654,15 @@ void LaneEmitter::emitReduce(const Op* op) {
     if (ordered) part[0] = ew_.combine(op->reduce, s, part[0], e);
     int64_t full = n / P;
     auto step = [&](Ix base, std::vector<llvm::Value*> cur) {
-      for (int64_t q = 0; q < parts; ++q) cur[q] = ew_.combine(op->reduce, cur[q], contribution(add(base, Ix{nullptr, q})), e);
+      for (int64_t q = 0; q < parts; ++q)
+        cur[q] = ew_.combine(op->reduce, cur[q], contribution(add(base, Ix{nullptr, q})), e);
       return cur;
     };
     if (lr.rolled && full > 1) {
-      part = loop(b_.getInt64(1), b_.getInt64(full), 1, part, [&](llvm::Value* t, const std::vector<llvm::Value*>& cur) {
-        return step(mul(Ix{t, 0}, P), cur);
-      });
+      part =
+          loop(b_.getInt64(1), b_.getInt64(full), 1, part, [&](llvm::Value* t, const std::vector<llvm::Value*>& cur) {
+            return step(mul(Ix{t, 0}, P), cur);
+          });
     } else {
       for (int64_t t = 1; t < full; ++t) part = step(Ix{nullptr, t * P}, part);
     }
@@ -697,12 +711,15 @@ void LaneEmitter::emitReduce(const Op* op) {
     std::vector<llvm::Value*> acc(A);
     for (int64_t a = 0; a < A; ++a) acc[a] = vector(Ix{nullptr, a});
     auto step = [&](Ix t, std::vector<llvm::Value*> cur) {
-      for (int64_t a = 0; a < A; ++a) cur[a] = ew_.combine(op->reduce, cur[a], vector(add(mul(t, A), Ix{nullptr, a})), e);
+      for (int64_t a = 0; a < A; ++a)
+        cur[a] = ew_.combine(op->reduce, cur[a], vector(add(mul(t, A), Ix{nullptr, a})), e);
       return cur;
     };
     if (lr.rolled)
       acc = loop(b_.getInt64(1), b_.getInt64(vectors / A), 1, acc,
-                 [&](llvm::Value* t, const std::vector<llvm::Value*>& cur) { return step(Ix{t, 0}, cur); });
+                 [&](llvm::Value* t, const std::vector<llvm::Value*>& cur) {
+                   return step(Ix{t, 0}, cur);
+                 });
     else
       for (int64_t t = 1; t < vectors / A; ++t) acc = step(Ix{nullptr, t}, acc);
     for (int64_t q = 0; q < P; ++q)
@@ -731,7 +748,8 @@ void LaneEmitter::emitReduce(const Op* op) {
       if (chunk.isConst() && chunk.c * w_ + j >= static_cast<uint64_t>(laneExt)) break;
       rc.back() = add(mul(chunk, w_), Ix{nullptr, j});
       // A runtime chunk's lanes past the extent read the last element instead (never stored).
-      if (!rc.back().isConst()) rc.back() = Ix{b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, rc.back().v, b_.getInt64(laneExt - 1)), 0};
+      if (!rc.back().isConst())
+        rc.back() = Ix{b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, rc.back().v, b_.getInt64(laneExt - 1)), 0};
       v = b_.CreateInsertElement(v, element(rc), uint64_t(j));
     }
     return v;
@@ -779,54 +797,56 @@ void LaneEmitter::emitConversion(const plan::Conversion& c) {
       b_.SetInsertPoint(slow);
       inside_.clear();
     }
-  forEach(iterations, iterations > 4, [&](Ix it) {
-    Ix xc = rem(it, xChunks), rest = div(it, xChunks);
-    Ix lb = rem(rest, lBlocks), o = div(rest, lBlocks);
-    Coords oc = rowCoords(outerT, o);
-    Coords xcs = mapCoords(xt, outerT, oc);
-    std::vector<llvm::Value*> r(w_);
-    for (unsigned i = 0; i < w_; ++i) {
-      Ix l = add(mul(lb, w_), Ix{nullptr, i});
-      if (l.isConst()) l.c = std::min(l.c, extL - 1);
-      else l = Ix{b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, l.v, b_.getInt64(extL - 1)), 0};
-      xcs[li] = l;
-      r[i] = vec(x, rowOf(xt, xcs), xc);
-    }
-    for (unsigned s = 1; s < w_; s <<= 1) {
-      std::vector<int> lo(w_), hi(w_);
-      for (unsigned k = 0; k < w_; ++k) {
-        lo[k] = (k & s) ? static_cast<int>(w_ + (k ^ s)) : static_cast<int>(k);
-        hi[k] = (k & s) ? static_cast<int>(w_ + k) : static_cast<int>(k ^ s);
-      }
+    forEach(iterations, iterations > 4, [&](Ix it) {
+      Ix xc = rem(it, xChunks), rest = div(it, xChunks);
+      Ix lb = rem(rest, lBlocks), o = div(rest, lBlocks);
+      Coords oc = rowCoords(outerT, o);
+      Coords xcs = mapCoords(xt, outerT, oc);
+      std::vector<llvm::Value*> r(w_);
       for (unsigned i = 0; i < w_; ++i) {
-        if (i & s) continue;
-        unsigned j = i | s;
-        llvm::Value* ni = b_.CreateShuffleVector(r[i], r[j], lo);
-        llvm::Value* nj = b_.CreateShuffleVector(r[i], r[j], hi);
-        r[i] = ni;
-        r[j] = nj;
+        Ix l = add(mul(lb, w_), Ix{nullptr, i});
+        if (l.isConst())
+          l.c = std::min(l.c, extL - 1);
+        else
+          l = Ix{b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, l.v, b_.getInt64(extL - 1)), 0};
+        xcs[li] = l;
+        r[i] = vec(x, rowOf(xt, xcs), xc);
       }
-    }
-    // Target row: x's dims without L, row-major (x's lane dim innermost); target chunk: lb.
-    Ix oRow = rowOf(outerT, oc);
-    for (unsigned t = 0; t < w_; ++t) {
-      Ix lastCoord = add(mul(xc, w_), Ix{nullptr, t});
-      if (lastCoord.isConst() && lastCoord.c >= extLast) break;
-      Ix vi = add(mul(add(mul(oRow, extLast), lastCoord), lBlocks), lb);
-      if (lastCoord.isConst()) {
+      for (unsigned s = 1; s < w_; s <<= 1) {
+        std::vector<int> lo(w_), hi(w_);
+        for (unsigned k = 0; k < w_; ++k) {
+          lo[k] = (k & s) ? static_cast<int>(w_ + (k ^ s)) : static_cast<int>(k);
+          hi[k] = (k & s) ? static_cast<int>(w_ + k) : static_cast<int>(k ^ s);
+        }
+        for (unsigned i = 0; i < w_; ++i) {
+          if (i & s) continue;
+          unsigned j = i | s;
+          llvm::Value* ni = b_.CreateShuffleVector(r[i], r[j], lo);
+          llvm::Value* nj = b_.CreateShuffleVector(r[i], r[j], hi);
+          r[i] = ni;
+          r[j] = nj;
+        }
+      }
+      // Target row: x's dims without L, row-major (x's lane dim innermost); target chunk: lb.
+      Ix oRow = rowOf(outerT, oc);
+      for (unsigned t = 0; t < w_; ++t) {
+        Ix lastCoord = add(mul(xc, w_), Ix{nullptr, t});
+        if (lastCoord.isConst() && lastCoord.c >= extLast) break;
+        Ix vi = add(mul(add(mul(oRow, extLast), lastCoord), lBlocks), lb);
+        if (lastCoord.isConst()) {
+          b_.CreateStore(r[t], slotPtr(c.slot, e, vi));
+          continue;
+        }
+        // A runtime chunk of x's lane dim: lanes past its extent are not stored.
+        llvm::BasicBlock* st = llvm::BasicBlock::Create(c_, "transpose.store", f_);
+        llvm::BasicBlock* nx = llvm::BasicBlock::Create(c_, "transpose.next", f_);
+        b_.CreateCondBr(b_.CreateICmpULT(lastCoord.v, b_.getInt64(extLast)), st, nx);
+        b_.SetInsertPoint(st);
         b_.CreateStore(r[t], slotPtr(c.slot, e, vi));
-        continue;
+        b_.CreateBr(nx);
+        b_.SetInsertPoint(nx);
       }
-      // A runtime chunk of x's lane dim: lanes past its extent are not stored.
-      llvm::BasicBlock* st = llvm::BasicBlock::Create(c_, "transpose.store", f_);
-      llvm::BasicBlock* nx = llvm::BasicBlock::Create(c_, "transpose.next", f_);
-      b_.CreateCondBr(b_.CreateICmpULT(lastCoord.v, b_.getInt64(extLast)), st, nx);
-      b_.SetInsertPoint(st);
-      b_.CreateStore(r[t], slotPtr(c.slot, e, vi));
-      b_.CreateBr(nx);
-      b_.SetInsertPoint(nx);
-    }
-  });
+    });
   }
   inside_.clear();
   if (load) {
@@ -1062,63 +1082,62 @@ void LaneEmitter::emitLoop(const Op* op) {
   llvm::Value* lo = indexValue(op->indices[0]);
   llvm::Value* hi = indexValue(op->indices[1]);
   int64_t step = op->indices[2].constant;
-  std::vector<llvm::Value*> fin =
-      loop(lo, hi, step, flat, [&](llvm::Value* iv, const std::vector<llvm::Value*>& cur) {
-        scalars_[ivArg->id] = iv;
-        unflatten(cur, false);
-        emitRegion(body);
-        std::vector<llvm::Value*> next;
-        for (size_t i = 0; i < nc; ++i) {
-          const plan::Layout& l = layoutOf(i);
-          const ir::Value* y = yield->operands[i];
-          if (l.rep == LaneRep::Scalar) next.push_back(scalar(y));
-          if (l.rep == LaneRep::Vectors)
-            for (int64_t v = 0; v < l.vectors(); ++v) next.push_back(vec(y, Ix{nullptr, v}));
-        }
-        // Panels: a yielded value that is another carried panel of this loop (a swap) goes
-        // through a temporary first, so no copy reads storage an earlier copy overwrote.
-        std::vector<std::pair<size_t, llvm::Value*>> staged;
-        for (size_t i = 0; i < nc; ++i) {
-          const plan::Layout& l = layoutOf(i);
-          const ir::Value* y = yield->operands[i];
-          if (l.rep != LaneRep::Panel || y == body->args[i + 1]) continue;
-          bool carried = y->origin == ir::Value::Origin::RegionArg && y->region == body;
-          if (!carried) continue;
-          llvm::IRBuilder<>::InsertPointGuard g(b_);
-          b_.SetInsertPoint(entry_, entry_->getFirstInsertionPt());
-          Elem e = y->type.elem == Elem::I1 ? Elem::I64 : y->type.elem;
-          auto* tmp = b_.CreateAlloca(llvm::ArrayType::get(vty(e), static_cast<uint64_t>(l.vectors())));
-          staged.push_back({i, tmp});
-        }
-        for (auto& [i, tmp] : staged) {
-          const ir::Value* y = yield->operands[i];
-          Elem e = y->type.elem == Elem::I1 ? Elem::I64 : y->type.elem;
-          forEachVector(layoutOf(i).rows, layoutOf(i).chunks, layoutOf(i).large, [&](Ix row, Ix chunk) {
-            Ix vi = vindex(y, row, chunk);
-            llvm::Value* x = vec(y, row, chunk);
-            if (y->type.elem == Elem::I1) x = b_.CreateZExt(x, vty(Elem::I64));
-            b_.CreateStore(x, b_.CreateInBoundsGEP(vty(e), tmp, val(vi)));
-          });
-        }
-        for (size_t i = 0; i < nc; ++i) {
-          const plan::Layout& l = layoutOf(i);
-          const ir::Value* y = yield->operands[i];
-          if (l.rep != LaneRep::Panel || y == body->args[i + 1]) continue;
-          auto it = std::find_if(staged.begin(), staged.end(), [&](const auto& s) { return s.first == i; });
-          if (it == staged.end()) {
-            copyPanel(body->args[i + 1], [&](Ix row, Ix chunk) { return vec(y, row, chunk); });
-            continue;
-          }
-          llvm::Value* tmp = it->second;
-          Elem e = y->type.elem == Elem::I1 ? Elem::I64 : y->type.elem;
-          copyPanel(body->args[i + 1], [&](Ix row, Ix chunk) {
-            Ix vi = vindex(y, row, chunk);
-            llvm::Value* x = b_.CreateLoad(vty(e), b_.CreateInBoundsGEP(vty(e), tmp, val(vi)));
-            return y->type.elem == Elem::I1 ? b_.CreateTrunc(x, vty(Elem::I1)) : x;
-          });
-        }
-        return next;
+  std::vector<llvm::Value*> fin = loop(lo, hi, step, flat, [&](llvm::Value* iv, const std::vector<llvm::Value*>& cur) {
+    scalars_[ivArg->id] = iv;
+    unflatten(cur, false);
+    emitRegion(body);
+    std::vector<llvm::Value*> next;
+    for (size_t i = 0; i < nc; ++i) {
+      const plan::Layout& l = layoutOf(i);
+      const ir::Value* y = yield->operands[i];
+      if (l.rep == LaneRep::Scalar) next.push_back(scalar(y));
+      if (l.rep == LaneRep::Vectors)
+        for (int64_t v = 0; v < l.vectors(); ++v) next.push_back(vec(y, Ix{nullptr, v}));
+    }
+    // Panels: a yielded value that is another carried panel of this loop (a swap) goes
+    // through a temporary first, so no copy reads storage an earlier copy overwrote.
+    std::vector<std::pair<size_t, llvm::Value*>> staged;
+    for (size_t i = 0; i < nc; ++i) {
+      const plan::Layout& l = layoutOf(i);
+      const ir::Value* y = yield->operands[i];
+      if (l.rep != LaneRep::Panel || y == body->args[i + 1]) continue;
+      bool carried = y->origin == ir::Value::Origin::RegionArg && y->region == body;
+      if (!carried) continue;
+      llvm::IRBuilder<>::InsertPointGuard g(b_);
+      b_.SetInsertPoint(entry_, entry_->getFirstInsertionPt());
+      Elem e = y->type.elem == Elem::I1 ? Elem::I64 : y->type.elem;
+      auto* tmp = b_.CreateAlloca(llvm::ArrayType::get(vty(e), static_cast<uint64_t>(l.vectors())));
+      staged.push_back({i, tmp});
+    }
+    for (auto& [i, tmp] : staged) {
+      const ir::Value* y = yield->operands[i];
+      Elem e = y->type.elem == Elem::I1 ? Elem::I64 : y->type.elem;
+      forEachVector(layoutOf(i).rows, layoutOf(i).chunks, layoutOf(i).large, [&](Ix row, Ix chunk) {
+        Ix vi = vindex(y, row, chunk);
+        llvm::Value* x = vec(y, row, chunk);
+        if (y->type.elem == Elem::I1) x = b_.CreateZExt(x, vty(Elem::I64));
+        b_.CreateStore(x, b_.CreateInBoundsGEP(vty(e), tmp, val(vi)));
       });
+    }
+    for (size_t i = 0; i < nc; ++i) {
+      const plan::Layout& l = layoutOf(i);
+      const ir::Value* y = yield->operands[i];
+      if (l.rep != LaneRep::Panel || y == body->args[i + 1]) continue;
+      auto it = std::find_if(staged.begin(), staged.end(), [&](const auto& s) { return s.first == i; });
+      if (it == staged.end()) {
+        copyPanel(body->args[i + 1], [&](Ix row, Ix chunk) { return vec(y, row, chunk); });
+        continue;
+      }
+      llvm::Value* tmp = it->second;
+      Elem e = y->type.elem == Elem::I1 ? Elem::I64 : y->type.elem;
+      copyPanel(body->args[i + 1], [&](Ix row, Ix chunk) {
+        Ix vi = vindex(y, row, chunk);
+        llvm::Value* x = b_.CreateLoad(vty(e), b_.CreateInBoundsGEP(vty(e), tmp, val(vi)));
+        return y->type.elem == Elem::I1 ? b_.CreateTrunc(x, vty(Elem::I1)) : x;
+      });
+    }
+    return next;
+  });
   unflatten(fin, true);
 }
 

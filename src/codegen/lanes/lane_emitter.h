@@ -40,7 +40,7 @@ class LaneEmitter {
   Ix div(Ix a, int64_t c);
   Ix rem(Ix a, int64_t c);
   llvm::Value* val(Ix a);
-  Coords rowCoords(const ir::Type& t, Ix row);  // coords of the non-lane dims (lane entry = 0)
+  Coords rowCoords(const ir::Type& t, Ix row);    // coords of the non-lane dims (lane entry = 0)
   Ix rowOf(const ir::Type& t, const Coords& cs);  // row index of coords (lane coord ignored)
   Coords mapCoords(const ir::Type& to, const ir::Type& from, const Coords& cs, const Coords* extra = nullptr,
                    const ir::Type* extraType = nullptr);
@@ -53,8 +53,9 @@ class LaneEmitter {
   llvm::Value* laneMask(int64_t valid);  // first `valid` lanes on
 
   // loops
-  std::vector<llvm::Value*> loop(llvm::Value* lo, llvm::Value* hi, int64_t step, const std::vector<llvm::Value*>& init,
-                                 const std::function<std::vector<llvm::Value*>(llvm::Value*, const std::vector<llvm::Value*>&)>& body);
+  std::vector<llvm::Value*> loop(
+      llvm::Value* lo, llvm::Value* hi, int64_t step, const std::vector<llvm::Value*>& init,
+      const std::function<std::vector<llvm::Value*>(llvm::Value*, const std::vector<llvm::Value*>&)>& body);
   void forEach(int64_t n, bool runtime, const std::function<void(Ix)>& body);
   // Every vector of a rows x chunks layout: rows by a runtime loop when `runtime` (chunks
   // unrolled up to 8), else unrolled.
@@ -70,7 +71,7 @@ class LaneEmitter {
   llvm::Value* alongLane(const ir::Value* v, const ir::Type& ctxType, const Coords& ctx, int64_t chunkFirst, Ix chunk);
   void define(const ir::Value* v, const VecGen& gen);
   llvm::Value* genVec(const ir::Op* op, Ix row, Ix chunk);
-  llvm::Value* loadVector(const ir::Op* op, Ix row, Ix chunk);  // a tile load's vector
+  llvm::Value* loadVector(const ir::Op* op, Ix row, Ix chunk);   // a tile load's vector
   llvm::Value* loadElement(const ir::Op* op, const Coords& cs);  // one element of it
   // True when the whole tile of a load lies inside its view (a runtime i1).
   llvm::Value* tileInside(const ir::Op* load);
