@@ -556,10 +556,7 @@ llvm::Value* LaneEmitter::loadVector(const Op* op, Ix row, Ix chunk) {
   // A vector wholly outside the view (a padding row of the tile) reads from the view's first
   // element instead: its mask is empty, but a masked load whose masked-off lanes touch an
   // unmapped page costs a microcode assist of ~1000 cycles on current x86 cores.
-  if (!isInside(op)) {
-    llvm::Value* firstIn = b_.CreateICmpULT(b_.CreateAdd(origin, val(first)), b_.getInt64(ax.extent));
-    ptr = b_.CreateSelect(b_.CreateAnd(inb, firstIn), ptr, base_[op->operands[0]->index]);
-  }
+  if (!isInside(op)) ptr = b_.CreateSelect(b_.CreateOrReduce(mask), ptr, base_[op->operands[0]->index]);
   if (isInside(op)) {
     // Inside the view: only the tile's own tail chunk is masked.
     int64_t valid = laneExt - (chunk.isConst() ? chunk.c * w_ : 0);
@@ -614,8 +611,7 @@ void LaneEmitter::emitStore(const Op* op) {
     mask = b_.CreateAnd(mask, b_.CreateICmpULT(b_.CreateAdd(lanes, splat(origin)), splat(b_.getInt64(ax.extent))));
     mask = b_.CreateAnd(mask, splat(inb));
     // As for loads: an empty-masked vector outside the view addresses the view's first element.
-    llvm::Value* firstIn = b_.CreateICmpULT(b_.CreateAdd(origin, val(first)), b_.getInt64(ax.extent));
-    ptr = b_.CreateSelect(b_.CreateAnd(inb, firstIn), ptr, base_[op->operands[0]->index]);
+    ptr = b_.CreateSelect(b_.CreateOrReduce(mask), ptr, base_[op->operands[0]->index]);
     llvm::Value* x = vec(t, row, chunk);
     if (vector) {
       b_.CreateMaskedStore(x, ptr, llvm::Align(4), mask);
