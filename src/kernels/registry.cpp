@@ -158,8 +158,11 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
     // kDefaultKvTileElements; never more than the keys there are (rounded up to 16).
     const int64_t group = Hq / Hkv;
     s.block_q = std::clamp<int64_t>(64 / group, 1, Q);
-    s.block_k = std::clamp<int64_t>(kDefaultKvTileElements / widest, 1, 64);
-    s.block_k = std::min<int64_t>(s.block_k, std::max<int64_t>(16, (s.shape[4] + 15) / 16 * 16));
+    // The fewest blocks of at most that many keys, split evenly and rounded up to 16, so the
+    // last block is not mostly padding (K = 65: 2 x 48, not 64 + 1).
+    const int64_t most = std::clamp<int64_t>(kDefaultKvTileElements / widest, 1, 64), K = s.shape[4];
+    const int64_t blocks = std::max<int64_t>(1, (K + most - 1) / most);
+    s.block_k = std::min(most, std::max<int64_t>(16, ((K + blocks - 1) / blocks + 15) / 16 * 16));
   } else {
     s.block_q = Q == 1 ? 1 : 4;
     // 16 keys per block, fewer when a K or V tile of 16 rows would pass kDefaultKvTileElements.
