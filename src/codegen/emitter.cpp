@@ -68,21 +68,15 @@ llvm::Value* Emitter::allTrue() {
 // ---------------------------------------------------------------- index arithmetic
 
 llvm::Value* Emitter::toValue(Ix a) {
-  return a.isConst() ? b_.getInt64(a.c) : a.v;
+  return ix_.value(a);
 }
 
 Ix Emitter::add(Ix a, Ix b) {
-  if (a.isConst() && b.isConst()) return Ix{nullptr, a.c + b.c};
-  if (a.isConst() && a.c == 0) return b;
-  if (b.isConst() && b.c == 0) return a;
-  return Ix{b_.CreateAdd(toValue(a), toValue(b)), 0};
+  return ix_.add(a, b);
 }
 
 Ix Emitter::mul(Ix a, int64_t c) {
-  if (a.isConst()) return Ix{nullptr, a.c * c};
-  if (c == 1) return a;
-  if (c == 0) return Ix{nullptr, 0};
-  return Ix{b_.CreateMul(a.v, b_.getInt64(c)), 0};
+  return ix_.mul(a, c);
 }
 
 std::vector<Ix> Emitter::coords(const ir::Type& t, Ix lin) {
@@ -123,32 +117,7 @@ Ix Emitter::linear(const ir::Type& t, const std::vector<Ix>& cs) {
 
 std::vector<llvm::Value*> Emitter::loop(llvm::Value* lo, llvm::Value* hi, int64_t step,
                                         const std::vector<llvm::Value*>& init, const LoopBody& body) {
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  llvm::BasicBlock* header = llvm::BasicBlock::Create(c_, kLoopHeaderName, f_);
-  llvm::BasicBlock* bodyBB = llvm::BasicBlock::Create(c_, "kiln.body", f_);
-  llvm::BasicBlock* exit = llvm::BasicBlock::Create(c_, "kiln.exit", f_);
-  b_.CreateBr(header);
-  b_.SetInsertPoint(header);
-  llvm::PHINode* iv = b_.CreatePHI(b_.getInt64Ty(), 2, "iv");
-  iv->addIncoming(lo, pre);
-  std::vector<llvm::PHINode*> phis;
-  std::vector<llvm::Value*> cur;
-  for (llvm::Value* v : init) {
-    llvm::PHINode* phi = b_.CreatePHI(v->getType(), 2);
-    phi->addIncoming(v, pre);
-    phis.push_back(phi);
-    cur.push_back(phi);
-  }
-  b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), bodyBB, exit);
-  b_.SetInsertPoint(bodyBB);
-  std::vector<llvm::Value*> next = body(iv, cur);
-  llvm::Value* ivNext = b_.CreateAdd(iv, b_.getInt64(step));
-  llvm::BasicBlock* latch = b_.GetInsertBlock();
-  b_.CreateBr(header);
-  iv->addIncoming(ivNext, latch);
-  for (size_t i = 0; i < phis.size(); ++i) phis[i]->addIncoming(next[i], latch);
-  b_.SetInsertPoint(exit);
-  return cur;
+  return buildLoop(b_, f_, lo, hi, step, init, body, /*noUnroll=*/false);
 }
 
 void Emitter::loopFor(int64_t n, const std::function<void(llvm::Value* iv)>& body) {

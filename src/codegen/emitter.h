@@ -9,17 +9,11 @@
 #include <vector>
 
 #include "codegen/elementwise.h"
+#include "codegen/loops.h"
 #include "ir/ir.h"
 #include "plan/plan.h"
 
 namespace kiln::codegen {
-
-// A linear element index: a compile-time constant, or a uniform runtime i64 (v != nullptr).
-struct Ix {
-  llvm::Value* v = nullptr;
-  int64_t c = 0;
-  bool isConst() const { return v == nullptr; }
-};
 
 class Emitter {
  public:
@@ -32,7 +26,6 @@ class Emitter {
  private:
   using Gen = std::function<llvm::Value*(Ix)>;
   using GroupGen = std::function<std::vector<llvm::Value*>(Ix first)>;
-  using LoopBody = std::function<std::vector<llvm::Value*>(llvm::Value* iv, const std::vector<llvm::Value*>& carried)>;
 
   // --- types and constants
   llvm::Type* scalarTy(ir::Elem e);
@@ -89,6 +82,7 @@ class Emitter {
   llvm::LLVMContext& c_;
   llvm::IRBuilder<> b_;
   Elementwise ew_{b_, m_};
+  IndexMath ix_{b_};
   unsigned w_;
   bool full_;
   llvm::Function* f_ = nullptr;

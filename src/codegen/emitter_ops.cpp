@@ -69,8 +69,16 @@ llvm::Function* Emitter::emitPacket(const std::string& name, std::string& error)
 }
 
 void Emitter::emitRegion(const ir::Region* r) {
-  for (const Op* op : r->ops)
-    if (op->kind != OpKind::Yield) emitOp(op);
+  for (const Op* op : r->ops) {
+    if (op->kind == OpKind::Yield) continue;
+    emitOp(op);
+    if (!error_.empty()) {
+      // A lowering error names the op it happened at (FILE:LINE:COL), once.
+      if (error_.find(": error: ") == std::string::npos)
+        error_ = fmt::format("{}:{}:{}: error: {}", op->loc.file, op->loc.line, op->loc.col, error_);
+      return;
+    }
+  }
 }
 
 void Emitter::emitOp(const Op* op) {

@@ -20,6 +20,16 @@ int64_t countInstructions(const llvm::Function& f) {
   return n;
 }
 
+// What the emitted body realizes (instructions, loops, private arrays), for checking the plan.
+void realized(const llvm::Function& body, Lowered& out) {
+  out.body_instructions = countInstructions(body);
+  for (const llvm::BasicBlock& bb : body) {
+    if (bb.getName().starts_with(kLoopHeaderName)) ++out.realized_loops;
+    for (const llvm::Instruction& i : bb)
+      if (llvm::isa<llvm::AllocaInst>(i)) ++out.realized_allocas;
+  }
+}
+
 // void kiln_blocks(ptr params, i64 begin, i64 end, ptr record)
 // `masked` runs `w` programs from `first` (lanes past the domain masked); `full` (optional) the
 // same with every lane active. The lane realization passes w = 1 and its program as `full`.
@@ -123,24 +133,14 @@ std::optional<std::string> lower(const ir::Kernel& kernel, const plan::Plan& pla
     LaneEmitter lanes(kernel, plan, m);
     llvm::Function* body = lanes.emitProgram("kiln_program", error);
     if (!body) return error;
-    out.body_instructions = countInstructions(*body);
-    for (const llvm::BasicBlock& bb : *body) {
-      if (bb.getName().starts_with(kLoopHeaderName)) ++out.realized_loops;
-      for (const llvm::Instruction& i : bb)
-        if (llvm::isa<llvm::AllocaInst>(i)) ++out.realized_allocas;
-    }
+    realized(*body, out);
     out.full_packet_decision = "not_applicable";
     emitBlocks(m, plan, nullptr, body, 1);
   } else {
     Emitter masked(kernel, plan, m, /*fullPacket=*/false);
     llvm::Function* body = masked.emitPacket("kiln_packet", error);
     if (!body) return error;
-    out.body_instructions = countInstructions(*body);
-    for (const llvm::BasicBlock& bb : *body) {
-      if (bb.getName().starts_with(kLoopHeaderName)) ++out.realized_loops;
-      for (const llvm::Instruction& i : bb)
-        if (llvm::isa<llvm::AllocaInst>(i)) ++out.realized_allocas;
-    }
+    realized(*body, out);
 
     // The full-packet rule (DESIGN.md, "Execution model"), applied to the measured body.
     llvm::Function* full = nullptr;

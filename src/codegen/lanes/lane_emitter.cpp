@@ -41,29 +41,19 @@ LaneEmitter::LaneEmitter(const ir::Kernel& kernel, const plan::Plan& plan, llvm:
 // ---------------------------------------------------------------- indices
 
 llvm::Value* LaneEmitter::val(Ix a) {
-  return a.isConst() ? b_.getInt64(a.c) : a.v;
+  return ix_.value(a);
 }
-LaneEmitter::Ix LaneEmitter::add(Ix a, Ix b) {
-  if (a.isConst() && b.isConst()) return {nullptr, a.c + b.c};
-  if (a.isConst() && a.c == 0) return b;
-  if (b.isConst() && b.c == 0) return a;
-  return {b_.CreateAdd(val(a), val(b)), 0};
+Ix LaneEmitter::add(Ix a, Ix b) {
+  return ix_.add(a, b);
 }
-LaneEmitter::Ix LaneEmitter::mul(Ix a, int64_t c) {
-  if (a.isConst()) return {nullptr, a.c * c};
-  if (c == 1) return a;
-  if (c == 0) return {nullptr, 0};
-  return {b_.CreateMul(a.v, b_.getInt64(c)), 0};
+Ix LaneEmitter::mul(Ix a, int64_t c) {
+  return ix_.mul(a, c);
 }
-LaneEmitter::Ix LaneEmitter::div(Ix a, int64_t c) {
-  if (a.isConst()) return {nullptr, a.c / c};
-  if (c == 1) return a;
-  return {b_.CreateUDiv(a.v, b_.getInt64(c)), 0};
+Ix LaneEmitter::div(Ix a, int64_t c) {
+  return ix_.div(a, c);
 }
-LaneEmitter::Ix LaneEmitter::rem(Ix a, int64_t c) {
-  if (a.isConst()) return {nullptr, a.c % c};
-  if (c == 1) return {nullptr, 0};
-  return {b_.CreateURem(a.v, b_.getInt64(c)), 0};
+Ix LaneEmitter::rem(Ix a, int64_t c) {
+  return ix_.rem(a, c);
 }
 
 LaneEmitter::Coords LaneEmitter::rowCoords(const ir::Type& t, Ix row) {
@@ -83,7 +73,7 @@ LaneEmitter::Coords LaneEmitter::rowCoords(const ir::Type& t, Ix row) {
   return cs;
 }
 
-LaneEmitter::Ix LaneEmitter::rowOf(const ir::Type& t, const Coords& cs) {
+Ix LaneEmitter::rowOf(const ir::Type& t, const Coords& cs) {
   Ix r{nullptr, 0};
   int64_t stride = 1;
   for (int i = static_cast<int>(t.dims.size()) - 2; i >= 0; --i) {
@@ -127,42 +117,11 @@ llvm::Value* LaneEmitter::laneMask(int64_t valid) {
   return llvm::ConstantVector::get(l);
 }
 
-std::vector<llvm::Value*> LaneEmitter::loop(
-    llvm::Value* lo, llvm::Value* hi, int64_t step, const std::vector<llvm::Value*>& init,
-    const std::function<std::vector<llvm::Value*>(llvm::Value*, const std::vector<llvm::Value*>&)>& body) {
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  llvm::BasicBlock* header = llvm::BasicBlock::Create(c_, kLoopHeaderName, f_);
-  llvm::BasicBlock* bodyBB = llvm::BasicBlock::Create(c_, "kiln.body", f_);
-  llvm::BasicBlock* exit = llvm::BasicBlock::Create(c_, "kiln.exit", f_);
-  b_.CreateBr(header);
-  b_.SetInsertPoint(header);
-  llvm::PHINode* iv = b_.CreatePHI(b_.getInt64Ty(), 2, "iv");
-  iv->addIncoming(lo, pre);
-  std::vector<llvm::PHINode*> phis;
-  std::vector<llvm::Value*> cur;
-  for (llvm::Value* v : init) {
-    phis.push_back(b_.CreatePHI(v->getType(), 2));
-    phis.back()->addIncoming(v, pre);
-    cur.push_back(phis.back());
-  }
-  b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), bodyBB, exit);
-  b_.SetInsertPoint(bodyBB);
-  std::vector<llvm::Value*> next = body(iv, cur);
-  llvm::Value* ivNext = b_.CreateAdd(iv, b_.getInt64(step));
-  llvm::BasicBlock* latch = b_.GetInsertBlock();
-  llvm::BranchInst* back = b_.CreateBr(header);
-  // The loops are the plan's (register tiles, panels): LLVM must not unroll them fully, which
-  // would multiply code size (and compile time) by the trip count for no gain.
-  llvm::MDNode* self = llvm::MDNode::getTemporary(c_, {}).release();
-  llvm::MDNode* noUnroll = llvm::MDNode::get(c_, {llvm::MDString::get(c_, "llvm.loop.unroll.disable")});
-  llvm::MDNode* loopId = llvm::MDNode::get(c_, {self, noUnroll});
-  loopId->replaceOperandWith(0, loopId);
-  llvm::MDNode::deleteTemporary(self);
-  back->setMetadata(llvm::LLVMContext::MD_loop, loopId);
-  iv->addIncoming(ivNext, latch);
-  for (size_t i = 0; i < phis.size(); ++i) phis[i]->addIncoming(next[i], latch);
-  b_.SetInsertPoint(exit);
-  return cur;
+// The plan's loops (register tiles, panels): LLVM must not unroll them fully, which would
+// multiply code size (and compile time) by the trip count for no gain.
+std::vector<llvm::Value*> LaneEmitter::loop(llvm::Value* lo, llvm::Value* hi, int64_t step,
+                                            const std::vector<llvm::Value*>& init, const LoopBody& body) {
+  return buildLoop(b_, f_, lo, hi, step, init, body, /*noUnroll=*/true);
 }
 
 void LaneEmitter::forEach(int64_t n, bool runtime, const std::function<void(Ix)>& body) {
@@ -201,7 +160,7 @@ llvm::Value* LaneEmitter::slotPtr(int slot, Elem e, Ix vi) {
   return b_.CreateInBoundsGEP(t, slots_[slot], val(vi));
 }
 
-LaneEmitter::Ix LaneEmitter::vindex(const ir::Value* v, Ix row, Ix chunk) {
+Ix LaneEmitter::vindex(const ir::Value* v, Ix row, Ix chunk) {
   return add(mul(row, lp_.layout[v->id].chunks), chunk);
 }
 
@@ -424,9 +383,9 @@ void LaneEmitter::emitRegion(const ir::Region* r) {
     if (op->kind == OpKind::Yield) continue;
     emitOp(op);
     if (!error_.empty()) {
-      std::string where = fmt::format("{}:{}:{}: ", op->loc.file, op->loc.line, op->loc.col);
-      if (error_.rfind(where, 0) != 0 && error_.find(": error: ") == std::string::npos)
-        error_ = where + "error: " + error_;
+      // A lowering error names the op it happened at (FILE:LINE:COL), once.
+      if (error_.find(": error: ") == std::string::npos)
+        error_ = fmt::format("{}:{}:{}: error: {}", op->loc.file, op->loc.line, op->loc.col, error_);
       return;
     }
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "codegen/elementwise.h"
+#include "codegen/loops.h"
 #include "ir/ir.h"
 #include "plan/plan.h"
 
@@ -25,12 +26,6 @@ class LaneEmitter {
   llvm::Function* emitProgram(const std::string& name, std::string& error);
 
  private:
-  // An index: a compile-time constant, or a runtime i64 (v != nullptr).
-  struct Ix {
-    llvm::Value* v = nullptr;
-    int64_t c = 0;
-    bool isConst() const { return v == nullptr; }
-  };
   using Coords = std::vector<Ix>;  // one per dim of a type
   using VecGen = std::function<llvm::Value*(Ix row, Ix chunk)>;
 
@@ -53,9 +48,8 @@ class LaneEmitter {
   llvm::Value* laneMask(int64_t valid);  // first `valid` lanes on
 
   // loops
-  std::vector<llvm::Value*> loop(
-      llvm::Value* lo, llvm::Value* hi, int64_t step, const std::vector<llvm::Value*>& init,
-      const std::function<std::vector<llvm::Value*>(llvm::Value*, const std::vector<llvm::Value*>&)>& body);
+  std::vector<llvm::Value*> loop(llvm::Value* lo, llvm::Value* hi, int64_t step, const std::vector<llvm::Value*>& init,
+                                 const LoopBody& body);
   void forEach(int64_t n, bool runtime, const std::function<void(Ix)>& body);
   // Every vector of a rows x chunks layout: rows by a runtime loop when `runtime` (chunks
   // unrolled up to 8), else unrolled.
@@ -99,6 +93,7 @@ class LaneEmitter {
   llvm::LLVMContext& c_;
   llvm::IRBuilder<> b_;
   Elementwise ew_{b_, m_};
+  IndexMath ix_{b_};
   unsigned w_;
   llvm::Function* f_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;
