@@ -21,8 +21,18 @@ sed -n '/^[[:space:]]*packages=(/,/)/p' scripts/bootstrap.sh | sed 's/#.*//; s/p
 [ -s "$tmp/listed" ] || { echo "check-packages: no packages=( ... ) array in scripts/bootstrap.sh" >&2; exit 2; }
 
 # Everything those packages bring: themselves and their dependency closure (Depends and
-# Pre-Depends; alternatives count, since apt may pick any of them).
-{ cat "$tmp/listed"
+# Pre-Depends; alternatives count, since apt may pick any of them). From apt's lists, and from
+# dpkg's own database (which needs no lists: a machine whose apt lists were cleaned still works).
+cp "$tmp/listed" "$tmp/queue"
+cp "$tmp/listed" "$tmp/seen"
+while [ -s "$tmp/queue" ]; do
+  dpkg-query -W -f='${Depends}, ${Pre-Depends}\n' $(cat "$tmp/queue") 2>/dev/null |
+    tr ',|' '\n\n' | sed 's/([^)]*)//g; s/:any//; s/^ *//; s/ *$//' | grep -E '^[a-z0-9][a-z0-9.+-]+$' |
+    sort -u | comm -23 - "$tmp/seen" > "$tmp/new"
+  sort -u "$tmp/seen" "$tmp/new" -o "$tmp/seen"
+  mv "$tmp/new" "$tmp/queue"
+done
+{ cat "$tmp/seen"
   apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
     --no-replaces --no-enhances $(cat "$tmp/listed") 2>/dev/null | grep -v '^ ' | tr -d '<>'
 } | sed 's/:.*//' | sort -u > "$tmp/provided"
