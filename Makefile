@@ -72,7 +72,7 @@ fuzz-parser: bootstrap $(FUZZ_PARSER_BUILD)/build.ninja
 	cmake --build $(FUZZ_PARSER_BUILD) -j $(JOBS) --target kiln_parser_fuzzer
 	mkdir -p out/fuzz-parser/corpus
 	$(FUZZ_PARSER_BUILD)/bin/kiln_parser_fuzzer -max_total_time=$(FUZZ_PARSER_SECONDS) -max_len=16384 -timeout=10 \
-	  -artifact_prefix=out/fuzz-parser/ out/fuzz-parser/corpus examples tests/ir tests/error tests/fuzz
+	  -artifact_prefix=out/fuzz-parser/ out/fuzz-parser/corpus examples tests/ir tests/error tests/fuzz tests/fuzz-parser
 
 format:
 	clang-format -i $(SOURCES)
