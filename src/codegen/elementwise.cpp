@@ -11,6 +11,19 @@ namespace kiln::codegen {
 using ir::Elem;
 using ir::OpKind;
 
+void setFastMath(llvm::IRBuilder<>& b) {
+  llvm::FastMathFlags fmf;
+  fmf.setAllowContract(true);
+  fmf.setAllowReassoc(true);
+  fmf.setAllowReciprocal(true);
+  b.setFastMathFlags(fmf);
+}
+
+std::string positionedError(const ir::Op* op, const std::string& error) {
+  if (error.find(": error: ") != std::string::npos) return error;
+  return fmt::format("{}:{}:{}: error: {}", op->loc.file, op->loc.line, op->loc.col, error);
+}
+
 llvm::Type* Elementwise::shaped(llvm::Type* like, Elem e) {
   llvm::Type* s = e == Elem::I64 ? b_.getInt64Ty() : e == Elem::I1 ? b_.getInt1Ty() : b_.getFloatTy();
   if (auto* v = llvm::dyn_cast<llvm::VectorType>(like)) return llvm::VectorType::get(s, v->getElementCount());

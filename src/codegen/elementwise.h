@@ -12,6 +12,13 @@
 
 namespace kiln::codegen {
 
+// Fast math (fast_math=on): contraction, reassociation and reciprocals on every float op the
+// builder creates; never no-NaNs or no-infs (kernels mask with -inf).
+void setFastMath(llvm::IRBuilder<>& b);
+
+// A lowering error at `op`, as FILE:LINE:COL: error: MESSAGE (unchanged if already positioned).
+std::string positionedError(const ir::Op* op, const std::string& error);
+
 class Elementwise {
  public:
   Elementwise(llvm::IRBuilder<>& b, llvm::Module& m) : b_(b), m_(m) {}

@@ -19,14 +19,7 @@ Emitter::Emitter(const ir::Kernel& kernel, const plan::Plan& plan, llvm::Module&
       b_(module.getContext()),
       w_(static_cast<unsigned>(plan.knobs.packet_width)),
       full_(fullPacket) {
-  if (plan.knobs.fast_math) {
-    // Contraction, reassociation and reciprocals; never no-NaNs/no-infs: -inf masks stay exact.
-    llvm::FastMathFlags fmf;
-    fmf.setAllowContract(true);
-    fmf.setAllowReassoc(true);
-    fmf.setAllowReciprocal(true);
-    b_.setFastMathFlags(fmf);
-  }
+  if (plan.knobs.fast_math) setFastMath(b_);
 }
 
 llvm::Type* Emitter::scalarTy(Elem e) {

@@ -73,9 +73,7 @@ void Emitter::emitRegion(const ir::Region* r) {
     if (op->kind == OpKind::Yield) continue;
     emitOp(op);
     if (!error_.empty()) {
-      // A lowering error names the op it happened at (FILE:LINE:COL), once.
-      if (error_.find(": error: ") == std::string::npos)
-        error_ = fmt::format("{}:{}:{}: error: {}", op->loc.file, op->loc.line, op->loc.col, error_);
+      error_ = positionedError(op, error_);
       return;
     }
   }

@@ -1,0 +1,400 @@
+// The lane realization's contractions: reductions in the IR's order (lanes as partitions when
+// the tree allows), in-register transposes, and register-blocked outer-product mma.
+#include "codegen/lanes/lane_emitter.h"
+
+#include <fmt/format.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Intrinsics.h>
+
+namespace kiln::codegen {
+
+using ir::Elem;
+using ir::Op;
+using ir::OpKind;
+using plan::LaneRep;
+
+// ---------------------------------------------------------------- reduce
+
+void LaneEmitter::emitReduce(const Op* op) {
+  const ir::Value* x = op->operands[0];
+  const ir::Value* init = op->operands[1];
+  const ir::Value* r = op->results[0];
+  const ir::Type& rt = r->type;
+  const plan::ReducePlan& rp = p_.reduce.at(op);
+  const plan::LaneReduce& lr = lp_.reduce.at(op);
+  const plan::Layout& xl = lp_.layout[x->id];
+  Elem e = rt.elem;
+  ir::Type red = ir::Type::tile(x->type.elem, {});
+  for (const ir::Dim& d : x->type.dims)
+    if (std::find(op->dims.begin(), op->dims.end(), d.name) != op->dims.end()) red.dims.push_back(d);
+  const int64_t n = rp.contributions;
+  const int64_t P = rp.partitions;
+  // The defined order (docs/ir.md, Reductions): contribution j to partition j mod P, each
+  // partition folded from its first contribution, then init merged with the partitions in order.
+  auto fold = [&](llvm::Value* s, const std::function<llvm::Value*(Ix)>& contribution) {
+    if (n == 0) return s;
+    int64_t parts = std::min<int64_t>(P, n);
+    std::vector<llvm::Value*> part(parts);
+    for (int64_t q = 0; q < parts; ++q) part[q] = contribution(Ix{nullptr, q});
+    // `ordered` folds from the initial value: ((init ⊕ c0) ⊕ c1) ⊕ ... (the tree's init is merged last).
+    const bool ordered = op->reduce_policy.kind == ir::ReducePolicy::Kind::Ordered;
+    if (ordered) part[0] = ew_.combine(op->reduce, s, part[0], e);
+    int64_t full = n / P;
+    auto step = [&](Ix base, std::vector<llvm::Value*> cur) {
+      for (int64_t q = 0; q < parts; ++q)
+        cur[q] = ew_.combine(op->reduce, cur[q], contribution(add(base, Ix{nullptr, q})), e);
+      return cur;
+    };
+    if (lr.rolled && full > 1) {
+      part =
+          loop(b_.getInt64(1), b_.getInt64(full), 1, part, [&](llvm::Value* t, const std::vector<llvm::Value*>& cur) {
+            return step(mul(Ix{t, 0}, P), cur);
+          });
+    } else {
+      for (int64_t t = 1; t < full; ++t) part = step(Ix{nullptr, t * P}, part);
+    }
+    for (int64_t j = std::max<int64_t>(full, 1) * P; j < n; ++j)
+      part[j % P] = ew_.combine(op->reduce, part[j % P], contribution(Ix{nullptr, j}), e);
+    if (ordered) return part[0];
+    for (int64_t q = 0; q < parts; ++q) s = ew_.combine(op->reduce, s, part[q], e);
+    return s;
+  };
+  auto redCoords = [&](Ix j) {
+    Coords jc(red.dims.size(), Ix{nullptr, 0});
+    for (int i = static_cast<int>(red.dims.size()) - 1; i >= 0; --i) {
+      jc[i] = rem(j, red.dims[i].extent);
+      j = div(j, red.dims[i].extent);
+    }
+    return jc;
+  };
+  if (!lr.horizontal) {
+    // Vertical: the lanes are independent outputs; each folds its contributions in order.
+    const plan::Layout& l = lp_.layout[r->id];
+    define(r, [&](Ix row, Ix chunk) {
+      Coords rc = rowCoords(rt, row);
+      llvm::Value* s = init->type.isScalar() ? splat(scalar(init)) : vec(init, row, chunk);
+      return fold(s, [&](Ix j) {
+        Coords jc = redCoords(j);
+        Coords xc = mapCoords(x->type, rt, rc, &jc, &red);
+        return vec(x, rowOf(x->type, xc), chunk);
+      });
+    });
+    return;
+  }
+  // Lanes hold partitions (P a multiple of W, the lane extent a multiple of P): contribution
+  // j = outer * extent + chunk * W + lane lies in partition j mod P, i.e. lane `lane` of
+  // accumulator (chunk mod P/W). The first P/W vectors are each partition's first
+  // contributions; later vectors fold in ascending j; then init merges partitions 0..P-1.
+  auto laneFold = [&](const Coords& rc, llvm::Value* s) {
+    const int64_t A = P / w_, chunksX = xl.chunks, vectors = n / w_;
+    ir::Type outerT = red;
+    outerT.dims.back() = ir::Dim{"", 1};
+    auto vector = [&](Ix v) {
+      Ix o = div(v, chunksX), c = rem(v, chunksX);
+      Coords oc = rowCoords(outerT, o);
+      Coords xc = mapCoords(x->type, rt, rc, &oc, &outerT);
+      return vec(x, rowOf(x->type, xc), c);
+    };
+    std::vector<llvm::Value*> acc(A);
+    for (int64_t a = 0; a < A; ++a) acc[a] = vector(Ix{nullptr, a});
+    auto step = [&](Ix t, std::vector<llvm::Value*> cur) {
+      for (int64_t a = 0; a < A; ++a)
+        cur[a] = ew_.combine(op->reduce, cur[a], vector(add(mul(t, A), Ix{nullptr, a})), e);
+      return cur;
+    };
+    if (lr.rolled)
+      acc = loop(b_.getInt64(1), b_.getInt64(vectors / A), 1, acc,
+                 [&](llvm::Value* t, const std::vector<llvm::Value*>& cur) {
+                   return step(Ix{t, 0}, cur);
+                 });
+    else
+      for (int64_t t = 1; t < vectors / A; ++t) acc = step(Ix{nullptr, t}, acc);
+    for (int64_t q = 0; q < P; ++q)
+      s = ew_.combine(op->reduce, s, b_.CreateExtractElement(acc[q / w_], uint64_t(q % w_)), e);
+    return s;
+  };
+  // Horizontal: every result element folds its contributions as scalars, in order.
+  auto element = [&](const Coords& rc) {
+    llvm::Value* s = init->type.isScalar() ? scalar(init) : elem(init, rc);
+    if (lr.vector_partitions) return laneFold(rc, s);
+    return fold(s, [&](Ix j) {
+      Coords jc = redCoords(j);
+      return elem(x, mapCoords(x->type, rt, rc, &jc, &red));
+    });
+  };
+  if (rt.isScalar()) {
+    scalars_[r->id] = element({});
+    return;
+  }
+  const plan::Layout& l = lp_.layout[r->id];
+  const int64_t laneExt = rt.dims.back().extent;
+  define(r, [&](Ix row, Ix chunk) {
+    Coords rc = rowCoords(rt, row);
+    llvm::Value* v = llvm::Constant::getNullValue(vty(e));
+    for (unsigned j = 0; j < w_; ++j) {
+      if (chunk.isConst() && chunk.c * w_ + j >= static_cast<uint64_t>(laneExt)) break;
+      rc.back() = add(mul(chunk, w_), Ix{nullptr, j});
+      // A runtime chunk's lanes past the extent read the last element instead (never stored).
+      if (!rc.back().isConst())
+        rc.back() = Ix{b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, rc.back().v, b_.getInt64(laneExt - 1)), 0};
+      v = b_.CreateInsertElement(v, element(rc), uint64_t(j));
+    }
+    return v;
+  });
+}
+
+// ---------------------------------------------------------------- mma
+
+// Transpose of `x` so that `to_lane_dim` (L) lies along the lanes: W source vectors (W
+// consecutive values of L, one chunk of x's own lane dim) are loaded, transposed in registers
+// (log2 W stages of two-source shuffles, each swapping the off-diagonal blocks) and stored as
+// W target vectors. Never element by element.
+void LaneEmitter::emitConversion(const plan::Conversion& c) {
+  const ir::Value* x = c.value;
+  const ir::Type& xt = x->type;
+  const plan::Layout& xl = lp_.layout[x->id];
+  const int li = xt.findDim(c.to_lane_dim);
+  const int last = xt.rank() - 1;
+  const int64_t extL = xt.dims[li].extent, extLast = xt.dims[last].extent;
+  ir::Type outerT = ir::Type::tile(xt.elem, {});
+  for (int d = 0; d < last; ++d)
+    if (d != li) outerT.dims.push_back(xt.dims[d]);
+  int64_t outer = 1;
+  for (const ir::Dim& d : outerT.dims) outer *= d.extent;
+  outerT.dims.push_back(ir::Dim{"", 1});  // the lane slot rowCoords/rowOf skip
+  const int64_t lBlocks = c.chunks, xChunks = xl.chunks;
+  const int64_t iterations = outer * lBlocks * xChunks;
+  Elem e = xt.elem;
+  // A tile read straight from its view: a fast copy of the transpose when the whole tile lies
+  // inside the view (no per-row bounds), the guarded one otherwise.
+  const Op* load = xl.rep == LaneRep::Direct ? x->def : nullptr;
+  llvm::BasicBlock* done = nullptr;
+  llvm::BasicBlock* slow = nullptr;
+  if (load) {
+    llvm::BasicBlock* fast = llvm::BasicBlock::Create(c_, "transpose.inside", f_);
+    slow = llvm::BasicBlock::Create(c_, "transpose.edge", f_);
+    done = llvm::BasicBlock::Create(c_, "transpose.done", f_);
+    b_.CreateCondBr(tileInside(load), fast, slow);
+    b_.SetInsertPoint(fast);
+    inside_ = {load};
+  }
+  for (int pass = 0; pass < (load ? 2 : 1); ++pass) {
+    if (pass == 1) {
+      b_.CreateBr(done);
+      b_.SetInsertPoint(slow);
+      inside_.clear();
+    }
+    forEach(iterations, iterations > 4, [&](Ix it) {
+      Ix xc = rem(it, xChunks), rest = div(it, xChunks);
+      Ix lb = rem(rest, lBlocks), o = div(rest, lBlocks);
+      Coords oc = rowCoords(outerT, o);
+      Coords xcs = mapCoords(xt, outerT, oc);
+      std::vector<llvm::Value*> r(w_);
+      for (unsigned i = 0; i < w_; ++i) {
+        Ix l = add(mul(lb, w_), Ix{nullptr, i});
+        if (l.isConst())
+          l.c = std::min(l.c, extL - 1);
+        else
+          l = Ix{b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, l.v, b_.getInt64(extL - 1)), 0};
+        xcs[li] = l;
+        r[i] = vec(x, rowOf(xt, xcs), xc);
+      }
+      for (unsigned s = 1; s < w_; s <<= 1) {
+        std::vector<int> lo(w_), hi(w_);
+        for (unsigned k = 0; k < w_; ++k) {
+          lo[k] = (k & s) ? static_cast<int>(w_ + (k ^ s)) : static_cast<int>(k);
+          hi[k] = (k & s) ? static_cast<int>(w_ + k) : static_cast<int>(k ^ s);
+        }
+        for (unsigned i = 0; i < w_; ++i) {
+          if (i & s) continue;
+          unsigned j = i | s;
+          llvm::Value* ni = b_.CreateShuffleVector(r[i], r[j], lo);
+          llvm::Value* nj = b_.CreateShuffleVector(r[i], r[j], hi);
+          r[i] = ni;
+          r[j] = nj;
+        }
+      }
+      // Target row: x's dims without L, row-major (x's lane dim innermost); target chunk: lb.
+      Ix oRow = rowOf(outerT, oc);
+      for (unsigned t = 0; t < w_; ++t) {
+        Ix lastCoord = add(mul(xc, w_), Ix{nullptr, t});
+        if (lastCoord.isConst() && lastCoord.c >= extLast) break;
+        Ix vi = add(mul(add(mul(oRow, extLast), lastCoord), lBlocks), lb);
+        if (lastCoord.isConst()) {
+          b_.CreateStore(r[t], slotPtr(c.slot, e, vi));
+          continue;
+        }
+        // A runtime chunk of x's lane dim: lanes past its extent are not stored.
+        llvm::BasicBlock* st = llvm::BasicBlock::Create(c_, "transpose.store", f_);
+        llvm::BasicBlock* nx = llvm::BasicBlock::Create(c_, "transpose.next", f_);
+        b_.CreateCondBr(b_.CreateICmpULT(lastCoord.v, b_.getInt64(extLast)), st, nx);
+        b_.SetInsertPoint(st);
+        b_.CreateStore(r[t], slotPtr(c.slot, e, vi));
+        b_.CreateBr(nx);
+        b_.SetInsertPoint(nx);
+      }
+    });
+  }
+  inside_.clear();
+  if (load) {
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+}
+
+// An mma reading tiles straight from their views runs twice over: a copy for the common case
+// where every such tile lies inside its view (plain loads and broadcasts from memory), and the
+// guarded copy for edges; registers meet in phis.
+void LaneEmitter::emitMma(const Op* op) {
+  std::vector<const Op*> direct;
+  for (int i = 0; i < 2; ++i) {
+    const ir::Value* x = op->operands[i];
+    if (lp_.layout[x->id].rep == LaneRep::Direct && lp_.mma.at(op).conversion[i] < 0) direct.push_back(x->def);
+  }
+  const ir::Value* r = op->results[0];
+  if (direct.empty() || r->type.isScalar()) {
+    emitMmaTiles(op);
+    return;
+  }
+  llvm::Value* in = b_.getTrue();
+  for (const Op* l : direct) in = b_.CreateAnd(in, tileInside(l));
+  llvm::BasicBlock* fast = llvm::BasicBlock::Create(c_, "mma.inside", f_);
+  llvm::BasicBlock* slow = llvm::BasicBlock::Create(c_, "mma.edge", f_);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "mma.done", f_);
+  b_.CreateCondBr(in, fast, slow);
+  b_.SetInsertPoint(fast);
+  inside_ = direct;
+  emitMmaTiles(op);
+  inside_.clear();
+  std::vector<llvm::Value*> fastVals = vecs_[r->id];
+  llvm::BasicBlock* fastEnd = b_.GetInsertBlock();
+  b_.CreateBr(done);
+  b_.SetInsertPoint(slow);
+  emitMmaTiles(op);
+  std::vector<llvm::Value*> slowVals = vecs_[r->id];
+  llvm::BasicBlock* slowEnd = b_.GetInsertBlock();
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
+  for (size_t i = 0; i < fastVals.size(); ++i) {
+    llvm::PHINode* phi = b_.CreatePHI(fastVals[i]->getType(), 2);
+    phi->addIncoming(fastVals[i], fastEnd);
+    phi->addIncoming(slowVals[i], slowEnd);
+    vecs_[r->id][i] = phi;
+  }
+}
+
+void LaneEmitter::emitMmaTiles(const Op* op) {
+  const ir::Value* a = op->operands[0];
+  const ir::Value* bv = op->operands[1];
+  const ir::Value* acc = op->operands[2];
+  const ir::Value* r = op->results[0];
+  const ir::Type& at = acc->type;
+  const plan::MmaPlan& mp = p_.mma.at(op);
+  const plan::LaneMma& lm = lp_.mma.at(op);
+  ir::Type ct = ir::Type::tile(Elem::F32, {});
+  for (const std::string& d : op->dims) ct.dims.push_back(a->type.dims[a->type.findDim(d)]);
+  auto kCoords = [&](Ix k) {
+    Coords kc(ct.dims.size(), Ix{nullptr, 0});
+    for (int i = static_cast<int>(ct.dims.size()) - 1; i >= 0; --i) {
+      kc[i] = rem(k, ct.dims[i].extent);
+      k = div(k, ct.dims[i].extent);
+    }
+    return kc;
+  };
+  if (lm.form == "scalar") {
+    llvm::Value* s = scalar(acc);
+    auto step = [&](Ix k, llvm::Value* c) {
+      Coords kc = kCoords(k);
+      llvm::Value* av = a->type.isScalar() ? scalar(a) : elem(a, mapCoords(a->type, ct, kc));
+      llvm::Value* bw = bv->type.isScalar() ? scalar(bv) : elem(bv, mapCoords(bv->type, ct, kc));
+      return ew_.multiplyAdd(av, bw, c, op->mma_policy);
+    };
+    if (lm.k_rolled && mp.k > 1) {
+      s = loop(b_.getInt64(0), b_.getInt64(mp.k), 1, {s}, [&](llvm::Value* k, const std::vector<llvm::Value*>& cur) {
+        return std::vector<llvm::Value*>{step(Ix{k, 0}, cur[0])};
+      })[0];
+    } else {
+      for (int64_t k = 0; k < mp.k; ++k) s = step(Ix{nullptr, k}, s);
+    }
+    scalars_[r->id] = s;
+    return;
+  }
+  const plan::Layout& al = lp_.layout[acc->id];
+  const plan::Layout& rl = lp_.layout[r->id];
+  if (rl.rep == LaneRep::Vectors) vecs_[r->id].assign(rl.vectors(), nullptr);
+  const ir::Value* ops[2] = {a, bv};
+  // The K-step operand of one accumulator (row coords rc, chunk): a splat or a lane vector.
+  auto operand = [&](int i, const Coords& rc, const Coords& kc, Ix chunk) -> llvm::Value* {
+    const ir::Value* x = ops[i];
+    if (x->type.isScalar()) return splat(scalar(x));
+    Coords xc = mapCoords(x->type, at, rc, &kc, &ct);
+    if (lm.broadcast[i]) return splat(elem(x, xc));
+    if (lm.conversion[i] < 0) {
+      return vec(x, rowOf(x->type, xc), chunk);
+    }
+    const plan::Conversion& c = lp_.conversions[lm.conversion[i]];
+    ir::Type rowsT = ir::Type::tile(x->type.elem, {});
+    Coords rcs;
+    for (size_t d = 0; d < x->type.dims.size(); ++d)
+      if (x->type.dims[d].name != c.to_lane_dim) {
+        rowsT.dims.push_back(x->type.dims[d]);
+        rcs.push_back(xc[d]);
+      }
+    rowsT.dims.push_back(ir::Dim{c.to_lane_dim, 1});
+    rcs.push_back(Ix{nullptr, 0});
+    Ix vi = add(mul(rowOf(rowsT, rcs), c.chunks), chunk);
+    return b_.CreateLoad(vty(x->type.elem), slotPtr(c.slot, x->type.elem, vi));
+  };
+  for (int64_t r0 = 0; r0 < al.rows; r0 += lm.block_rows) {
+    for (int64_t c0 = 0; c0 < al.chunks; c0 += lm.block_chunks) {
+      const int64_t nr = std::min(lm.block_rows, al.rows - r0), nc = std::min(lm.block_chunks, al.chunks - c0);
+      std::vector<Coords> rcs;
+      for (int64_t i = 0; i < nr; ++i) rcs.push_back(rowCoords(at, Ix{nullptr, r0 + i}));
+      std::vector<llvm::Value*> cur;
+      for (int64_t i = 0; i < nr; ++i)
+        for (int64_t j = 0; j < nc; ++j) cur.push_back(vec(acc, Ix{nullptr, (r0 + i) * al.chunks + c0 + j}));
+      auto body = [&](Ix k, std::vector<llvm::Value*> s) {
+        Coords kc = kCoords(k);
+        // Operand values shared across the register tile: one per row (splats) and per chunk.
+        std::vector<std::vector<llvm::Value*>> rowVals(2), chunkVals(2);
+        for (int i = 0; i < 2; ++i) {
+          bool perRow = lm.broadcast[i];
+          for (int64_t q = 0; q < (perRow ? nr : nc); ++q) {
+            if (perRow) rowVals[i].push_back(operand(i, rcs[q], kc, Ix{nullptr, 0}));
+          }
+        }
+        for (int64_t ri = 0; ri < nr; ++ri)
+          for (int64_t j = 0; j < nc; ++j) {
+            llvm::Value* v[2];
+            for (int i = 0; i < 2; ++i) {
+              if (lm.broadcast[i]) {
+                v[i] = rowVals[i][ri];
+              } else {
+                // A lane operand without the row's dims is shared by every row: read once.
+                v[i] = operand(i, rcs[ri], kc, Ix{nullptr, c0 + j});
+              }
+            }
+            s[ri * nc + j] = ew_.multiplyAdd(v[0], v[1], s[ri * nc + j], op->mma_policy);
+          }
+        return s;
+      };
+      if (lm.k_rolled && mp.k > 1) {
+        cur = loop(b_.getInt64(0), b_.getInt64(mp.k), 1, cur, [&](llvm::Value* k, const std::vector<llvm::Value*>& s) {
+          return body(Ix{k, 0}, s);
+        });
+      } else {
+        for (int64_t k = 0; k < mp.k; ++k) cur = body(Ix{nullptr, k}, cur);
+      }
+      for (int64_t i = 0; i < nr; ++i)
+        for (int64_t j = 0; j < nc; ++j) {
+          int64_t vi = (r0 + i) * al.chunks + c0 + j;
+          if (rl.rep == LaneRep::Vectors)
+            vecs_[r->id][vi] = cur[i * nc + j];
+          else
+            b_.CreateStore(cur[i * nc + j], slotPtr(rl.slot, Elem::F32, Ix{nullptr, vi}));
+        }
+    }
+  }
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,180 @@
+// The lane realization's memory: vector (or gathered) loads and stores with masks from the
+// tile's tail and the view's edges, and the per-tile in-bounds test.
+#include "codegen/lanes/lane_emitter.h"
+
+#include <fmt/format.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Intrinsics.h>
+
+namespace kiln::codegen {
+
+using ir::Elem;
+using ir::Op;
+using ir::OpKind;
+using plan::LaneRep;
+
+// ---------------------------------------------------------------- memory
+
+// Pointer to the view element at tile coords `cs` (lane coord = laneCoord), and whether every
+// coordinate of the non-lane view dims is inside the view.
+llvm::Value* LaneEmitter::elementPointer(const Op* op, const ir::Type& tt, const Coords& cs, Ix laneCoord,
+                                         llvm::Value*& inBounds) {
+  const ir::Value* view = op->operands[0];
+  const auto& vd = view->type.dims;
+  const std::string lane = tt.isScalar() ? std::string() : tt.dims.back().name;
+  llvm::Value* offset = b_.getInt64(0);
+  inBounds = b_.getTrue();
+  int64_t stride = 1;
+  for (int k = static_cast<int>(vd.size()) - 1; k >= 0; --k) {
+    llvm::Value* c = indexValue(op->indices[k]);
+    const ir::Dim& a = op->access[k];
+    if (!a.name.empty()) {
+      Ix t = a.name == lane ? laneCoord : cs[tt.findDim(a.name)];
+      if (!(t.isConst() && t.c == 0)) c = b_.CreateAdd(c, val(t));
+    }
+    if (a.name.empty() || a.name != lane)
+      inBounds = b_.CreateAnd(inBounds, b_.CreateICmpULT(c, b_.getInt64(vd[k].extent)));
+    offset = b_.CreateAdd(offset, stride == 1 ? c : b_.CreateMul(c, b_.getInt64(stride)));
+    stride *= vd[k].extent;
+  }
+  return b_.CreateGEP(b_.getFloatTy(), base_[view->index], offset);
+}
+
+namespace {
+// The view dim of the tile's lane dim, its extent and element stride.
+struct LaneAxis {
+  int k = -1;
+  int64_t extent = 0, stride = 0;
+};
+LaneAxis laneAxis(const Op* op, const std::string& lane) {
+  const auto& vd = op->operands[0]->type.dims;
+  LaneAxis a;
+  int64_t stride = 1;
+  for (int k = static_cast<int>(vd.size()) - 1; k >= 0; --k) {
+    if (op->access[k].name == lane) a = {k, vd[k].extent, stride};
+    stride *= vd[k].extent;
+  }
+  return a;
+}
+}  // namespace
+
+llvm::Value* LaneEmitter::loadElement(const Op* op, const Coords& cs) {
+  const ir::Type& rt = op->results[0]->type;
+  llvm::Value* fill = llvm::ConstantFP::get(b_.getFloatTy(), static_cast<float>(op->fconst));
+  llvm::Value* inb = nullptr;
+  Ix lane = rt.isScalar() ? Ix{nullptr, 0} : cs.back();
+  llvm::Value* ptr = elementPointer(op, rt, cs, lane, inb);
+  if (!rt.isScalar()) {
+    const ir::Dim& ld = rt.dims.back();
+    const auto& vd = op->operands[0]->type.dims;
+    for (size_t k = 0; k < op->access.size(); ++k)
+      if (op->access[k].name == ld.name) {
+        llvm::Value* pos = b_.CreateAdd(indexValue(op->indices[k]), val(lane));
+        inb = b_.CreateAnd(inb, b_.CreateICmpULT(pos, b_.getInt64(vd[k].extent)));
+      }
+  }
+  if (isInside(op)) return b_.CreateLoad(b_.getFloatTy(), ptr);
+  // Out of the view: read the view's first element (always there) and keep the fill.
+  llvm::Value* safe = b_.CreateSelect(inb, ptr, base_[op->operands[0]->index]);
+  return b_.CreateSelect(inb, b_.CreateLoad(b_.getFloatTy(), safe), fill);
+}
+
+llvm::Value* LaneEmitter::tileInside(const Op* op) {
+  const auto& vd = op->operands[0]->type.dims;
+  llvm::Value* in = b_.getTrue();
+  for (size_t k = 0; k < vd.size(); ++k) {
+    const int64_t ext = op->access[k].name.empty() ? 1 : op->access[k].extent;
+    if (ext > vd[k].extent) return b_.getFalse();
+    // origin in [0, view extent - tile extent]: unsigned compare catches negatives too.
+    in = b_.CreateAnd(in, b_.CreateICmpULE(indexValue(op->indices[k]), b_.getInt64(vd[k].extent - ext)));
+  }
+  return in;
+}
+
+llvm::Value* LaneEmitter::loadVector(const Op* op, Ix row, Ix chunk) {
+  const ir::Type& rt = op->results[0]->type;
+  llvm::Value* fill = llvm::ConstantFP::get(b_.getFloatTy(), static_cast<float>(op->fconst));
+  const std::string& lane = rt.dims.back().name;
+  const int64_t laneExt = rt.dims.back().extent;
+  LaneAxis ax = laneAxis(op, lane);
+  llvm::Value* origin = indexValue(op->indices[ax.k]);
+  Coords cs = rowCoords(rt, row);
+  Ix first = mul(chunk, w_);
+  llvm::Value* inb = nullptr;
+  llvm::Value* ptr = elementPointer(op, rt, cs, first, inb);
+  // Lanes inside the tile and inside the view along the lane dim.
+  llvm::Value* lanes = b_.CreateAdd(splat(val(first)), laneIota());
+  llvm::Value* mask = b_.CreateICmpULT(lanes, splat(b_.getInt64(laneExt)));
+  llvm::Value* viewPos = b_.CreateAdd(lanes, splat(origin));
+  mask = b_.CreateAnd(mask, b_.CreateICmpULT(viewPos, splat(b_.getInt64(ax.extent))));
+  mask = b_.CreateAnd(mask, splat(inb));
+  // A vector wholly outside the view (a padding row of the tile) reads from the view's first
+  // element instead: its mask is empty, but a masked load whose masked-off lanes touch an
+  // unmapped page costs a microcode assist of ~1000 cycles on current x86 cores.
+  if (!isInside(op)) ptr = b_.CreateSelect(b_.CreateOrReduce(mask), ptr, base_[op->operands[0]->index]);
+  if (isInside(op)) {
+    // Inside the view: only the tile's own tail chunk is masked.
+    int64_t valid = laneExt - (chunk.isConst() ? chunk.c * w_ : 0);
+    if (chunk.isConst() && valid >= w_) {
+      if (lp_.access.at(op) == plan::LaneAccess::Vector)
+        return b_.CreateAlignedLoad(vty(Elem::F32), ptr, llvm::Align(4));
+    } else if (chunk.isConst()) {
+      mask = laneMask(valid);
+    } else {
+      mask = b_.CreateICmpULT(lanes, splat(b_.getInt64(laneExt)));
+    }
+  }
+  if (lp_.access.at(op) == plan::LaneAccess::Vector)
+    return b_.CreateMaskedLoad(vty(Elem::F32), ptr, llvm::Align(4), mask, splat(fill));
+  llvm::Value* ptrs = b_.CreateGEP(b_.getFloatTy(), ptr, b_.CreateMul(laneIota(), splat(b_.getInt64(ax.stride))));
+  return b_.CreateMaskedGather(vty(Elem::F32), ptrs, llvm::Align(4), mask, splat(fill));
+}
+
+void LaneEmitter::emitLoad(const Op* op) {
+  const ir::Value* r = op->results[0];
+  if (r->type.isScalar()) {
+    scalars_[r->id] = loadElement(op, {});
+    return;
+  }
+  // Direct: read from the view at each use (no store can intervene); otherwise a value now.
+  if (lp_.layout[r->id].rep == LaneRep::Direct) return;
+  define(r, [&](Ix row, Ix chunk) { return loadVector(op, row, chunk); });
+}
+
+void LaneEmitter::emitStore(const Op* op) {
+  const ir::Value* t = op->operands[1];
+  const ir::Type& tt = t->type;
+  if (tt.isScalar()) {
+    llvm::Value* inb = nullptr;
+    llvm::Value* ptr = elementPointer(op, tt, {}, Ix{nullptr, 0}, inb);
+    b_.CreateMaskedStore(b_.CreateVectorSplat(1, scalar(t)), ptr, llvm::Align(4), b_.CreateVectorSplat(1, inb));
+    return;
+  }
+  const plan::Layout& l = lp_.layout[t->id];
+  const std::string& lane = tt.dims.back().name;
+  const int64_t laneExt = tt.dims.back().extent;
+  LaneAxis ax = laneAxis(op, lane);
+  llvm::Value* origin = indexValue(op->indices[ax.k]);
+  bool vector = lp_.access.at(op) == plan::LaneAccess::Vector;
+  forEachVector(l.rows, l.chunks, l.large, [&](Ix row, Ix chunk) {
+    Coords cs = rowCoords(tt, row);
+    Ix first = mul(chunk, w_);
+    llvm::Value* inb = nullptr;
+    llvm::Value* ptr = elementPointer(op, tt, cs, first, inb);
+    llvm::Value* lanes = b_.CreateAdd(splat(val(first)), laneIota());
+    llvm::Value* mask = b_.CreateICmpULT(lanes, splat(b_.getInt64(laneExt)));
+    mask = b_.CreateAnd(mask, b_.CreateICmpULT(b_.CreateAdd(lanes, splat(origin)), splat(b_.getInt64(ax.extent))));
+    mask = b_.CreateAnd(mask, splat(inb));
+    // As for loads: an empty-masked vector outside the view addresses the view's first element.
+    ptr = b_.CreateSelect(b_.CreateOrReduce(mask), ptr, base_[op->operands[0]->index]);
+    llvm::Value* x = vec(t, row, chunk);
+    if (vector) {
+      b_.CreateMaskedStore(x, ptr, llvm::Align(4), mask);
+      return;
+    }
+    llvm::Value* ptrs = b_.CreateGEP(b_.getFloatTy(), ptr, b_.CreateMul(laneIota(), splat(b_.getInt64(ax.stride))));
+    b_.CreateMaskedScatter(x, ptrs, llvm::Align(4), mask);
+  });
+}
+
+}  // namespace kiln::codegen
