@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 CMAKE_FLAGS ?=
 SOURCES = $(shell git ls-files '*.cpp' '*.h' 2>/dev/null | grep -v '^third_party/')
 
-.PHONY: all bootstrap build build-asan run test test-release test-asan check-packages format check-format lint clean fuzz fuzz-parser
+.PHONY: all bootstrap build build-asan build-tsan run test test-release test-asan test-tsan check-packages format check-format lint clean fuzz fuzz-parser
 
 all: build
 
@@ -50,6 +50,26 @@ test-release: build
 test-asan: build-asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS) -LE heavy
+
+# ThreadSanitizer (not part of `make test`: a third full build): concurrent compiles and launches
+# of different kernels from several threads on the shared pool, kernels with threads=2, the bench
+# capture + replay beside other launches (tests/unit/test_concurrency.cpp), then the runtime, JIT
+# and bench tests, and `kiln run` with threads=2. Any report fails the run.
+TSAN_BUILD ?= build-tsan
+TSAN_TESTS = test_concurrency test_runtime test_jit test_bench
+$(TSAN_BUILD)/build.ninja: CMakeLists.txt | bootstrap
+	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_TSAN=ON $(CMAKE_FLAGS)
+
+build-tsan: bootstrap $(TSAN_BUILD)/build.ninja
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target kiln $(TSAN_TESTS)
+
+test-tsan: build-tsan
+	@set -e; export TSAN_OPTIONS=halt_on_error=1:abort_on_error=1:second_deadlock_stack=1; \
+	  for t in $(TSAN_TESTS); do echo "=== $$t (ThreadSanitizer)"; $(TSAN_BUILD)/bin/$$t --gtest_brief=1; done; \
+	  echo "=== kiln run, threads=2 (ThreadSanitizer)"; \
+	  $(TSAN_BUILD)/bin/kiln run --kernel attention --shape 1,8,2,5,300,32,32 --threads 2 --check bitexact; \
+	  $(TSAN_BUILD)/bin/kiln run --kernel gemm --shape 64,48,40 --threads 2 --set packet_width=8; \
+	  echo "test-tsan: no ThreadSanitizer report"
 
 # The differential tester (docs/fuzz.md): `make fuzz [PROGRAMS=N] [SEED=S] [FUZZ_TIME=SEC]`. A fresh
 # seed per run by default (the UTC time); reproducers go to out/fuzz-SEED/.

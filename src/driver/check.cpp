@@ -82,6 +82,7 @@ std::optional<std::string> check(const ir::Kernel& kernel, const plan::Knobs& kn
       oc.max_abs_err = r.max_abs_err;
       oc.max_rel_err = r.max_rel_err;
       oc.first_bad = r.first_bad;
+      oc.mismatches = r.failing;
     } else {
       host::BitexactResult r = host::compareBitexact(g, strict[v->index].data);
       oc.pass = r.pass;

@@ -23,7 +23,7 @@ struct OutputCheck {
   bool pass = true;
   double max_abs_err = 0.0;
   double max_rel_err = 0.0;
-  int64_t mismatches = 0;  // bitexact: differing elements
+  int64_t mismatches = 0;  // bitexact: differing elements; f64: elements out of tolerance
   int64_t first_bad = -1;
 };
 

@@ -26,7 +26,7 @@ struct CampaignOptions {
   std::map<std::string, std::string> pinned;  // --set
   std::string out_dir = "fuzz-out";           // reproducers (created on the first failure)
   double shrink_seconds = 60;                 // per failure
-  int timeout_s = 30;                         // per run (a hang is a crash)
+  int timeout_s = 30;                         // CPU seconds per run (4x in wall time: a hang)
 };
 
 struct Failure {

@@ -1,6 +1,7 @@
 #include "fuzz/differential.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -164,7 +165,13 @@ Outcome differential(const ir::Kernel& kernel, const plan::Knobs& knobs, const I
   }
   if (pid == 0) {
     ::close(fds[0]);
-    ::alarm(static_cast<unsigned>(timeout_s));
+    // The limit is CPU time (SIGXCPU), so a busy machine does not turn a slow compile into a
+    // failure; a wall-clock alarm at 4x catches a run that hangs without using the CPU.
+    struct rlimit cpu {};
+    cpu.rlim_cur = static_cast<rlim_t>(timeout_s);
+    cpu.rlim_max = static_cast<rlim_t>(timeout_s) + 5;
+    ::setrlimit(RLIMIT_CPU, &cpu);
+    ::alarm(static_cast<unsigned>(4 * timeout_s));
     Outcome o = runInProcess(kernel, knobs, in);
     writeAll(fds[1], std::to_string(static_cast<int>(o.verdict)) + " " + o.reason);
     ::_exit(0);
@@ -187,7 +194,9 @@ Outcome differential(const ir::Kernel& kernel, const plan::Knobs& knobs, const I
   }
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
-    if (sig == SIGALRM) return {Verdict::Crash, fmt::format("timeout: no verdict within {} s", timeout_s)};
+    if (sig == SIGXCPU) return {Verdict::Crash, fmt::format("timeout: no verdict within {} s of CPU time", timeout_s)};
+    if (sig == SIGALRM)
+      return {Verdict::Crash, fmt::format("timeout: no verdict within {} s of wall time (a hang)", 4 * timeout_s)};
     return {Verdict::Crash, fmt::format("signal {} ({})", sig, strsignal(sig))};
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || msg.empty())

@@ -24,14 +24,16 @@ CompareResult compareF64(const std::vector<float>& got, const std::vector<double
       r.max_abs_err = std::max(r.max_abs_err, abs);
       if (e != 0.0) r.max_rel_err = std::max(r.max_rel_err, abs / std::fabs(e));
     }
-    if (!ok && r.pass) {
+    if (!ok) {
+      ++r.failing;
+      if (r.pass) r.first_bad = static_cast<int64_t>(i);
       r.pass = false;
-      r.first_bad = static_cast<int64_t>(i);
     }
   }
-  if (got.size() != ref.size() && r.pass) {
+  if (got.size() != ref.size()) {
+    ++r.failing;
+    if (r.pass) r.first_bad = static_cast<int64_t>(n);
     r.pass = false;
-    r.first_bad = static_cast<int64_t>(n);
   }
   return r;
 }

@@ -47,6 +47,7 @@ struct CompareResult {
   double max_abs_err = 0.0;  // over elements where both values are finite
   double max_rel_err = 0.0;  // |got - ref| / |ref| over those with ref != 0
   int64_t first_bad = -1;    // index of the first failing element, -1 when all pass
+  int64_t failing = 0;       // number of failing elements (size difference counts as one)
 };
 
 // Element i passes when ref[i] is finite, got[i] is finite and

@@ -49,7 +49,7 @@ Command addBench(CLI::App& parent) {
       ->check(CLI::Range(0.0, 60000.0));
   app->add_option("--target-ms", a->target_ms, "Sample batch target (default 15; quick 2)")
       ->check(CLI::Range(0.001, 60000.0));
-  app->add_option("--seed", a->seed, "Seed of the deterministic inputs (default 0)");
+  app->add_option("--seed", a->seed, "Seed of the deterministic inputs (default 0)")->check(seedValidator());
   app->add_option("--cpu", a->cpu, "CPU to pin the replay thread to (default: the last allowed one)")
       ->check(CLI::Range(0, 4095));
   app->add_flag("--held-out", a->held_out, "Mark the case as held out (declared in plan.json; general form)");

@@ -36,4 +36,8 @@ Command addFuzz(CLI::App& parent);
 // nullptr.
 std::unique_ptr<ir::Kernel> loadKernel(const std::string& path);
 
+// Validator for a 64-bit seed option: CLI11 wraps "-1" around and saturates 2^64, so accept
+// only a plain decimal that fits in 0 .. 2^64-1.
+CLI::Validator seedValidator();
+
 }  // namespace kiln::cli

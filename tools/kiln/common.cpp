@@ -1,4 +1,6 @@
 // Shared by the subcommands: read a kernel file and report its diagnostics.
+#include <charconv>
+#include <cstdint>
 #include <iostream>
 #include <iterator>
 
@@ -22,6 +24,17 @@ std::unique_ptr<ir::Kernel> loadKernel(const std::string& path) {
   // The parser promises a diagnostic with every failure; never fail silently if it did not.
   if (!diag.hasErrors()) std::cerr << path << ":0:0: error: the kernel could not be read [internal]\n";
   return nullptr;
+}
+
+CLI::Validator seedValidator() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        uint64_t v = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        const bool ok = !s.empty() && ec == std::errc() && end == s.data() + s.size();
+        return ok ? "" : "expected an integer in 0 .. 2^64-1, got '" + s + "'";
+      },
+      "N");
 }
 
 }  // namespace kiln::cli

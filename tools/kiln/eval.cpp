@@ -1,7 +1,6 @@
 // `kiln eval FILE`: run a kernel in the interpreter (the oracle) on deterministic inputs and
 // describe every output view as JSON (shape, SHA-256 of its float32 bytes, min/max/mean).
 #include <bit>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <iostream>
@@ -126,16 +125,7 @@ Command addEval(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand("eval", "Run a kernel in the interpreter on generated inputs; print JSON");
   auto a = std::make_shared<EvalArgs>();
   app->add_option("FILE", a->file, ".tile file (\"-\" reads stdin)")->required();
-  // CLI11 2.1 wraps "-1" around and saturates 2^64: accept only what fits in 64 bits.
-  app->add_option("--seed", a->seed, "seed of the input generator, 0 .. 2^64-1 (default 0)")
-      ->check(CLI::Validator(
-          [](std::string& s) -> std::string {
-            uint64_t v = 0;
-            auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-            const bool ok = !s.empty() && ec == std::errc() && end == s.data() + s.size();
-            return ok ? "" : "expected an integer in 0 .. 2^64-1, got '" + s + "'";
-          },
-          "N"));
+  app->add_option("--seed", a->seed, "seed of the input generator, 0 .. 2^64-1 (default 0)")->check(seedValidator());
   app->add_option("--mode", a->mode, "f64 (double precision oracle, default) or strict-f32 (IEEE float, IR order)")
       ->check(CLI::IsMember({"f64", "strict-f32"}));
   app->add_option("--arg", a->args, "set a scalar parameter: NAME=VALUE (repeatable; default i64 0, f32 drawn)")

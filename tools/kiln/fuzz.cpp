@@ -23,7 +23,8 @@ Command addFuzz(CLI::App& parent) {
   auto a = std::make_shared<Args>();
   app->add_option("--programs", a->campaign.programs, "Programs to generate and run (default 100)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  app->add_option("--seed", a->campaign.seed, "Seed of the whole run (default 1): same seed, same programs");
+  app->add_option("--seed", a->campaign.seed, "Seed of the whole run (default 1): same seed, same programs")
+      ->check(seedValidator());
   app->add_option("--time-limit", a->campaign.time_limit_s,
                   "Stop starting new programs after SEC seconds (default 0: no limit); shrinking may add to it")
       ->check(CLI::NonNegativeNumber);
@@ -32,7 +33,8 @@ Command addFuzz(CLI::App& parent) {
   app->add_option("--shrink-seconds", a->campaign.shrink_seconds, "Time budget to shrink one failure (default 60)")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--timeout", a->campaign.timeout_s,
-                  "Seconds one run may take before it counts as a crash (default 30)")
+                  "CPU seconds one run may use before it counts as a crash (default 30; a run still going after 4x "
+                  "that in wall time is a hang)")
       ->check(CLI::Range(1, 3600));
   app->add_option("--replay", a->replay,
                   "Rerun one reproducer FILE.tile with the knobs and inputs of FILE.knobs (beside it, if present)");

@@ -61,7 +61,7 @@ Command addPeers(CLI::App& parent) {
   app->add_flag("--quick", a->quick, "Short protocol: warmup 5 ms, sample target 2 ms, 3 samples, 3 rounds");
   app->add_option("--budget", a->budget, "Seconds of timing per shape before samples and rounds are cut (default 45)")
       ->check(CLI::PositiveNumber);
-  app->add_option("--seed", a->o.seed, "Seed of the deterministic inputs (as for kiln run)");
+  app->add_option("--seed", a->o.seed, "Seed of the deterministic inputs (as for kiln run)")->check(seedValidator());
   app->add_option("--block", a->o.impl.block,
                   "Kiln default: queries x keys per step, BQxBK (default: the library's choice per shape)");
   app->add_option("--native-isa", a->o.impl.native_isa, "Hand-written kernel: auto, avx512 or avx2 (default auto)")
