@@ -99,7 +99,7 @@ class Gen {
     int n = static_cast<int>(rng_.range(3, 6));
     for (int i = 0; i < n; ++i) {
       // Small extents most of the time; the big ones appear alone in a tile (kMaxTileElements).
-      int64_t e = rng_.chance(2, 3) ? rng_.pick<int64_t>({1, 2, 3, 5, 7, 8}) : rng_.pick(extents);
+      int64_t e = rng_.chance(2, 3) ? rng_.pick<int64_t>({1, 2, 3, 4, 5, 7, 8, 16}) : rng_.pick(extents);
       dims_.push_back({names[static_cast<size_t>(i)], e});
     }
   }
@@ -364,19 +364,36 @@ class Gen {
   }
 
   std::string reduce(Elem e, const Shape& s, int depth) {
+    std::string policy = "ordered";
+    bool reducedLast = false;
+    if (rng_.chance(1, 2)) {
+      if (rng_.chance(1, 3)) {
+        policy = "unordered_tree";
+      } else if (rng_.chance(1, 2)) {
+        // A partition count that is a multiple of the vector width, over the operand's last
+        // dims: the lane realization folds this with the lanes as partitions (a path of its own).
+        policy = fmt::format("unordered_tree({})", rng_.pick<int64_t>({4, 8, 16}));
+        reducedLast = true;
+      } else {
+        policy = fmt::format("unordered_tree({})", rng_.range(1, 16));
+      }
+    }
     Shape extra = randomShape(2, s);
     if (extra.empty()) extra = randomShape(1, s);
     Shape x = s;
     Shape reduced;
     for (int d : extra) {
       Shape t = x;
-      t.insert(t.begin() + rng_.below(static_cast<int64_t>(t.size()) + 1), d);
+      t.insert(reducedLast ? t.end() : t.begin() + rng_.below(static_cast<int64_t>(t.size()) + 1), d);
       if (elems(t) > kMaxTileElements) continue;
       x = t;
       reduced.push_back(d);
     }
     if (reduced.empty()) return e == Elem::F32 ? f32(s, depth - 1) : i64(s, depth - 1);
-    std::string xv = e == Elem::F32 ? f32(x, depth - 1) : i64(x, depth - 1);
+    // A partition-order slip only shows on data that is not uniform: over the last dims, read
+    // the operand from memory half the time.
+    std::string xv =
+        e == Elem::F32 ? (reducedLast && rng_.chance(1, 2) ? load(x) : f32(x, depth - 1)) : i64(x, depth - 1);
     Shape initShape = rng_.chance(1, 2) ? Shape{} : s;
     std::string init;
     if (e == Elem::F32)
@@ -385,9 +402,6 @@ class Gen {
                                : f32(initShape, depth - 1);
     else
       init = i64(initShape, depth - 1);
-    std::string policy = "ordered";
-    if (rng_.chance(1, 2))
-      policy = rng_.chance(1, 3) ? "unordered_tree" : fmt::format("unordered_tree({})", rng_.range(1, 16));
     shuffle(reduced);
     std::vector<std::string> names;
     for (int d : reduced) names.push_back(dims_[static_cast<size_t>(d)].name);

@@ -17,8 +17,9 @@ KnobPoint randomKnobs(Rng& rng, const std::map<std::string, std::string>& pinned
   attempt("packet_width", w);
   const int64_t pw = p.knobs.packet_width;
   attempt("block_size", num(pw * rng.pick<int64_t>({1, 2, 4, 8})));
-  // local_lanes = W (one program across the lanes) is drawn once it is legal.
-  attempt("local_lanes", rng.chance(1, 12) ? num(pw) : "1");
+  // local_lanes = W (one program across the lanes, the default realization) two times in
+  // three; 1 (a lane per program, the seed's) otherwise.
+  attempt("local_lanes", rng.chance(2, 3) ? num(pw) : "1");
   attempt("isa", rng.pick<std::string>({"native", "avx2", "avx512"}));
   attempt("max_unrolled_tile_elements", num(rng.pick<int64_t>({0, 1, 4, 16, 64, 64, 256})));
   attempt("max_unrolled_mma_terms", num(rng.pick<int64_t>({0, 0, 1, 4, 8, 64})));

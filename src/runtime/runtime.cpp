@@ -3,16 +3,12 @@
 // (dynamic: an idle worker takes the next block), each task with its own launch record.
 #include "runtime/runtime.h"
 
-#include <oneapi/tbb/blocked_range.h>
-#include <oneapi/tbb/global_control.h>
-#include <oneapi/tbb/parallel_for.h>
-#include <oneapi/tbb/partitioner.h>
-#include <oneapi/tbb/task_arena.h>
-
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
+
+#include "runtime/pool.h"
 
 namespace kiln::runtime {
 namespace {
@@ -23,11 +19,6 @@ void internalCheck(bool ok, const char* what, const char* file, int line) {
   std::abort();
 }
 #define KILN_RUNTIME_CHECK(cond) internalCheck((cond), #cond, __FILE__, __LINE__)
-
-// Workers are created with this stack for as long as the process lives; see runtime.h.
-void ensureWorkerStack() {
-  static tbb::global_control stack(tbb::global_control::thread_stack_size, kWorkerStackBytes);
-}
 
 std::string joinNames(const std::vector<ParamSpec>& params) {
   std::string s;
@@ -94,9 +85,8 @@ Arg Arg::f32(float value) {
   return a;
 }
 
-struct LoadedKernel::Pool {
-  explicit Pool(int threads) : arena((ensureWorkerStack(), threads)) {}
-  tbb::task_arena arena;
+struct LoadedKernel::Pool : BlockPool {
+  using BlockPool::BlockPool;
 };
 
 LoadedKernel::LoadedKernel(KernelEntry entry, std::vector<ParamSpec> params, int threads)
@@ -165,16 +155,11 @@ std::optional<std::string> LoadedKernel::launch(std::span<const Arg> args, KilnL
     if (blocks > 0) entry_.blocks(params.data(), 0, blocks, &total);
   } else {
     std::atomic<int64_t> full{0}, masked{0};
-    pool_->arena.execute([&] {
-      tbb::parallel_for(
-          tbb::blocked_range<int64_t>(0, blocks, 1),
-          [&](const tbb::blocked_range<int64_t>& range) {
-            KilnLaunchRecord task;
-            entry_.blocks(params.data(), range.begin(), range.end(), &task);
-            full.fetch_add(task.packets_full, std::memory_order_relaxed);
-            masked.fetch_add(task.packets_masked, std::memory_order_relaxed);
-          },
-          tbb::simple_partitioner());
+    pool_->run(blocks, [&](int64_t begin, int64_t end) {
+      KilnLaunchRecord task;
+      entry_.blocks(params.data(), begin, end, &task);
+      full.fetch_add(task.packets_full, std::memory_order_relaxed);
+      masked.fetch_add(task.packets_masked, std::memory_order_relaxed);
     });
     total.packets_full = full.load();
     total.packets_masked = masked.load();

@@ -1,0 +1,31 @@
+// The oneTBB pool that runs a loaded kernel's blocks. Its own file so that a ThreadSanitizer
+// build can compile the oneTBB templates without instrumentation (CMakeLists.txt): they
+// synchronize through the uninstrumented libtbb, which ThreadSanitizer cannot see, so their
+// inlined code would be reported as racing with the library. run() states the hand-off to the
+// workers and back to ThreadSanitizer itself (pool.cpp); the bodies it runs stay instrumented.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace kiln::runtime {
+
+class BlockPool {
+ public:
+  // threads >= 2 (1 runs on the caller, no pool). Workers get kWorkerStackBytes of stack.
+  explicit BlockPool(int threads);
+  ~BlockPool();
+  BlockPool(const BlockPool&) = delete;
+  BlockPool& operator=(const BlockPool&) = delete;
+
+  // body(begin, end) over [0, blocks) in chunks of one block, on the pool's threads (the
+  // calling thread takes part); returns when every chunk has run.
+  void run(int64_t blocks, const std::function<void(int64_t, int64_t)>& body);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln::runtime
