@@ -9,7 +9,11 @@ using namespace kiln::dsl;
 
 GemmTiles defaultGemmTiles(const GemmShape& s) {
   auto up16 = [](int64_t n) { return (n + 15) / 16 * 16; };
-  return GemmTiles{std::min<int64_t>(64, s.M), std::min<int64_t>(64, up16(s.N)), std::clamp<int64_t>(s.K, 1, 64)};
+  // Few rows (a decode-like skinny GEMM is bound by reading B): a wider strip of B per program,
+  // up to 16 row-vectors of accumulators (1 row x 256, 2 x 128, else 64 columns).
+  const int64_t TM = std::min<int64_t>(64, s.M);
+  const int64_t TN = TM == 1 ? 256 : TM == 2 ? 128 : 64;
+  return GemmTiles{TM, std::min<int64_t>(TN, up16(s.N)), std::clamp<int64_t>(s.K, 1, 64)};
 }
 
 BuildResult gemm(const GemmShape& s, const GemmTiles& t, bool trans_b, bool fused) {

@@ -35,6 +35,7 @@ class NativeImpl : public LocalImpl {
   }
   int threads() const override { return options_.threads; }
   std::optional<std::string> prepare(const Problem& p) override {
+    if (p.workload != Workload::Attention) return "the hand-written kernel is attention only";
     isa_ = isaKernels(options_.native_isa);
     if (!isa_)
       return "this CPU lacks " + (options_.native_isa == "auto" ? std::string("AVX2+FMA") : options_.native_isa);
@@ -65,12 +66,22 @@ class PlainImpl : public LocalImpl {
   std::optional<std::string> prepare(const Problem& p) override {
     team_ = std::make_unique<ThreadTeam>(options_.threads);
     out_.assign(p.outputSize(), 0.0f);
-    args_ = p.args(out_.data());
+    p_ = &p;
+    if (p.workload == Workload::Attention) args_ = p.args(out_.data());
     return std::nullopt;
   }
 
  protected:
   void run() override {
+    if (p_->workload == Workload::Gemm) {
+      // One row of C per item: C[i,:] = sum over k of A[i,k] * B[k,:] (i-k-j order, the loop a
+      // compiler vectorizes).
+      const GemmShape& g = p_->gemm;
+      team_->forEach(g.M, 0, [this, &g](int64_t i, float*) {
+        plainGemmRow(p_->a.data(), p_->b.data(), out_.data(), g.N, g.K, i);
+      });
+      return;
+    }
     team_->forEach(plainItems(args_), plainScratchFloats(args_),
                    [this](int64_t item, float* scratch) { plainItem(args_, item, scratch); });
   }
@@ -78,6 +89,7 @@ class PlainImpl : public LocalImpl {
  private:
   ImplOptions options_;
   std::unique_ptr<ThreadTeam> team_;
+  const Problem* p_ = nullptr;
   AttentionArgs args_;
 };
 
@@ -94,6 +106,11 @@ const std::vector<std::string>& implNames() {
   static const std::vector<std::string> names = {"kiln",   "kiln-seed", "onednn", "openblas", "openblas-coretype",
                                                  "native", "plain"};
   return names;
+}
+
+const std::vector<std::string>& implNames(Workload w) {
+  static const std::vector<std::string> gemm = {"kiln", "onednn", "openblas", "plain"};
+  return w == Workload::Gemm ? gemm : implNames();
 }
 
 std::unique_ptr<Impl> makeImpl(const std::string& name, const ImplOptions& o) {

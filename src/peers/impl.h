@@ -66,6 +66,8 @@ std::unique_ptr<Impl> makePlain(const ImplOptions& options);
 
 // Every implementation name, in the order the table lists them.
 const std::vector<std::string>& implNames();
+// Those that compute the workload: attention, all; gemm: kiln, onednn, openblas, plain.
+const std::vector<std::string>& implNames(Workload w);
 std::unique_ptr<Impl> makeImpl(const std::string& name, const ImplOptions& options);
 
 // The OpenBLAS 0.3.21 DYNAMIC_ARCH core family for this CPU: Cooperlake (AVX-512 + BF16),

@@ -1,4 +1,4 @@
-// Kiln as a peer: the DSL attention kernel compiled by driver::compile (default knobs, or the
+// Kiln as a peer: the DSL attention kernel (or the library GEMM) compiled by driver::compile (default knobs, or the
 // seed's preset), loaded from its object with jit::Session, timed at the native entry
 // kiln_launch on one thread, or through runtime::LoadedKernel's pool with --threads N.
 #include <fmt/format.h>
@@ -33,6 +33,7 @@ class KilnImpl : public LocalImpl {
   int threads() const override { return options_.threads; }
 
   std::optional<std::string> prepare(const Problem& p) override {
+    if (p.workload == Workload::Gemm) return prepareGemm(p);
     std::string block = seed_ ? (p.shape.Q > 1 ? "4x16" : "1x16") : options_.block;
     if (seed_) {
       // The seed's kernel: one program per query head, MUL then ADD.
@@ -78,6 +79,34 @@ class KilnImpl : public LocalImpl {
                           seed_ ? "seed preset" : "default", block, r["full_packet"]["decision"].get<std::string>(),
                           r["compile_ms"].get<double>(), r["object"]["bytes"].get<int64_t>(), options_.threads,
                           options_.threads == 1 ? " (native entry kiln_launch)" : " (runtime pool)");
+    return std::nullopt;
+  }
+
+ private:
+  // The library's GEMM as `kiln run --kernel gemm --shape M,N,K` builds it.
+  std::optional<std::string> prepareGemm(const Problem& p) {
+    if (seed_) return "the seed preset has no GEMM";
+    const GemmShape& g = p.gemm;
+    kernels::LibraryRequest req{"gemm", fmt::format("{},{},{}", g.M, g.N, g.K), {}};
+    if (auto e = kernels::buildLibraryKernel(req, kernel_)) return "the gemm kernel does not build: " + *e;
+    plan::Knobs knobs;
+    knobs.threads = options_.threads;
+    driver::Compilation c;
+    if (auto e = driver::compile(*kernel_, knobs, c)) return "compile: " + *e;
+    if (auto e = driver::load(c.object, *kernel_, options_.threads, loaded_)) return "load: " + *e;
+    out_.assign(p.outputSize(), 0.0f);
+    params_ = {const_cast<float*>(p.a.data()), const_cast<float*>(p.b.data()), out_.data()};
+    args_ = {runtime::Arg::view(params_[0], 4 * int64_t(p.a.size())),
+             runtime::Arg::view(params_[1], 4 * int64_t(p.b.size())),
+             runtime::Arg::view(params_[2], 4 * int64_t(out_.size()))};
+    if (auto e = loaded_->checkArgs(args_)) return "arguments: " + *e;
+    launch_ = loaded_->entry().launch;
+    const nlohmann::json& r = c.report;
+    const kernels::GemmTiles t = kernels::defaultGemmTiles(g);
+    detail_ =
+        fmt::format("default knobs, tiles {}x{}x{} (library default), compile {:.0f} ms, object {} B, {} thread(s){}",
+                    t.TM, t.TN, t.TK, r["compile_ms"].get<double>(), r["object"]["bytes"].get<int64_t>(),
+                    options_.threads, options_.threads == 1 ? " (native entry kiln_launch)" : " (runtime pool)");
     return std::nullopt;
   }
 

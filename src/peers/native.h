@@ -93,5 +93,7 @@ void nativeAttention(const IsaKernels& isa, ThreadTeam& team, const AttentionArg
 int64_t plainItems(const AttentionArgs& args);
 int64_t plainScratchFloats(const AttentionArgs& args);
 void plainItem(const AttentionArgs& args, int64_t item, float* scratch);
+// Plain GEMM loops: row i of C[M,N] = A[M,K] . B[K,N] (row-major), i-k-j order.
+void plainGemmRow(const float* a, const float* b, float* c, int64_t N, int64_t K, int64_t i);
 
 }  // namespace kiln::peers

@@ -1,4 +1,5 @@
-// oneDNN as a peer (Debian libdnnl-dev, 2.6 API): per (batch, KV head), the query heads of
+// oneDNN as a peer (Debian libdnnl-dev, 2.6 API). GEMM: one matmul primitive. Attention: per
+// (batch, KV head), the query heads of
 // the group stacked as rows ([G*Q, D] is contiguous in q), batched matmul Q.K^T with the score
 // scale as output scale (K^T is K read through strides, no copy), the softmax primitive on the
 // last axis, then batched matmul P.V straight into o ([G*Q, Dv] is contiguous in o). A causal
@@ -59,6 +60,11 @@ class OneDnnImpl : public LocalImpl {
 
  protected:
   void run() override {
+    if (gemm_) {
+      mm_.execute(stream_, {{DNNL_ARG_SRC, a_}, {DNNL_ARG_WEIGHTS, b_}, {DNNL_ARG_DST, o_}});
+      stream_.wait();
+      return;
+    }
     qk_.execute(stream_, qk_args_);
     softmax_.execute(stream_, {{DNNL_ARG_SRC, scores_}, {DNNL_ARG_DST, scores_}});
     pv_.execute(stream_, {{DNNL_ARG_SRC, scores_}, {DNNL_ARG_WEIGHTS, v_}, {DNNL_ARG_DST, o_}});
@@ -70,10 +76,11 @@ class OneDnnImpl : public LocalImpl {
     const int omp = ompThreads(options_.threads);
     if (omp != options_.threads)
       return fmt::format("cannot set OpenMP threads to {} (omp_get_max_threads() = {})", options_.threads, omp);
-    const Shape& s = p.shape;
-    const int64_t BH = s.B * s.Hkv, M = (s.Hq / s.Hkv) * s.Q, K = s.K;
     engine_ = dnnl::engine(dnnl::engine::kind::cpu, 0);
     stream_ = dnnl::stream(engine_);
+    if (p.workload == Workload::Gemm) return buildGemm(p);
+    const Shape& s = p.shape;
+    const int64_t BH = s.B * s.Hkv, M = (s.Hq / s.Hkv) * s.Q, K = s.K;
     out_.assign(p.outputSize(), 0.0f);
     scratch_.assign(BH * M * K, 0.0f);
 
@@ -120,8 +127,30 @@ class OneDnnImpl : public LocalImpl {
     return std::nullopt;
   }
 
+  // GEMM: one matmul primitive, C[M,N] = A[M,K] . B[K,N].
+  std::optional<std::string> buildGemm(const Problem& p) {
+    const GemmShape& g = p.gemm;
+    gemm_ = true;
+    out_.assign(p.outputSize(), 0.0f);
+    const memory::desc a_md({g.M, g.K}, dt::f32, {g.K, 1});
+    const memory::desc b_md({g.K, g.N}, dt::f32, {g.N, 1});
+    const memory::desc c_md({g.M, g.N}, dt::f32, {g.N, 1});
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), engine_);
+    mm_ = dnnl::matmul(pd);
+    a_ = memory(a_md, engine_, const_cast<float*>(p.a.data()));
+    b_ = memory(b_md, engine_, const_cast<float*>(p.b.data()));
+    o_ = memory(c_md, engine_, out_.data());
+    const dnnl_version_t* ver = dnnl_version();
+    detail_ = fmt::format("oneDNN {}.{}.{} ({}), matmul {}, OpenMP threads {}", ver->major, ver->minor, ver->patch,
+                          isaName(dnnl::get_effective_cpu_isa()), pd.impl_info_str(), ompThreads(0));
+    return std::nullopt;
+  }
+
   ImplOptions options_;
   std::string detail_;
+  bool gemm_ = false;
+  dnnl::matmul mm_;
+  memory a_, b_;
   dnnl::engine engine_;
   dnnl::stream stream_;
   dnnl::matmul qk_, pv_;

@@ -1,4 +1,5 @@
-// OpenBLAS as a peer (Debian libopenblas-dev, DYNAMIC_ARCH build): per (batch, KV head), the
+// OpenBLAS as a peer (Debian libopenblas-dev, DYNAMIC_ARCH build). GEMM: one cblas_sgemm.
+// Attention: per (batch, KV head), the
 // query heads of the group stacked as rows, S = scale * Q.K^T with cblas_sgemm, a vectorized
 // row softmax (the native kernels' AVX-512/AVX2 exp; causal rows cut at their visible keys),
 // then O = P.V with cblas_sgemm straight into o. The library's thread count is set with
@@ -55,6 +56,12 @@ class OpenBlasImpl : public LocalImpl {
     if (openblas_get_num_threads() != options_.threads)
       return fmt::format("OpenBLAS runs {} threads, not {} (its MAX_THREADS or the CPU count caps it)",
                          openblas_get_num_threads(), options_.threads);
+    p_ = &p;
+    if (p.workload == Workload::Gemm) {
+      out_.assign(p.outputSize(), 0.0f);
+      detail_ = fmt::format("cblas_sgemm, {}, {} thread(s)", openblasDescription(), openblas_get_num_threads());
+      return std::nullopt;
+    }
     isa_ = isaKernels("auto");
     if (!isa_) return "this CPU lacks AVX2+FMA (the softmax)";
     const Shape& s = p.shape;
@@ -75,6 +82,13 @@ class OpenBlasImpl : public LocalImpl {
 
  protected:
   void run() override {
+    if (p_->workload == Workload::Gemm) {
+      const GemmShape& g = p_->gemm;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(g.M), static_cast<int>(g.N),
+                  static_cast<int>(g.K), 1.0f, p_->a.data(), static_cast<int>(g.K), p_->b.data(), static_cast<int>(g.N),
+                  0.0f, out_.data(), static_cast<int>(g.N));
+      return;
+    }
     const Shape& s = p_->shape;
     const int M = static_cast<int>(rows_), K = static_cast<int>(s.K), D = static_cast<int>(s.D),
               Dv = static_cast<int>(s.Dv);

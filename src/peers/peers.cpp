@@ -8,22 +8,29 @@
 
 namespace kiln::peers {
 
-std::optional<std::string> checkOptions(const PeersOptions& o, std::vector<Shape>& shapes) {
+std::optional<std::string> checkOptions(const PeersOptions& o, std::vector<ShapeSpec>& shapes) {
   shapes.clear();
-  std::vector<std::string> texts = o.only_shapes ? std::vector<std::string>{} : defaultShapes();
+  const bool gemm = o.workload == Workload::Gemm;
+  std::vector<std::string> texts =
+      o.only_shapes ? std::vector<std::string>{} : (gemm ? defaultGemmShapes() : defaultShapes());
   texts.insert(texts.end(), o.shapes.begin(), o.shapes.end());
   if (texts.empty()) return "no shapes: --only-shapes needs at least one --shape";
   for (const std::string& t : texts) {
-    Shape s;
-    if (auto e = parseShape(t, s)) return e;
+    ShapeSpec s;
+    if (auto e = parseShapeSpec(o.workload, t, s)) return e;
     shapes.push_back(s);
   }
+  const std::vector<std::string>& names = implNames(o.workload);
   for (const std::string& name : o.impls)
-    if (std::find(implNames().begin(), implNames().end(), name) == implNames().end()) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
       std::string all;
-      for (const std::string& n : implNames()) all += (all.empty() ? "" : ", ") + n;
-      return "no implementation named '" + name + "'; there are: " + all;
+      for (const std::string& n : names) all += (all.empty() ? "" : ", ") + n;
+      const bool other = std::find(implNames().begin(), implNames().end(), name) != implNames().end();
+      return other ? "implementation '" + name + "' does not compute " + workloadName(o.workload) + "; for " +
+                         workloadName(o.workload) + " there are: " + all
+                   : "no implementation named '" + name + "'; there are: " + all;
     }
+  if (gemm && o.causal) return "--mask applies to attention only, not to --kernel gemm";
   if (o.threads < 1) return "--threads must be at least 1";
   return std::nullopt;
 }
@@ -38,7 +45,8 @@ double since(Clock::time_point t) {
 
 std::string inputDigest(const Problem& p) {
   return host::sha256Hex(p.q.data(), 4 * p.q.size()) + host::sha256Hex(p.k.data(), 4 * p.k.size()) +
-         host::sha256Hex(p.v.data(), 4 * p.v.size());
+         host::sha256Hex(p.v.data(), 4 * p.v.size()) + host::sha256Hex(p.a.data(), 4 * p.a.size()) +
+         host::sha256Hex(p.b.data(), 4 * p.b.size());
 }
 
 // Compares one call's output with the reference; fills the row's errors, returns pass.
@@ -67,9 +75,9 @@ bool check(Impl& impl, const Problem& p, RowResult& row, const char* when) {
 
 std::optional<std::string> runPeers(const PeersOptions& options, PeersResult& result, std::ostream& out,
                                     std::ostream& log) {
-  std::vector<Shape> shapes;
+  std::vector<ShapeSpec> shapes;
   if (auto e = checkOptions(options, shapes)) return e;
-  const std::vector<std::string> names = options.impls.empty() ? implNames() : options.impls;
+  const std::vector<std::string> names = options.impls.empty() ? implNames(options.workload) : options.impls;
   ImplOptions io = options.impl;
   io.threads = options.threads;
   io.seed = options.seed;
@@ -80,10 +88,10 @@ std::optional<std::string> runPeers(const PeersOptions& options, PeersResult& re
   log << "peers: measuring peak FMA throughput on " << options.threads << " thread(s)\n" << std::flush;
   result.peak = measurePeak(options.threads);
 
-  for (const Shape& shape : shapes) {
+  for (const ShapeSpec& shape : shapes) {
     ShapeResult sr;
-    sr.shape = shape;
-    const std::string label = shapeText(shape);
+    sr.spec = shape;
+    const std::string label = shape.text();
     Problem p;
     if (auto e = makeProblem(shape, options.causal, options.seed, p)) return label + ": " + *e;
     auto t0 = Clock::now();

@@ -22,7 +22,8 @@
 namespace kiln::peers {
 
 struct PeersOptions {
-  std::vector<std::string> shapes;  // added to the defaults (or replacing them: only_shapes)
+  Workload workload = Workload::Attention;  // --kernel attention|gemm
+  std::vector<std::string> shapes;          // added to the defaults (or replacing them: only_shapes)
   bool only_shapes = false;
   bool causal = false;
   int threads = 1;
@@ -45,7 +46,7 @@ struct RowResult {
 };
 
 struct ShapeResult {
-  Shape shape;
+  ShapeSpec spec;
   double flops = 0.0, kv_bytes = 0.0;
   double bandwidth_gbs = 0.0;
   double compute_s = 0.0, memory_s = 0.0, roofline_s = 0.0;
@@ -64,7 +65,7 @@ struct PeersResult {
 };
 
 // Validates the options (shapes, implementation names) without running anything.
-std::optional<std::string> checkOptions(const PeersOptions& options, std::vector<Shape>& shapes);
+std::optional<std::string> checkOptions(const PeersOptions& options, std::vector<ShapeSpec>& shapes);
 
 // Runs everything; prints each shape's table to `out` as it completes and progress lines to
 // `log`. Error: the options are invalid (nothing ran).

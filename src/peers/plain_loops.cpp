@@ -52,4 +52,14 @@ void plainItem(const AttentionArgs& a, int64_t item, float* scores) {
   }
 }
 
+void plainGemmRow(const float* a, const float* b, float* c, int64_t N, int64_t K, int64_t i) {
+  float* ci = c + i * N;
+  for (int64_t j = 0; j < N; ++j) ci[j] = 0.0f;
+  for (int64_t k = 0; k < K; ++k) {
+    const float aik = a[i * K + k];
+    const float* bk = b + k * N;
+    for (int64_t j = 0; j < N; ++j) ci[j] += aik * bk[j];
+  }
+}
+
 }  // namespace kiln::peers

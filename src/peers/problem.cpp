@@ -54,12 +54,74 @@ const std::vector<std::string>& defaultShapes() {
   return shapes;
 }
 
+const char* workloadName(Workload w) {
+  return w == Workload::Gemm ? "gemm" : "attention";
+}
+
+std::string ShapeSpec::text() const {
+  if (workload == Workload::Gemm)
+    return std::to_string(gemm.M) + "," + std::to_string(gemm.N) + "," + std::to_string(gemm.K);
+  return shapeText(attention);
+}
+
+std::string ShapeSpec::fields() const {
+  return workload == Workload::Gemm ? "M,N,K" : "B,Hq,Hkv,Q,K,D,Dv";
+}
+
+std::optional<std::string> parseGemmShape(const std::string& text, GemmShape& out) {
+  static const char* names[] = {"M", "N", "K"};
+  int64_t* fields[] = {&out.M, &out.N, &out.K};
+  std::stringstream ss(text);
+  std::string part;
+  int n = 0;
+  while (std::getline(ss, part, ',')) {
+    if (n == 3) return "shape '" + text + "' has more than 3 fields (M,N,K)";
+    size_t used = 0;
+    long long value = 0;
+    try {
+      value = std::stoll(part, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used == 0 || used != part.size())
+      return "shape field " + std::string(names[n]) + " is '" + part + "', not an integer";
+    if (value < 1 || value > (int64_t{1} << 24))
+      return "shape field " + std::string(names[n]) + " is " + part + "; it must be in 1..16777216";
+    *fields[n++] = value;
+  }
+  if (n != 3) return "shape '" + text + "' has " + std::to_string(n) + " fields; expected 3: M,N,K";
+  const double elements = double(out.M) * out.K + double(out.K) * out.N + double(out.M) * out.N;
+  if (elements > double(int64_t{1} << 30)) return "shape '" + text + "' needs more than 2^30 elements of A, B and C";
+  return std::nullopt;
+}
+
+const std::vector<std::string>& defaultGemmShapes() {
+  static const std::vector<std::string> shapes = {"512,512,512", "1,4096,4096", "64,2048,256"};
+  return shapes;
+}
+
+std::optional<std::string> parseShapeSpec(Workload w, const std::string& text, ShapeSpec& out) {
+  out = ShapeSpec{};
+  out.workload = w;
+  return w == Workload::Gemm ? parseGemmShape(text, out.gemm) : parseShape(text, out.attention);
+}
+
+ShapeSpec Problem::spec() const {
+  ShapeSpec s;
+  s.workload = workload;
+  s.attention = shape;
+  s.gemm = gemm;
+  return s;
+}
+
 double Problem::flops() const {
+  if (workload == Workload::Gemm) return 2.0 * gemm.M * gemm.N * double(gemm.K);
   const Shape& s = shape;
   return 2.0 * s.B * s.Hq * s.Q * s.K * double(s.D + s.Dv);
 }
 
 double Problem::kvBytes() const {
+  if (workload == Workload::Gemm) return 4.0 * (double(gemm.M) * gemm.K + double(gemm.K) * gemm.N);
   const Shape& s = shape;
   return 4.0 * s.B * s.Hkv * s.K * double(s.D + s.Dv);
 }
@@ -93,7 +155,42 @@ std::optional<std::string> makeProblem(const Shape& shape, bool causal, uint64_t
   return std::nullopt;
 }
 
+std::optional<std::string> makeGemmProblem(const GemmShape& shape, uint64_t seed, Problem& out) {
+  dsl::BuildResult built = kernels::gemm(shape, kernels::defaultGemmTiles(shape));
+  if (!built) return "the gemm kernel does not build for this shape:\n" + built.message();
+  std::vector<host::ParamData> params;
+  if (auto e = host::makeInputs(*built.kernel, seed, {}, params)) return e;
+  out = Problem{};
+  out.workload = Workload::Gemm;
+  out.gemm = shape;
+  out.a = std::move(params[0].data);
+  out.b = std::move(params[1].data);
+  return std::nullopt;
+}
+
+std::optional<std::string> makeProblem(const ShapeSpec& spec, bool causal, uint64_t seed, Problem& out) {
+  return spec.workload == Workload::Gemm ? makeGemmProblem(spec.gemm, seed, out)
+                                         : makeProblem(spec.attention, causal, seed, out);
+}
+
+namespace {
+
+void gemmReference(Problem& p) {
+  const GemmShape& g = p.gemm;
+  p.reference.assign(p.outputSize(), 0.0);
+  for (int64_t i = 0; i < g.M; ++i)
+    for (int64_t k = 0; k < g.K; ++k) {
+      const double a = p.a[i * g.K + k];
+      const float* b = &p.b[k * g.N];
+      double* c = &p.reference[i * g.N];
+      for (int64_t j = 0; j < g.N; ++j) c[j] += a * double(b[j]);
+    }
+}
+
+}  // namespace
+
 void computeReference(Problem& p) {
+  if (p.workload == Workload::Gemm) return gemmReference(p);
   const Shape& s = p.shape;
   const int64_t group = s.Hq / s.Hkv;
   const double scale = p.scale;

@@ -1,5 +1,5 @@
-// One peers workload: an attention shape, its deterministic inputs (those `kiln run` would
-// give the DSL attention kernel for the same seed) and its FP64 reference.
+// One peers workload: an attention shape or a GEMM shape, its deterministic inputs (those
+// `kiln run` would give the library kernel for the same seed) and its FP64 reference.
 // Guarantees: the reference is plain double-precision C++ (full score row, max, exp, sum),
 // sharing no code with any implementation it checks.
 #pragma once
@@ -10,11 +10,26 @@
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kernels/gemm.h"
 #include "peers/native.h"
 
 namespace kiln::peers {
 
 using Shape = kernels::AttentionShape;
+using GemmShape = kernels::GemmShape;
+
+// The workloads `kiln peers --kernel NAME` measures.
+enum class Workload { Attention, Gemm };
+const char* workloadName(Workload w);  // "attention", "gemm"
+
+// One shape of either workload, as parsed from --shape.
+struct ShapeSpec {
+  Workload workload = Workload::Attention;
+  Shape attention;
+  GemmShape gemm;
+  std::string text() const;    // "1,8,2,1,2053,80,96" or "512,512,512"
+  std::string fields() const;  // "B,Hq,Hkv,Q,K,D,Dv" or "M,N,K"
+};
 
 // "B,Hq,Hkv,Q,K,D,Dv", all >= 1 and Hq a multiple of Hkv. Error: names the bad field.
 std::optional<std::string> parseShape(const std::string& text, Shape& out);
@@ -24,16 +39,35 @@ std::string shapeText(const Shape& s);
 // square prefill at Llama-like sizes.
 const std::vector<std::string>& defaultShapes();
 
+// GEMM: "M,N,K", each in 1..16777216 (K >= 1), at most 2^30 elements of A, B and C.
+std::optional<std::string> parseGemmShape(const std::string& text, GemmShape& out);
+// `kiln peers --kernel gemm` by default: a square 512^3, a skinny 1 x 4096 x 4096 (one token
+// through a 4096-wide projection: memory-bound) and a small-M 64 x 2048 x 256.
+const std::vector<std::string>& defaultGemmShapes();
+
+// Parses one --shape of the workload. Error: names the bad field.
+std::optional<std::string> parseShapeSpec(Workload w, const std::string& text, ShapeSpec& out);
+
 struct Problem {
-  Shape shape;
+  Workload workload = Workload::Attention;
+  Shape shape;  // attention
   bool causal = false;
   float scale = 1.0f;  // the kernel's: 1/sqrt(D) rounded to f32
   std::vector<float> q, k, v;
-  std::vector<double> reference;  // o in FP64 (empty until computeReference)
+  GemmShape gemm;  // gemm: C[M,N] = A[M,K] . B[K,N], all row-major
+  std::vector<float> a, b;
+  std::vector<double> reference;  // o (or c) in FP64 (empty until computeReference)
 
-  double flops() const;    // 2 * B * Hq * Q * K * (D + Dv) (every key, mask or not)
-  double kvBytes() const;  // 4 * B * Hkv * K * (D + Dv)
-  int64_t outputSize() const { return shape.B * shape.Hq * shape.Q * shape.Dv; }
+  // attention: 2 * B * Hq * Q * K * (D + Dv) (every key, mask or not); gemm: 2 * M * N * K
+  double flops() const;
+  // The bytes the roofline's memory side reads: attention K and V, 4 * B * Hkv * K * (D + Dv);
+  // gemm A and B, 4 * (M * K + K * N).
+  double kvBytes() const;
+  const char* bytesName() const { return workload == Workload::Gemm ? "A+B" : "K/V"; }
+  int64_t outputSize() const {
+    return workload == Workload::Gemm ? gemm.M * gemm.N : shape.B * shape.Hq * shape.Q * shape.Dv;
+  }
+  ShapeSpec spec() const;
   // Arguments for the hand-written kernels, writing to `o`.
   AttentionArgs args(float* o) const;
 };
@@ -41,6 +75,9 @@ struct Problem {
 // Inputs from `seed` (host::makeInputs on the DSL kernel of the shape). Error: the kernel does
 // not build.
 std::optional<std::string> makeProblem(const Shape& shape, bool causal, uint64_t seed, Problem& out);
+// GEMM inputs from `seed` (host::makeInputs on the library's gemm kernel of the shape).
+std::optional<std::string> makeGemmProblem(const GemmShape& shape, uint64_t seed, Problem& out);
+std::optional<std::string> makeProblem(const ShapeSpec& spec, bool causal, uint64_t seed, Problem& out);
 void computeReference(Problem& problem);
 
 }  // namespace kiln::peers

@@ -34,6 +34,7 @@ class RemoteImpl : public Impl {
   int threads() const override { return options_.threads; }
 
   std::optional<std::string> prepare(const Problem& p) override {
+    if (p.workload != Workload::Attention) return "openblas-coretype runs attention only";
     stop();
     if (auto e = start(p)) return e;
     std::string line;

@@ -16,16 +16,22 @@ std::string us(double s) {
 }
 
 std::string header(const PeersResult& run, const ShapeResult& s) {
-  return fmt::format("{} (B,Hq,Hkv,Q,K,D,Dv), mask {}, {} thread(s)", shapeText(s.shape),
+  if (s.spec.workload == Workload::Gemm)
+    return fmt::format("gemm {} (M,N,K), {} thread(s)", s.spec.text(), run.options.threads);
+  return fmt::format("{} (B,Hq,Hkv,Q,K,D,Dv), mask {}, {} thread(s)", s.spec.text(),
                      run.options.causal ? "causal" : "none", run.options.threads);
+}
+
+const char* bytesName(const ShapeResult& s) {
+  return s.spec.workload == Workload::Gemm ? "A+B" : "K/V";
 }
 
 std::string rooflineLine(const PeersResult& run, const ShapeResult& s) {
   return fmt::format(
-      "{:.2f} MFLOP, K/V {:.2f} MB; roofline {} µs = max(compute {} µs at {:.1f} GFLOP/s, K/V read {} µs at {:.1f} "
+      "{:.2f} MFLOP, {} {:.2f} MB; roofline {} µs = max(compute {} µs at {:.1f} GFLOP/s, {} read {} µs at {:.1f} "
       "GB/s)",
-      s.flops / 1e6, s.kv_bytes / 1e6, us(s.roofline_s), us(s.compute_s), run.peak.gflops(), us(s.memory_s),
-      s.bandwidth_gbs);
+      s.flops / 1e6, bytesName(s), s.kv_bytes / 1e6, us(s.roofline_s), us(s.compute_s), run.peak.gflops(), bytesName(s),
+      us(s.memory_s), s.bandwidth_gbs);
 }
 
 std::string ratioText(const Measured& m) {
@@ -67,6 +73,7 @@ nlohmann::ordered_json toJson(const PeersResult& run) {
   j["tool"] = "kiln peers";
   j["date"] = run.machine.date;
   j["command"] = run.options.command;
+  j["kernel"] = workloadName(run.options.workload);
   j["machine"] = {{"cpu", run.machine.cpu_model},
                   {"logical_cpus", run.machine.logical_cpus},
                   {"loadavg_start", run.machine.loadavg},
@@ -92,7 +99,7 @@ nlohmann::ordered_json toJson(const PeersResult& run) {
   json shapes = json::array(), entries = json::array();
   auto num = [](bool ok, double v) { return ok && std::isfinite(v) ? json(v) : json(nullptr); };
   for (const ShapeResult& s : run.shapes) {
-    const std::string label = shapeText(s.shape);
+    const std::string label = s.spec.text();
     shapes.push_back({{"shape", label},
                       {"flops", s.flops},
                       {"kv_bytes", s.kv_bytes},
@@ -165,7 +172,7 @@ std::string toSvg(const PeersResult& run) {
   int y = 50;
   for (const ShapeResult& s : run.shapes) {
     o << fmt::format("<text x=\"10\" y=\"{}\" font-weight=\"bold\">{}  (roofline {} µs)</text>\n", y + 18,
-                     shapeText(s.shape), us(s.roofline_s));
+                     s.spec.text(), us(s.roofline_s));
     y += title;
     for (double g : {25.0, 50.0, 75.0, 100.0})
       if (g <= top) {
@@ -214,7 +221,7 @@ std::string toMarkdown(const PeersResult& run, const std::string& chart) {
       run.peak.avx2_gflops);
   if (!chart.empty()) o << "![% of roofline per implementation and shape](" << chart << ")\n\n";
   for (const ShapeResult& s : run.shapes) {
-    o << "**" << shapeText(s.shape) << "** (B,Hq,Hkv,Q,K,D,Dv) — " << rooflineLine(run, s) << "\n\n";
+    o << "**" << s.spec.text() << "** (" << s.spec.fields() << ") — " << rooflineLine(run, s) << "\n\n";
     o << "| implementation | median µs | min–max µs | vs Kiln (paired, min–max) | % roofline |\n";
     o << "|---|---:|---:|---:|---:|\n";
     for (const RowResult& r : s.rows) {

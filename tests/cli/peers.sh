@@ -58,6 +58,24 @@ else
   fail "--threads 2 and causal" "exit $rc: $(tail -c 400 "$tmp/err") $(tail -2 "$tmp/py")"
 fi
 
+run "$kiln" peers --kernel gemm --only-shapes --shape 19,40,33 --quick --budget 2 --json "$tmp/g.json" --svg "$tmp/g.svg"
+if [ $rc -eq 0 ] && python3 - "$tmp/g.json" <<'PY' 2>"$tmp/py"; then
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["kernel"] == "gemm", doc["kernel"]
+assert [e["impl"] for e in doc["entries"]] == ["kiln", "onednn", "openblas", "plain"], doc["entries"]
+assert all(e["correct"] is True and e["median_us"] > 0 for e in doc["entries"])
+assert doc["shapes"][0]["shape"] == "19,40,33" and doc["shapes"][0]["flops"] == 2 * 19 * 40 * 33
+PY
+  pass "--kernel gemm: kiln, onednn, openblas, plain correct and timed"
+else
+  fail "--kernel gemm" "exit $rc: $(tail -c 400 "$tmp/err") $(tail -2 "$tmp/py")"
+fi
+run "$kiln" peers --kernel gemm --only-shapes --shape 4,4,4 --impl native
+if [ $rc -eq 1 ] && grep -q "does not compute gemm" "$tmp/err"; then pass "gemm: attention-only impl refused"; else fail "gemm impl" "exit $rc"; fi
+run "$kiln" peers --kernel gemm --only-shapes --shape 4,4
+if [ $rc -eq 1 ] && grep -q "expected 3: M,N,K" "$tmp/err"; then pass "gemm: bad shape"; else fail "gemm shape" "exit $rc"; fi
+
 run "$kiln" peers --only-shapes --shape 1,8,3,1,4,8,8
 if [ $rc -eq 1 ] && grep -q "multiple of Hkv" "$tmp/err"; then pass "bad shape is an error"; else fail "bad shape" "exit $rc"; fi
 run "$kiln" peers --only-shapes --shape 1,2,1,1,4,8,8 --impl nosuch

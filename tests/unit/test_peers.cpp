@@ -95,6 +95,45 @@ TEST(Peers, LibraryPeersMatchReference) {
       }
 }
 
+// GEMM: every implementation of `kiln peers --kernel gemm` (Kiln's library kernel included)
+// against the FP64 reference, on ragged shapes (M = 1 and 2 take the wide tiles, N and K not
+// multiples of any tile), one and two threads.
+TEST(Peers, GemmPeersMatchReference) {
+  for (int threads : {1, 2})
+    for (const char* shape : {"1,300,70", "2,33,129", "37,45,19", "70,17,1"}) {
+      GemmShape g;
+      ASSERT_FALSE(parseGemmShape(shape, g));
+      Problem p;
+      ASSERT_FALSE(makeGemmProblem(g, 5, p));
+      computeReference(p);
+      EXPECT_EQ(p.spec().text(), shape);
+      EXPECT_EQ(p.flops(), 2.0 * g.M * g.N * g.K);
+      for (const std::string& name : implNames(Workload::Gemm)) {
+        ImplOptions options;
+        options.threads = threads;
+        std::unique_ptr<Impl> impl = makeImpl(name, options);
+        ASSERT_TRUE(impl);
+        auto e = impl->prepare(p);
+        ASSERT_FALSE(e) << name << ": " << *e;
+        std::vector<float> c;
+        ASSERT_FALSE(impl->compute(c));
+        const host::CompareResult r = host::compareF64(c, p.reference);
+        EXPECT_TRUE(r.pass) << name << " gemm " << shape << " threads " << threads << ": first bad " << r.first_bad;
+      }
+    }
+  // Attention-only peers say so instead of computing something else.
+  Problem p;
+  ASSERT_FALSE(makeGemmProblem({4, 4, 4}, 0, p));
+  for (const char* name : {"native", "kiln-seed"}) {
+    auto e = makeImpl(name, ImplOptions{})->prepare(p);
+    EXPECT_TRUE(e.has_value()) << name;
+  }
+  GemmShape g;
+  EXPECT_TRUE(parseGemmShape("4,4", g).has_value());
+  EXPECT_TRUE(parseGemmShape("4,0,4", g).has_value());
+  EXPECT_TRUE(parseGemmShape("65536,65536,1", g).has_value());  // 2^32 elements of C
+}
+
 TEST(Peers, SoftmaxRowsCutsAtLimits) {
   for (const char* isa_name : {"avx512", "avx2"}) {
     const IsaKernels* isa = isaKernels(isa_name);

@@ -38,12 +38,14 @@ bool writeFile(const std::string& path, const std::string& text) {
 }  // namespace
 
 Command addPeers(CLI::App& parent) {
-  CLI::App* app = parent.add_subcommand(
-      "peers", "Time Kiln's attention against oneDNN, OpenBLAS, hand-written and plain code, and the machine's limits");
+  CLI::App* app = parent.add_subcommand("peers",
+                                        "Time Kiln's attention (or GEMM) against oneDNN, OpenBLAS, hand-written and "
+                                        "plain code, and the machine's limits");
   struct Args {
     peers::PeersOptions o;
     std::vector<std::string> impls;
     std::string mask = "none";
+    std::string kernel = "attention";
     bool quick = false;
     double budget = 0.0;
     std::string out_dir = ".", json, svg, markdown;
@@ -52,7 +54,13 @@ Command addPeers(CLI::App& parent) {
   auto a = std::make_shared<Args>();
   std::string impl_names;
   for (const std::string& n : peers::implNames()) impl_names += (impl_names.empty() ? "" : ", ") + n;
-  app->add_option("--shape", a->o.shapes, "Add a shape B,Hq,Hkv,Q,K,D,Dv (repeatable) to the six default ones");
+  app->add_option("--kernel", a->kernel,
+                  "attention (default) or gemm: C = A.B, Kiln's library GEMM beside oneDNN matmul, OpenBLAS sgemm and "
+                  "plain loops")
+      ->check(CLI::IsMember({"attention", "gemm"}));
+  app->add_option("--shape", a->o.shapes,
+                  "Add a shape (repeatable) to the default ones: attention B,Hq,Hkv,Q,K,D,Dv (six defaults); gemm "
+                  "M,N,K (defaults 512,512,512 1,4096,4096 64,2048,256)");
   app->add_flag("--only-shapes", a->o.only_shapes, "Measure only the --shape shapes");
   app->add_option("--mask", a->mask, "Attention mask (default none)")->check(CLI::IsMember({"none", "causal"}));
   app->add_option("--threads", a->o.threads, "Threads for every implementation (default 1)")->check(CLI::Range(1, 256));
@@ -79,6 +87,7 @@ Command addPeers(CLI::App& parent) {
   return {app, [a] {
             peers::PeersOptions& o = a->o;
             o.causal = a->mask == "causal";
+            o.workload = a->kernel == "gemm" ? peers::Workload::Gemm : peers::Workload::Attention;
             o.impls = a->impls;
             if (a->quick) {
               o.protocol = peers::ProtocolOptions::quick();
@@ -86,13 +95,13 @@ Command addPeers(CLI::App& parent) {
             }
             if (a->budget > 0) o.protocol.budget_s = a->budget;
             o.command = commandLine();
-            std::vector<peers::Shape> shapes;
+            std::vector<peers::ShapeSpec> shapes;
             if (auto e = peers::checkOptions(o, shapes)) {
               std::cerr << "kiln peers: error: " << *e << '\n';
               return 1;
             }
             if (!a->serve.empty()) {
-              peers::ServeRequest r{a->serve, shapes.back(), o.causal, o.seed, o.threads};
+              peers::ServeRequest r{a->serve, shapes.back().attention, o.causal, o.seed, o.threads};
               return peers::servePeer(r);
             }
             peers::PeersResult result;
