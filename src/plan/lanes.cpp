@@ -47,6 +47,8 @@ class LanePlanner {
     const int64_t w = p_.knobs.packet_width;
     lp_.accumulators = w == 16 ? 20 : 12;
     lp_.vector_cap = 32;
+    const std::string& isa = p_.knobs.isa;
+    lp_.register_lanes = isa == "avx2" ? 8 : isa == "avx512" ? 16 : (__builtin_cpu_supports("avx512f") ? 16 : 8);
     size_t n = k_.values.size();
     lp_.layout.assign(n, Layout{});
     users_.assign(n, {});

@@ -120,6 +120,10 @@ struct LanePlan {
   std::vector<ir::Elem> slot_elem;
   int64_t vector_cap = 32;    // Vectors rep up to this many vectors
   int64_t accumulators = 24;  // register tile budget of an outer-product mma
+  // f32 lanes of one hardware vector register for the `isa` knob (AVX2 8, AVX-512 16; native:
+  // this host's). A W-lane vector wider than this is split by the emitter where LLVM's own
+  // split is wrong (masked loads, see lane_memory.cpp).
+  int64_t register_lanes = 16;
   LaneCounts counts;
 };
 

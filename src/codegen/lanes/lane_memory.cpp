@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <llvm/IR/Constants.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Intrinsics.h>
 
 namespace kiln::codegen {
@@ -124,8 +125,42 @@ llvm::Value* LaneEmitter::loadVector(const Op* op, Ix row, Ix chunk) {
       mask = b_.CreateICmpULT(lanes, splat(b_.getInt64(laneExt)));
     }
   }
-  if (lp_.access.at(op) == plan::LaneAccess::Vector)
-    return b_.CreateMaskedLoad(vty(Elem::F32), ptr, llvm::Align(4), mask, splat(fill));
+  if (lp_.access.at(op) == plan::LaneAccess::Vector) {
+    // A vector wider than a register (16 lanes on AVX2) is loaded as register-wide pieces,
+    // each piece's mask passed through an empty inline asm: when LLVM 22 could prove one half
+    // of a split 16-lane masked load all false (here: a view of extent 1 along the lanes), its
+    // AVX2 lowering replaced that half by an unmasked load (wrong bits and an out-of-bounds
+    // read; tests/fuzz/masked_load_half_empty_avx2.tile). Behind the asm a mask is opaque, and
+    // vmaskmovps with an all-false mask reads nothing.
+    const int64_t r = lp_.register_lanes;
+    if (static_cast<int64_t>(w_) <= r)
+      return b_.CreateMaskedLoad(vty(Elem::F32), ptr, llvm::Align(4), mask, splat(fill));
+    llvm::Type* pieceTy = llvm::FixedVectorType::get(b_.getFloatTy(), static_cast<unsigned>(r));
+    llvm::Value* fillPiece = b_.CreateVectorSplat(static_cast<unsigned>(r), fill);
+    std::vector<llvm::Value*> pieces;
+    for (int64_t at = 0; at < static_cast<int64_t>(w_); at += r) {
+      std::vector<int> lanesOf;
+      for (int64_t l = 0; l < r; ++l) lanesOf.push_back(static_cast<int>(at + l));
+      llvm::Value* m = b_.CreateShuffleVector(mask, lanesOf);
+      llvm::Type* intsTy = llvm::FixedVectorType::get(b_.getInt32Ty(), static_cast<unsigned>(r));
+      llvm::InlineAsm* opaque =
+          llvm::InlineAsm::get(llvm::FunctionType::get(intsTy, {intsTy}, false), "", "=x,0", /*hasSideEffects=*/false);
+      m = b_.CreateICmpNE(b_.CreateCall(opaque, {b_.CreateSExt(m, intsTy)}), llvm::Constant::getNullValue(intsTy));
+      llvm::Value* p = b_.CreateGEP(b_.getFloatTy(), ptr, b_.getInt64(at));
+      pieces.push_back(b_.CreateMaskedLoad(pieceTy, p, llvm::Align(4), m, fillPiece));
+    }
+    while (pieces.size() > 1) {
+      std::vector<llvm::Value*> next;
+      for (size_t i = 0; i + 1 < pieces.size(); i += 2) {
+        const unsigned n = llvm::cast<llvm::FixedVectorType>(pieces[i]->getType())->getNumElements();
+        std::vector<int> both;
+        for (unsigned l = 0; l < 2 * n; ++l) both.push_back(static_cast<int>(l));
+        next.push_back(b_.CreateShuffleVector(pieces[i], pieces[i + 1], both));
+      }
+      pieces = next;
+    }
+    return pieces[0];
+  }
   llvm::Value* ptrs = b_.CreateGEP(b_.getFloatTy(), ptr, b_.CreateMul(laneIota(), splat(b_.getInt64(ax.stride))));
   return b_.CreateMaskedGather(vty(Elem::F32), ptrs, llvm::Align(4), mask, splat(fill));
 }
