@@ -1,6 +1,7 @@
 // RoPE in the DSL; see rope.h.
 #include "kernels/rope.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <numbers>
@@ -72,19 +73,43 @@ BuildResult rope(int64_t tokens, int64_t heads, int64_t head_dim, bool neox, dou
   View x = kb.view("x", {tokens, heads, head_dim});
   View y = kb.view("y", {tokens, heads, head_dim});
   const std::vector<Access> headsAt = {_, {"h", heads}, _};
+  // Every frequency j at once: the cycle pieces of each j (fewer for some j: a zero piece
+  // leaves `a` unchanged, frac(a + 0) = a exactly) as [j:half] constant tiles.
+  std::vector<std::vector<double>> pieces(static_cast<size_t>(half));
+  size_t most = 0;
+  for (int64_t j = 0; j < half; ++j) {
+    const double cycles =
+        std::pow(base, -2.0 * static_cast<double>(j) / static_cast<double>(head_dim)) / (2 * std::numbers::pi);
+    pieces[j] = cyclePieces(cycles, pos_bits);
+    most = std::max(most, pieces[j].size());
+  }
   kb.parallel({{"t", tokens}}, [&](Idx t) {
     Tile pos = toF32(t).as("pos");
+    Tile iotaJ = kb.iota({{"j", half}}, "j");
+    Tile a = kb.zeros({{"j", half}});
+    for (size_t k = 0; k < most; ++k) {
+      Tile piece = kb.zeros({{"j", half}});
+      for (int64_t j = 0; j < half; ++j)
+        if (k < pieces[j].size()) piece = select(eq(iotaJ, j), pieces[j][k], piece);
+      a = frac(a + frac(pos * piece.as("piece")));
+    }
+    CosSin cs = cosSin2Pi(a.as("cycles"));
+    if (neox) {
+      // The pairs (j, j + half): two contiguous [heads, half] tiles.
+      const std::vector<Access> rowsAt = {_, {"h", heads}, {"j", half}};
+      Tile x1 = load(x, {t, 0, 0}, rowsAt).as("x1");
+      Tile x2 = load(x, {t, 0, half}, rowsAt).as("x2");
+      store((x1 * cs.cos - x2 * cs.sin).as("y1"), y, {t, 0, 0}, rowsAt);
+      store((x2 * cs.cos + x1 * cs.sin).as("y2"), y, {t, 0, half}, rowsAt);
+      return;
+    }
+    // Interleaved pairs (2j, 2j + 1): per j, along the heads.
     for (int64_t j = 0; j < half; ++j) {
-      const double cycles =
-          std::pow(base, -2.0 * static_cast<double>(j) / static_cast<double>(head_dim)) / (2 * std::numbers::pi);
-      Tile a = kb.zeros({});
-      for (double piece : cyclePieces(cycles, pos_bits)) a = frac(a + frac(pos * piece));
-      CosSin cs = cosSin2Pi(a.as("cycles"));
-      const int64_t first = neox ? j : 2 * j, second = neox ? j + half : 2 * j + 1;
-      Tile x1 = load(x, {t, 0, first}, headsAt).as("x1");
-      Tile x2 = load(x, {t, 0, second}, headsAt).as("x2");
-      store((x1 * cs.cos - x2 * cs.sin).as("y1"), y, {t, 0, first}, headsAt);
-      store((x2 * cs.cos + x1 * cs.sin).as("y2"), y, {t, 0, second}, headsAt);
+      Tile c = extract(cs.cos, {j}), sn = extract(cs.sin, {j});
+      Tile x1 = load(x, {t, 0, 2 * j}, headsAt).as("x1");
+      Tile x2 = load(x, {t, 0, 2 * j + 1}, headsAt).as("x2");
+      store((x1 * c - x2 * sn).as("y1"), y, {t, 0, 2 * j}, headsAt);
+      store((x2 * c + x1 * sn).as("y2"), y, {t, 0, 2 * j + 1}, headsAt);
     }
   });
   return kb.finish();
