@@ -345,24 +345,22 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
     Ix vi = add(mul(rowOf(rowsT, rcs), c.chunks), chunk);
     return b_.CreateLoad(vty(x->type.elem), slotPtr(c.slot, x->type.elem, vi));
   };
-  for (int64_t r0 = 0; r0 < al.rows; r0 += lm.block_rows) {
+  // One register tile of nr rows from row r0 (a constant, or a runtime row in a rolled loop).
+  auto tileRows = [&](Ix r0, int64_t nr) {
     for (int64_t c0 = 0; c0 < al.chunks; c0 += lm.block_chunks) {
-      const int64_t nr = std::min(lm.block_rows, al.rows - r0), nc = std::min(lm.block_chunks, al.chunks - c0);
+      const int64_t nc = std::min(lm.block_chunks, al.chunks - c0);
       std::vector<Coords> rcs;
-      for (int64_t i = 0; i < nr; ++i) rcs.push_back(rowCoords(at, Ix{nullptr, r0 + i}));
+      for (int64_t i = 0; i < nr; ++i) rcs.push_back(rowCoords(at, add(r0, Ix{nullptr, i})));
       std::vector<llvm::Value*> cur;
       for (int64_t i = 0; i < nr; ++i)
-        for (int64_t j = 0; j < nc; ++j) cur.push_back(vec(acc, Ix{nullptr, (r0 + i) * al.chunks + c0 + j}));
+        for (int64_t j = 0; j < nc; ++j) cur.push_back(vec(acc, add(r0, Ix{nullptr, i}), Ix{nullptr, c0 + j}));
       auto body = [&](Ix k, std::vector<llvm::Value*> s) {
         Coords kc = kCoords(k);
         // Operand values shared across the register tile: one per row (splats) and per chunk.
-        std::vector<std::vector<llvm::Value*>> rowVals(2), chunkVals(2);
-        for (int i = 0; i < 2; ++i) {
-          bool perRow = lm.broadcast[i];
-          for (int64_t q = 0; q < (perRow ? nr : nc); ++q) {
-            if (perRow) rowVals[i].push_back(operand(i, rcs[q], kc, Ix{nullptr, 0}));
-          }
-        }
+        std::vector<std::vector<llvm::Value*>> rowVals(2);
+        for (int i = 0; i < 2; ++i)
+          if (lm.broadcast[i])
+            for (int64_t q = 0; q < nr; ++q) rowVals[i].push_back(operand(i, rcs[q], kc, Ix{nullptr, 0}));
         for (int64_t ri = 0; ri < nr; ++ri)
           for (int64_t j = 0; j < nc; ++j) {
             llvm::Value* v[2];
@@ -387,14 +385,37 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
       }
       for (int64_t i = 0; i < nr; ++i)
         for (int64_t j = 0; j < nc; ++j) {
-          int64_t vi = (r0 + i) * al.chunks + c0 + j;
+          Ix vi = add(mul(add(r0, Ix{nullptr, i}), al.chunks), Ix{nullptr, c0 + j});
           if (rl.rep == LaneRep::Vectors)
-            vecs_[r->id][vi] = cur[i * nc + j];
+            vecs_[r->id][vi.c] = cur[i * nc + j];
           else
-            b_.CreateStore(cur[i * nc + j], slotPtr(rl.slot, Elem::F32, Ix{nullptr, vi}));
+            b_.CreateStore(cur[i * nc + j], slotPtr(rl.slot, Elem::F32, vi));
         }
     }
+  };
+  // The full register tiles run as a loop over tiles when every value they touch can be read
+  // at a runtime row (stack panels, memory, scalars): one copy of the tile's code instead of
+  // one per tile. Values in registers need constant indices: then the tiles are unrolled.
+  std::function<bool(const ir::Value*)> readable = [&](const ir::Value* x) {
+    if (x->type.isScalar()) return true;
+    const LaneRep rep = lp_.layout[x->id].rep;
+    if (rep == LaneRep::Recipe) {  // recomputed from its operands at the row
+      for (const ir::Value* o : x->def->operands)
+        if (!readable(o)) return false;
+      return true;
+    }
+    return rep == LaneRep::Panel || rep == LaneRep::Direct || rep == LaneRep::Scalar || rep == LaneRep::Splat;
+  };
+  auto atRuntimeRow = [&](const ir::Value* x, int i) { return (i >= 0 && lm.conversion[i] >= 0) || readable(x); };
+  const int64_t fullTiles = al.rows / lm.block_rows;
+  const bool rolled =
+      fullTiles >= 2 && rl.rep == LaneRep::Panel && atRuntimeRow(acc, -1) && atRuntimeRow(a, 0) && atRuntimeRow(bv, 1);
+  int64_t r0 = 0;
+  if (rolled) {
+    forEach(fullTiles, true, [&](Ix t) { tileRows(mul(t, lm.block_rows), lm.block_rows); });
+    r0 = fullTiles * lm.block_rows;
   }
+  for (; r0 < al.rows; r0 += lm.block_rows) tileRows(Ix{nullptr, r0}, std::min(lm.block_rows, al.rows - r0));
 }
 
 }  // namespace kiln::codegen
