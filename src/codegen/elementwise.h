@@ -12,8 +12,8 @@
 
 namespace kiln::codegen {
 
-// Fast math (fast_math=on): contraction, reassociation and reciprocals on every float op the
-// builder creates; never no-NaNs or no-infs (kernels mask with -inf).
+// Fast math (fast_math=on): contraction and reassociation on every float op the
+// builder creates; never reciprocal approximations, no-NaNs or no-infs (kernels mask with -inf).
 void setFastMath(llvm::IRBuilder<>& b);
 
 // A lowering error at `op`, as FILE:LINE:COL: error: MESSAGE (unchanged if already positioned).

@@ -396,12 +396,19 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
   // The full register tiles run as a loop over tiles when every value they touch can be read
   // at a runtime row (stack panels, memory, scalars): one copy of the tile's code instead of
   // one per tile. Values in registers need constant indices: then the tiles are unrolled.
+  // Register values on the way (e.g. a per-row rescale broadcast into the accumulator) are
+  // copied to the stack before the loop and read there.
+  std::vector<const ir::Value*> toSpill;
   std::function<bool(const ir::Value*)> readable = [&](const ir::Value* x) {
     if (x->type.isScalar()) return true;
     const LaneRep rep = lp_.layout[x->id].rep;
     if (rep == LaneRep::Recipe) {  // recomputed from its operands at the row
       for (const ir::Value* o : x->def->operands)
         if (!readable(o)) return false;
+      return true;
+    }
+    if (rep == LaneRep::Vectors && spillable(x)) {
+      toSpill.push_back(x);
       return true;
     }
     return rep == LaneRep::Panel || rep == LaneRep::Direct || rep == LaneRep::Scalar || rep == LaneRep::Splat;
@@ -412,7 +419,10 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
       fullTiles >= 2 && rl.rep == LaneRep::Panel && atRuntimeRow(acc, -1) && atRuntimeRow(a, 0) && atRuntimeRow(bv, 1);
   int64_t r0 = 0;
   if (rolled) {
+    for (const ir::Value* x : toSpill)
+      if (!spilled_.count(x->id)) spill(x);
     forEach(fullTiles, true, [&](Ix t) { tileRows(mul(t, lm.block_rows), lm.block_rows); });
+    for (const ir::Value* x : toSpill) spilled_.erase(x->id);
     r0 = fullTiles * lm.block_rows;
   }
   for (; r0 < al.rows; r0 += lm.block_rows) tileRows(Ix{nullptr, r0}, std::min(lm.block_rows, al.rows - r0));

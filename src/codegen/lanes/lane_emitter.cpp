@@ -174,6 +174,8 @@ llvm::Value* LaneEmitter::vec(const ir::Value* v, Ix vi) {
     case LaneRep::Scalar: return splat(scalar(v));
     case LaneRep::Splat: return splat(genScalar(v->def, {}));
     case LaneRep::Vectors:
+      if (!vi.isConst() && spilled_.count(v->id))
+        return b_.CreateLoad(vty(e), b_.CreateInBoundsGEP(vty(e), spilled_.at(v->id), val(vi)));
       if (!vi.isConst() || vi.c >= static_cast<int64_t>(vecs_[v->id].size()) || !vecs_[v->id][vi.c]) {
         error_ = fmt::format("internal error: %{} (registers) read at a runtime or undefined index", v->name);
         return llvm::PoisonValue::get(vty(e));
@@ -210,6 +212,10 @@ llvm::Value* LaneEmitter::elem(const ir::Value* v, const Coords& cs) {
     case LaneRep::Vectors: {
       Ix row = rowOf(v->type, cs);
       Ix lane = cs.back();
+      if ((!row.isConst() || !lane.isConst()) && spilled_.count(v->id)) {
+        Ix flat = add(mul(row, l.chunks * w_), lane);
+        return b_.CreateLoad(sty(e), b_.CreateInBoundsGEP(sty(e), spilled_.at(v->id), val(flat)));
+      }
       if (!row.isConst() || !lane.isConst()) {
         error_ = fmt::format("internal error: %{} (registers) read at a runtime element index", v->name);
         return llvm::PoisonValue::get(sty(e));
@@ -225,6 +231,28 @@ llvm::Value* LaneEmitter::elem(const ir::Value* v, const Coords& cs) {
     }
   }
   return nullptr;
+}
+
+bool LaneEmitter::spillable(const ir::Value* v) const {
+  const plan::Layout& l = lp_.layout[v->id];
+  return l.rep == LaneRep::Vectors && v->type.elem != Elem::I1 &&
+         static_cast<int64_t>(vecs_[v->id].size()) == l.vectors();
+}
+
+void LaneEmitter::spill(const ir::Value* v) {
+  const plan::Layout& l = lp_.layout[v->id];
+  llvm::Value* buf = nullptr;
+  {
+    llvm::IRBuilder<>::InsertPointGuard g(b_);
+    b_.SetInsertPoint(entry_, entry_->getFirstInsertionPt());
+    auto* a = b_.CreateAlloca(llvm::ArrayType::get(vty(v->type.elem), static_cast<uint64_t>(l.vectors())), nullptr,
+                              fmt::format("spill.{}", v->name));
+    a->setAlignment(llvm::Align(64));
+    buf = a;
+  }
+  for (int64_t i = 0; i < l.vectors(); ++i)
+    b_.CreateStore(vecs_[v->id][i], b_.CreateInBoundsGEP(vty(v->type.elem), buf, b_.getInt64(i)));
+  spilled_[v->id] = buf;
 }
 
 llvm::Value* LaneEmitter::alongLane(const ir::Value* v, const ir::Type& ct, const Coords& ctx, int64_t, Ix chunk) {

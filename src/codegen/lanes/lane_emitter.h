@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,11 @@ class LaneEmitter {
   std::vector<std::vector<llvm::Value*>> vecs_;  // by value id: Vectors rep
   std::vector<llvm::Value*> scalars_;            // by value id: Scalar rep
   std::vector<llvm::Value*> slots_;              // by slot: alloca
+  // Register values copied to the stack for a loop that reads them at runtime rows (a rolled
+  // mma): value id -> [vectors x <W x T>] alloca. Valid while that loop is emitted.
+  std::map<int, llvm::Value*> spilled_;
+  bool spillable(const ir::Value* v) const;
+  void spill(const ir::Value* v);
   std::string error_;
   std::vector<const ir::Op*> inside_;  // loads known (by a branch) to lie inside their views
   bool isInside(const ir::Op* load) const { return std::find(inside_.begin(), inside_.end(), load) != inside_.end(); }
