@@ -69,7 +69,6 @@ void LaneEmitter::emitReduce(const Op* op) {
   };
   if (!lr.horizontal) {
     // Vertical: the lanes are independent outputs; each folds its contributions in order.
-    const plan::Layout& l = lp_.layout[r->id];
     define(r, [&](Ix row, Ix chunk) {
       Coords rc = rowCoords(rt, row);
       llvm::Value* s = init->type.isScalar() ? splat(scalar(init)) : vec(init, row, chunk);
@@ -85,8 +84,10 @@ void LaneEmitter::emitReduce(const Op* op) {
   // j = outer * extent + chunk * W + lane lies in partition j mod P, i.e. lane `lane` of
   // accumulator (chunk mod P/W). The first P/W vectors are each partition's first
   // contributions; later vectors fold in ascending j; then init merges partitions 0..P-1.
-  auto laneFold = [&](const Coords& rc, llvm::Value* s) {
-    const int64_t A = P / w_, chunksX = xl.chunks, vectors = n / w_;
+  const int64_t A = P / w_;
+  // The A accumulators of result element rc: lane k of accumulator a holds partition a*W + k.
+  auto lanePartials = [&](const Coords& rc) {
+    const int64_t chunksX = xl.chunks, vectors = n / w_;
     ir::Type outerT = red;
     outerT.dims.back() = ir::Dim{"", 1};
     auto vector = [&](Ix v) {
@@ -109,6 +110,10 @@ void LaneEmitter::emitReduce(const Op* op) {
                  });
     else
       for (int64_t t = 1; t < vectors / A; ++t) acc = step(Ix{nullptr, t}, acc);
+    return acc;
+  };
+  auto laneFold = [&](const Coords& rc, llvm::Value* s) {
+    std::vector<llvm::Value*> acc = lanePartials(rc);
     for (int64_t q = 0; q < P; ++q)
       s = ew_.combine(op->reduce, s, b_.CreateExtractElement(acc[q / w_], uint64_t(q % w_)), e);
     return s;
@@ -126,8 +131,36 @@ void LaneEmitter::emitReduce(const Op* op) {
     scalars_[r->id] = element({});
     return;
   }
-  const plan::Layout& l = lp_.layout[r->id];
   const int64_t laneExt = rt.dims.back().extent;
+  auto lanePosition = [&](Ix chunk, unsigned j) {
+    Ix at = add(mul(chunk, w_), Ix{nullptr, j});
+    // Lanes past the extent repeat the last element (their results are never stored).
+    if (at.isConst()) return Ix{nullptr, std::min<int64_t>(at.c, laneExt - 1)};
+    return Ix{b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, at.v, b_.getInt64(laneExt - 1)), 0};
+  };
+  if (lr.vector_partitions && laneExt >= static_cast<int64_t>(w_)) {
+    // W result elements at once (when there are at least W along the lanes): the accumulators of W neighbouring
+    // results, transposed in registers, so that vector k holds partition k of every result; then init merges the
+    // partitions 0..P-1 in order, lane by lane: the same operations in the same order as the
+    // scalar fold, W results per instruction.
+    define(r, [&](Ix row, Ix chunk) {
+      Coords rc = rowCoords(rt, row);
+      std::vector<std::vector<llvm::Value*>> partials(w_);
+      for (unsigned j = 0; j < w_; ++j) {
+        rc.back() = lanePosition(chunk, j);
+        partials[j] = lanePartials(rc);
+      }
+      llvm::Value* s = init->type.isScalar() ? splat(scalar(init)) : vec(init, row, chunk);
+      for (int64_t a = 0; a < A; ++a) {
+        std::vector<llvm::Value*> block(w_);
+        for (unsigned j = 0; j < w_; ++j) block[j] = partials[j][a];
+        transposeInRegisters(block);
+        for (unsigned k = 0; k < w_; ++k) s = ew_.combine(op->reduce, s, block[k], e);
+      }
+      return s;
+    });
+    return;
+  }
   define(r, [&](Ix row, Ix chunk) {
     Coords rc = rowCoords(rt, row);
     llvm::Value* v = llvm::Constant::getNullValue(vty(e));
@@ -141,6 +174,26 @@ void LaneEmitter::emitReduce(const Op* op) {
     }
     return v;
   });
+}
+
+// W vectors of W lanes transposed in registers: log2 W stages of two-source shuffles, each
+// swapping the off-diagonal blocks; afterwards lane k of vector i is lane i of vector k.
+void LaneEmitter::transposeInRegisters(std::vector<llvm::Value*>& r) {
+  for (unsigned s = 1; s < w_; s <<= 1) {
+    std::vector<int> lo(w_), hi(w_);
+    for (unsigned k = 0; k < w_; ++k) {
+      lo[k] = (k & s) ? static_cast<int>(w_ + (k ^ s)) : static_cast<int>(k);
+      hi[k] = (k & s) ? static_cast<int>(w_ + k) : static_cast<int>(k ^ s);
+    }
+    for (unsigned i = 0; i < w_; ++i) {
+      if (i & s) continue;
+      unsigned j = i | s;
+      llvm::Value* ni = b_.CreateShuffleVector(r[i], r[j], lo);
+      llvm::Value* nj = b_.CreateShuffleVector(r[i], r[j], hi);
+      r[i] = ni;
+      r[j] = nj;
+    }
+  }
 }
 
 // ---------------------------------------------------------------- mma
@@ -199,21 +252,7 @@ void LaneEmitter::emitConversion(const plan::Conversion& c) {
         xcs[li] = l;
         r[i] = vec(x, rowOf(xt, xcs), xc);
       }
-      for (unsigned s = 1; s < w_; s <<= 1) {
-        std::vector<int> lo(w_), hi(w_);
-        for (unsigned k = 0; k < w_; ++k) {
-          lo[k] = (k & s) ? static_cast<int>(w_ + (k ^ s)) : static_cast<int>(k);
-          hi[k] = (k & s) ? static_cast<int>(w_ + k) : static_cast<int>(k ^ s);
-        }
-        for (unsigned i = 0; i < w_; ++i) {
-          if (i & s) continue;
-          unsigned j = i | s;
-          llvm::Value* ni = b_.CreateShuffleVector(r[i], r[j], lo);
-          llvm::Value* nj = b_.CreateShuffleVector(r[i], r[j], hi);
-          r[i] = ni;
-          r[j] = nj;
-        }
-      }
+      transposeInRegisters(r);
       // Target row: x's dims without L, row-major (x's lane dim innermost); target chunk: lb.
       Ix oRow = rowOf(outerT, oc);
       for (unsigned t = 0; t < w_; ++t) {

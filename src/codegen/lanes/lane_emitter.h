@@ -106,6 +106,7 @@ class LaneEmitter {
   // mma): value id -> [vectors x <W x T>] alloca. Valid while that loop is emitted.
   std::map<int, llvm::Value*> spilled_;
   bool spillable(const ir::Value* v) const;
+  void transposeInRegisters(std::vector<llvm::Value*>& vectors);  // W x W, in place
   void spill(const ir::Value* v);
   std::string error_;
   std::vector<const ir::Op*> inside_;  // loads known (by a branch) to lie inside their views
