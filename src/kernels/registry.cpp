@@ -243,7 +243,8 @@ const std::vector<Entry>& entries() {
     t.push_back(
         Entry{{"attention", "B,Hq,Hkv,Q,K,D,Dv",
                "--block BQxBK   queries x keys per KV block (stacked heads: BQ = 64/group rows capped at Q, BK 64 "
-               "(K <= 96: one block) capped at K rounded up to 16, fewer when 64*max(D,Dv) > 16384; separate heads: 1x16 when Q = 1, else "
+               "(K <= 96: one block) capped at K rounded up to 16, fewer when 64*max(D,Dv) > 16384; separate heads: "
+               "1x16 when Q = 1, else "
                "4x16; BQ 1..128, BK 1..1024, BQ*BK <= 4096)\n"
                "--heads stacked|separate   query heads of one KV head as rows of one program (K/V read once per "
                "group), or one program per query head (default stacked)\n"
