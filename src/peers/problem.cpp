@@ -9,14 +9,20 @@
 
 namespace kiln::peers {
 
-std::optional<std::string> parseShape(const std::string& text, Shape& out) {
-  static const char* names[] = {"B", "Hq", "Hkv", "Q", "K", "D", "Dv"};
-  int64_t* fields[] = {&out.B, &out.Hq, &out.Hkv, &out.Q, &out.K, &out.D, &out.Dv};
+namespace {
+
+// Parses "a,b,c,..." into exactly names.size() fields, each an integer in 1..2^24; errors name
+// the field (shared by the attention and GEMM shapes).
+std::optional<std::string> parseFields(const std::string& text, const std::vector<const char*>& names,
+                                       const std::vector<int64_t*>& fields) {
+  std::string list;
+  for (const char* n : names) list += (list.empty() ? "" : ",") + std::string(n);
+  const int count = static_cast<int>(names.size());
   std::stringstream ss(text);
   std::string part;
   int n = 0;
   while (std::getline(ss, part, ',')) {
-    if (n == 7) return "shape '" + text + "' has more than 7 fields (B,Hq,Hkv,Q,K,D,Dv)";
+    if (n == count) return "shape '" + text + "' has more than " + std::to_string(count) + " fields (" + list + ")";
     size_t used = 0;
     long long value = 0;
     try {
@@ -30,7 +36,17 @@ std::optional<std::string> parseShape(const std::string& text, Shape& out) {
       return "shape field " + std::string(names[n]) + " is " + part + "; it must be in 1..16777216";
     *fields[n++] = value;
   }
-  if (n != 7) return "shape '" + text + "' has " + std::to_string(n) + " fields; expected 7: B,Hq,Hkv,Q,K,D,Dv";
+  if (n != count)
+    return "shape '" + text + "' has " + std::to_string(n) + " fields; expected " + std::to_string(count) + ": " + list;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> parseShape(const std::string& text, Shape& out) {
+  if (auto e = parseFields(text, {"B", "Hq", "Hkv", "Q", "K", "D", "Dv"},
+                           {&out.B, &out.Hq, &out.Hkv, &out.Q, &out.K, &out.D, &out.Dv}))
+    return e;
   if (out.Hq % out.Hkv != 0)
     return "shape '" + text + "': Hq (" + std::to_string(out.Hq) + ") must be a multiple of Hkv (" +
            std::to_string(out.Hkv) + ")";
@@ -69,27 +85,7 @@ std::string ShapeSpec::fields() const {
 }
 
 std::optional<std::string> parseGemmShape(const std::string& text, GemmShape& out) {
-  static const char* names[] = {"M", "N", "K"};
-  int64_t* fields[] = {&out.M, &out.N, &out.K};
-  std::stringstream ss(text);
-  std::string part;
-  int n = 0;
-  while (std::getline(ss, part, ',')) {
-    if (n == 3) return "shape '" + text + "' has more than 3 fields (M,N,K)";
-    size_t used = 0;
-    long long value = 0;
-    try {
-      value = std::stoll(part, &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (used == 0 || used != part.size())
-      return "shape field " + std::string(names[n]) + " is '" + part + "', not an integer";
-    if (value < 1 || value > (int64_t{1} << 24))
-      return "shape field " + std::string(names[n]) + " is " + part + "; it must be in 1..16777216";
-    *fields[n++] = value;
-  }
-  if (n != 3) return "shape '" + text + "' has " + std::to_string(n) + " fields; expected 3: M,N,K";
+  if (auto e = parseFields(text, {"M", "N", "K"}, {&out.M, &out.N, &out.K})) return e;
   const double elements = double(out.M) * out.K + double(out.K) * out.N + double(out.M) * out.N;
   if (elements > double(int64_t{1} << 30)) return "shape '" + text + "' needs more than 2^30 elements of A, B and C";
   return std::nullopt;
