@@ -304,8 +304,12 @@ class KernelBuilder {
   View view(std::string name, std::vector<int64_t> shape, SrcLoc loc = SrcLoc::current());
   Tile scalarF32(std::string name, SrcLoc loc = SrcLoc::current());
   Idx scalarI64(std::string name, SrcLoc loc = SrcLoc::current());
+  // A workspace: an f32 view Kiln allocates for each launch (zero-filled before the first
+  // phase), not an argument of the call. Phases pass partial results through workspaces.
+  View workspace(std::string name, std::vector<int64_t> shape, SrcLoc loc = SrcLoc::current());
 
-  // The root domain: body(Idx...) runs once, building the program of every domain point.
+  // A root domain (a phase): body(Idx...) runs once, building the program of every domain
+  // point. Calling parallel() again adds a phase that runs after the previous one has ended.
   template <class F>
   void parallel(const std::vector<Dim>& domain, F&& body, SrcLoc loc = SrcLoc::current()) {
     detail::Scope s = openParallel(domain, loc);

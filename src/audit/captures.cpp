@@ -65,7 +65,8 @@ Check identity(const Context& c, const bench::Case& cs, const bench::Arm& arm, c
     const std::string got = v.is_number_integer() ? std::to_string(v.get<int64_t>())
                             : v.is_string()       ? v.get<std::string>()
                                                   : v.dump();
-    if (got != knobs.get(name))
+    // A planned `auto` is the planner's to resolve: the report holds its effective value.
+    if (got != knobs.get(name) && knobs.get(name) != "auto")
       return failed(k, "report.json: knob " + name + " = " + got + ", the plan set " + knobs.get(name));
   }
   if (!data.kernel) return failed(k, "cannot rebuild the kernel: " + data.build_error);
@@ -77,6 +78,9 @@ Check identity(const Context& c, const bench::Case& cs, const bench::Arm& arm, c
     if (match && p.kind == runtime::ParamKind::View) match = p.shape == params[i]->type.shape();
     if (!match) return failed(k, "parameter " + std::to_string(i) + " differs from the rebuilt kernel");
   }
+  std::vector<int64_t> workspaces;
+  for (const ir::Value* w : data.kernel->workspaces) workspaces.push_back(w->type.numElements());
+  if (workspaces != rec.workspaces) return failed(k, "capture.json lists other workspaces than the rebuilt kernel");
   k.pass = true;
   k.detail = "object " + digest.substr(0, 16) + "… (" + std::to_string(object.size()) +
              " bytes) matches capture.json and report.json; planned knobs in effect";

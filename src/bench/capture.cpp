@@ -97,6 +97,7 @@ std::optional<std::string> capture(const Experiment& e, size_t case_index, int a
     }
     rec.params.push_back(std::move(info));
   }
+  for (const ir::Value* w : kernel->workspaces) rec.workspaces.push_back(w->type.numElements());
   plan::Knobs knobs;
   if (auto err = resolveKnobs(c, a, knobs)) return finish(archive, dir, rec, p, "knobs", *err);
   std::vector<host::ParamData> inputs;
@@ -133,7 +134,7 @@ std::optional<std::string> capture(const Experiment& e, size_t case_index, int a
 
   // One launch through the native entry, inside guard zones.
   NativeKernel native;
-  if (auto err = prepareNative(comp.object, rec.params, initial, native))
+  if (auto err = prepareNative(comp.object, rec.params, initial, native, rec.workspaces))
     return finish(archive, dir, rec, p, "load", *err);
   native.run();
   rec.packets_full = native.record.packets_full;
@@ -190,6 +191,7 @@ nlohmann::ordered_json toJson(const CaptureRecord& r, const Protocol& p) {
     params.push_back(q);
   }
   j["params"] = params;
+  if (!r.workspaces.empty()) j["workspace_elements"] = r.workspaces;
   j["object"] = {{"file", "kernel.o"}, {"bytes", r.object_bytes}, {"sha256", r.object_sha256}};
   nlohmann::ordered_json oracle = nlohmann::ordered_json::array();
   for (const OracleOutput& o : r.oracle)
@@ -235,6 +237,11 @@ std::optional<std::string> fromJson(const nlohmann::json& j, CaptureRecord& out)
         return "unknown parameter kind '" + kind + "'";
       }
       out.params.push_back(std::move(info));
+    }
+    if (j.contains("workspace_elements")) {
+      out.workspaces = j.at("workspace_elements").get<std::vector<int64_t>>();
+      for (int64_t n : out.workspaces)
+        if (n < 1 || n > (int64_t(1) << 31)) return "a workspace has a bad element count";
     }
     out.object_sha256 = j.at("object").at("sha256").get<std::string>();
     out.object_bytes = j.at("object").at("bytes").get<int64_t>();

@@ -49,6 +49,9 @@ struct CaptureRecord {
   bool ok = false;
   std::string reason;  // "STAGE: message" when not ok
   std::vector<ParamInfo> params;
+  // Elements of each workspace of the kernel (docs/ir.md, "Phases and workspaces"), in order:
+  // buffers the replay passes after the parameters, zero-filled whenever the views are reset.
+  std::vector<int64_t> workspaces;
   std::string object_sha256;  // empty when there is no object
   int64_t object_bytes = 0;
   std::vector<OracleOutput> oracle;

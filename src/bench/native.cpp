@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -24,7 +25,8 @@ std::string bitsOf(float f) {
 }  // namespace
 
 std::optional<std::string> prepareNative(const std::string& object, const std::vector<ParamInfo>& params,
-                                         std::vector<std::vector<float>> initial, NativeKernel& out) {
+                                         std::vector<std::vector<float>> initial, NativeKernel& out,
+                                         const std::vector<int64_t>& workspaces) {
   auto session = jit::Session::load(object);
   if (!session) return "cannot load the object: " + llvm::toString(session.takeError());
   out.session = std::shared_ptr<jit::Session>(std::move(*session));
@@ -56,6 +58,9 @@ std::optional<std::string> prepareNative(const std::string& object, const std::v
         break;
     }
   }
+  out.workspaces.clear();
+  for (int64_t n : workspaces) out.workspaces.emplace_back(static_cast<size_t>(n), 0.0f);
+  for (std::vector<float>& w : out.workspaces) out.pointers.push_back(w.data());
   return std::nullopt;
 }
 
@@ -65,6 +70,7 @@ void resetViews(NativeKernel& k) {
       std::span<float> v = k.buffers->view(i);
       if (!v.empty()) std::memcpy(v.data(), k.initial[i].data(), v.size_bytes());
     }
+  for (std::vector<float>& w : k.workspaces) std::fill(w.begin(), w.end(), 0.0f);
 }
 
 std::optional<std::string> checkState(const NativeKernel& k) {

@@ -22,9 +22,10 @@ struct NativeKernel {
   std::unique_ptr<runtime::GuardedArgs> buffers;
   std::vector<int64_t> i64s;  // scalar values the params array points at (stable addresses)
   std::vector<float> f32s;
-  std::vector<void*> pointers;               // the params array handed to kiln_launch
-  std::vector<std::vector<float>> initial;   // per parameter: the view's value before a launch
-  std::vector<std::vector<float>> expected;  // per parameter: the captured output (outputs only)
+  std::vector<void*> pointers;                 // the params array handed to kiln_launch
+  std::vector<std::vector<float>> workspaces;  // after the parameters in `pointers`
+  std::vector<std::vector<float>> initial;     // per parameter: the view's value before a launch
+  std::vector<std::vector<float>> expected;    // per parameter: the captured output (outputs only)
   runtime::KilnLaunchRecord record;
 
   // One launch through the native entry (resets the record, runs every block).
@@ -32,9 +33,10 @@ struct NativeKernel {
 };
 
 // Links `object` (compiles nothing) and prepares the buffers from `initial` (one entry per
-// parameter; views sized to their shapes).
+// parameter; views sized to their shapes) and zero-filled workspaces of the given sizes.
 std::optional<std::string> prepareNative(const std::string& object, const std::vector<ParamInfo>& params,
-                                         std::vector<std::vector<float>> initial, NativeKernel& out);
+                                         std::vector<std::vector<float>> initial, NativeKernel& out,
+                                         const std::vector<int64_t>& workspaces = {});
 
 // Puts every view back to its initial value (outputs included).
 void resetViews(NativeKernel& k);

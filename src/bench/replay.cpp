@@ -85,7 +85,7 @@ std::optional<std::string> loadCapture(const Archive& archive, const std::string
     if (auto e = archive.read(dir + "/" + outputFile(p), bytes)) return e;
     if (auto e = parseF32(bytes, p.elements(), expected[i])) return dir + "/" + outputFile(p) + ": " + *e;
   }
-  if (auto e = prepareNative(object, rec.params, std::move(initial), out)) return e;
+  if (auto e = prepareNative(object, rec.params, std::move(initial), out, rec.workspaces)) return e;
   out.expected = std::move(expected);
   return std::nullopt;
 }

@@ -30,15 +30,17 @@ void realized(const llvm::Function& body, Lowered& out) {
   }
 }
 
-// void kiln_blocks(ptr params, i64 begin, i64 end, ptr record)
+// void NAME(ptr params, i64 begin, i64 end, ptr record): the blocks of one root domain.
 // `masked` runs `w` programs from `first` (lanes past the domain masked); `full` (optional) the
 // same with every lane active. The lane realization passes w = 1 and its program as `full`.
-void emitBlocks(llvm::Module& m, const plan::Plan& p, llvm::Function* masked, llvm::Function* full, int64_t w) {
+llvm::Function* emitBlocks(llvm::Module& m, const plan::Plan& p, llvm::Function* masked, llvm::Function* full,
+                           int64_t w, const std::string& name, bool exported) {
   llvm::LLVMContext& c = m.getContext();
   llvm::IRBuilder<> b(c);
   auto* i64 = b.getInt64Ty();
   auto* fty = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(), i64, i64, b.getPtrTy()}, false);
-  auto* f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, runtime::kBlocksSymbol, m);
+  auto* f = llvm::Function::Create(fty, exported ? llvm::Function::ExternalLinkage : llvm::Function::InternalLinkage,
+                                   name, m);
   f->addFnAttr(llvm::Attribute::NoUnwind);
   llvm::Value* params = f->getArg(0);
   llvm::Value* record = f->getArg(3);
@@ -102,65 +104,114 @@ void emitBlocks(llvm::Module& m, const plan::Plan& p, llvm::Function* masked, ll
   b.SetInsertPoint(done);
   b.CreateRetVoid();
 
-  // void kiln_launch(ptr params, ptr record): reset the record, run every block.
+  return f;
+}
+
+// Phase dispatch: void kiln_blocks(ptr params, i64 begin, i64 end, ptr record) over the
+// concatenated block ranges of the phases; each phase's part of [begin, end) goes to its own
+// block loop. The runtime never hands one call blocks of two phases at once when it runs
+// threads (it waits between phases); one call over every block runs the phases in order.
+llvm::Function* emitDispatch(llvm::Module& m, const std::vector<llvm::Function*>& phases,
+                             const std::vector<int64_t>& ends) {
+  llvm::LLVMContext& c = m.getContext();
+  llvm::IRBuilder<> b(c);
+  auto* i64 = b.getInt64Ty();
+  auto* fty = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(), i64, i64, b.getPtrTy()}, false);
+  auto* f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, runtime::kBlocksSymbol, m);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  b.SetInsertPoint(llvm::BasicBlock::Create(c, "entry", f));
+  int64_t start = 0;
+  for (size_t i = 0; i < phases.size(); ++i) {
+    llvm::Value* lo = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, f->getArg(1), b.getInt64(start));
+    llvm::Value* hi = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, f->getArg(2), b.getInt64(ends[i]));
+    auto* run = llvm::BasicBlock::Create(c, "phase" + std::to_string(i), f);
+    auto* next = llvm::BasicBlock::Create(c, "phase" + std::to_string(i) + ".next", f);
+    b.CreateCondBr(b.CreateICmpSLT(lo, hi), run, next);
+    b.SetInsertPoint(run);
+    b.CreateCall(phases[i],
+                 {f->getArg(0), b.CreateSub(lo, b.getInt64(start)), b.CreateSub(hi, b.getInt64(start)), f->getArg(3)});
+    b.CreateBr(next);
+    b.SetInsertPoint(next);
+    start = ends[i];
+  }
+  b.CreateRetVoid();
+  return f;
+}
+
+// kiln_launch (reset the record, run every block: the phases in order), kiln_num_blocks,
+// kiln_num_phases, kiln_phase_ends, kiln_abi_version.
+void emitEntries(llvm::Module& m, llvm::Function* blocks, const std::vector<int64_t>& ends) {
+  llvm::LLVMContext& c = m.getContext();
+  llvm::IRBuilder<> b(c);
+  auto* i64 = b.getInt64Ty();
+  const int64_t total = ends.empty() ? 0 : ends.back();
   auto* lty = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(), b.getPtrTy()}, false);
   auto* launch = llvm::Function::Create(lty, llvm::Function::ExternalLinkage, runtime::kLaunchSymbol, m);
   launch->addFnAttr(llvm::Attribute::NoUnwind);
   b.SetInsertPoint(llvm::BasicBlock::Create(c, "entry", launch));
   b.CreateStore(b.getInt64(0), b.CreateConstInBoundsGEP1_64(i64, launch->getArg(1), 0));
   b.CreateStore(b.getInt64(0), b.CreateConstInBoundsGEP1_64(i64, launch->getArg(1), 1));
-  b.CreateCall(f, {launch->getArg(0), b.getInt64(0), b.getInt64(p.num_blocks), launch->getArg(1)});
+  b.CreateCall(blocks, {launch->getArg(0), b.getInt64(0), b.getInt64(total), launch->getArg(1)});
   b.CreateRetVoid();
 
   auto global = [&](const char* name, int64_t v) {
     new llvm::GlobalVariable(m, i64, true, llvm::GlobalValue::ExternalLinkage, b.getInt64(v), name);
   };
-  global(runtime::kNumBlocksSymbol, p.num_blocks);
+  global(runtime::kNumBlocksSymbol, total);
+  global(runtime::kNumPhasesSymbol, static_cast<int64_t>(ends.size()));
   global(runtime::kAbiVersionSymbol, runtime::kKilnAbiVersion);
+  auto* arrTy = llvm::ArrayType::get(i64, ends.size());
+  std::vector<llvm::Constant*> values;
+  for (int64_t e : ends) values.push_back(b.getInt64(e));
+  new llvm::GlobalVariable(m, arrTy, true, llvm::GlobalValue::ExternalLinkage, llvm::ConstantArray::get(arrTy, values),
+                           runtime::kPhaseEndsSymbol);
 }
 
 }  // namespace
 
-std::optional<std::string> lower(const ir::Kernel& kernel, const plan::Plan& plan, llvm::LLVMContext& ctx,
-                                 Lowered& out) {
-  out = Lowered{};
-  out.module = std::make_unique<llvm::Module>("kiln." + kernel.name, ctx);
-  llvm::Module& m = *out.module;
-  std::string error;
+namespace {
 
+// One root domain into `m`: its program (or packet bodies) and its block loop `name`.
+std::optional<std::string> lowerDomain(const ir::Kernel& kernel, const plan::Plan& plan, llvm::Module& m,
+                                       const std::string& prefix, const std::string& name, bool exported, Lowered& out,
+                                       llvm::Function*& blocks) {
+  std::string error;
   if (plan.lanes_realization) {
     // One program per call over the W lanes: no lane mask, so no clone to make.
     LaneEmitter lanes(kernel, plan, m);
-    llvm::Function* body = lanes.emitProgram("kiln_program", error);
+    llvm::Function* body = lanes.emitProgram(prefix + "kiln_program", error);
     if (!body) return error;
     realized(*body, out);
     out.full_packet_decision = "not_applicable";
-    emitBlocks(m, plan, nullptr, body, 1);
-  } else {
-    Emitter masked(kernel, plan, m, /*fullPacket=*/false);
-    llvm::Function* body = masked.emitPacket("kiln_packet", error);
-    if (!body) return error;
-    realized(*body, out);
-
-    // The full-packet rule (DESIGN.md, "Execution model"), applied to the measured body.
-    llvm::Function* full = nullptr;
-    const plan::Knobs& kn = plan.knobs;
-    if (!kn.full_packet) {
-      out.full_packet_decision = "not_requested";
-    } else if (plan.num_programs < kn.packet_width) {
-      out.full_packet_decision = "no_full_packet";
-    } else if (out.body_instructions > kn.full_packet_budget) {
-      out.full_packet_decision = "over_budget";
-    } else {
-      Emitter clone(kernel, plan, m, /*fullPacket=*/true);
-      full = clone.emitPacket("kiln_packet_full", error);
-      if (!full) return error;
-      out.full_packet_decision = "selected";
-      out.full_body_instructions = countInstructions(*full);
-    }
-    emitBlocks(m, plan, body, full, kn.packet_width);
+    blocks = emitBlocks(m, plan, nullptr, body, 1, name, exported);
+    return std::nullopt;
   }
+  Emitter masked(kernel, plan, m, /*fullPacket=*/false);
+  llvm::Function* body = masked.emitPacket(prefix + "kiln_packet", error);
+  if (!body) return error;
+  realized(*body, out);
 
+  // The full-packet rule (DESIGN.md, "Execution model"), applied to the measured body.
+  llvm::Function* full = nullptr;
+  const plan::Knobs& kn = plan.knobs;
+  if (!kn.full_packet) {
+    out.full_packet_decision = "not_requested";
+  } else if (plan.num_programs < kn.packet_width) {
+    out.full_packet_decision = "no_full_packet";
+  } else if (out.body_instructions > kn.full_packet_budget) {
+    out.full_packet_decision = "over_budget";
+  } else {
+    Emitter clone(kernel, plan, m, /*fullPacket=*/true);
+    full = clone.emitPacket(prefix + "kiln_packet_full", error);
+    if (!full) return error;
+    out.full_packet_decision = "selected";
+    out.full_body_instructions = countInstructions(*full);
+  }
+  blocks = emitBlocks(m, plan, body, full, kn.packet_width, name, exported);
+  return std::nullopt;
+}
+
+std::optional<std::string> finish(llvm::Module& m, Lowered& out) {
   for (const llvm::Function& f : m) {
     out.instructions_pre_opt += f.isDeclaration() ? 0 : countInstructions(f);
     out.basic_blocks_pre_opt += static_cast<int64_t>(f.size());
@@ -169,6 +220,43 @@ std::optional<std::string> lower(const ir::Kernel& kernel, const plan::Plan& pla
   llvm::raw_string_ostream os(verr);
   if (llvm::verifyModule(m, &os)) return "internal error: the lowered module is invalid: " + os.str();
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> lower(const ir::Kernel& kernel, const plan::Plan& plan, llvm::LLVMContext& ctx,
+                                 Lowered& out) {
+  out = Lowered{};
+  out.module = std::make_unique<llvm::Module>("kiln." + kernel.name, ctx);
+  llvm::Function* blocks = nullptr;
+  if (auto e = lowerDomain(kernel, plan, *out.module, "", runtime::kBlocksSymbol, true, out, blocks)) return e;
+  emitEntries(*out.module, blocks, {plan.num_blocks});
+  return finish(*out.module, out);
+}
+
+std::optional<std::string> lowerPhases(const std::vector<const ir::Kernel*>& phases,
+                                       const std::vector<const plan::Plan*>& plans, llvm::LLVMContext& ctx,
+                                       Lowered& out, std::vector<Lowered>& perPhase) {
+  out = Lowered{};
+  out.module = std::make_unique<llvm::Module>("kiln." + phases.at(0)->name, ctx);
+  perPhase.clear();
+  perPhase.resize(phases.size());
+  std::vector<llvm::Function*> fns;
+  std::vector<int64_t> ends;
+  for (size_t i = 0; i < phases.size(); ++i) {
+    const std::string prefix = "kiln_phase" + std::to_string(i) + "_";
+    llvm::Function* blocks = nullptr;
+    if (auto e = lowerDomain(*phases[i], *plans[i], *out.module, prefix, prefix + "blocks", false, perPhase[i], blocks))
+      return "phase " + std::to_string(i) + ": " + *e;
+    fns.push_back(blocks);
+    ends.push_back((ends.empty() ? 0 : ends.back()) + plans[i]->num_blocks);
+    out.body_instructions += perPhase[i].body_instructions;
+    out.realized_allocas += perPhase[i].realized_allocas;
+    out.realized_loops += perPhase[i].realized_loops;
+  }
+  out.full_packet_decision = "per_phase";
+  emitEntries(*out.module, emitDispatch(*out.module, fns, ends), ends);
+  return finish(*out.module, out);
 }
 
 }  // namespace kiln::codegen

@@ -1,8 +1,8 @@
 // Lowering: LLVM IR from (TileIR, Plan). It consumes the plan and never re-decides.
 // Expects: a verified kernel and the Plan built for it.
 // Guarantees: a module exporting the runtime ABI (src/runtime/abi.h): kiln_blocks,
-// kiln_launch, kiln_num_blocks, kiln_abi_version; precise math unless the plan's knobs say
-// fast_math; and the realized facts (instruction counts, allocas, loops, clone decision).
+// kiln_launch, kiln_num_blocks, kiln_num_phases, kiln_phase_ends, kiln_abi_version; precise math unless the plan's
+// knobs say fast_math; and the realized facts (instruction counts, allocas, loops, clone decision).
 #pragma once
 
 #include <llvm/IR/LLVMContext.h>
@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ir/ir.h"
 #include "plan/plan.h"
@@ -32,6 +33,13 @@ struct Lowered {
 
 std::optional<std::string> lower(const ir::Kernel& kernel, const plan::Plan& plan, llvm::LLVMContext& ctx,
                                  Lowered& out);
+
+// A kernel of several phases (ir::Kernel::phased): `phases[i]` is ir::phaseKernel(kernel, i)
+// and `plans[i]` its plan. One module whose kiln_blocks dispatches the concatenated block
+// ranges (phase i's blocks follow phase i-1's); `perPhase` receives each phase's facts.
+std::optional<std::string> lowerPhases(const std::vector<const ir::Kernel*>& phases,
+                                       const std::vector<const plan::Plan*>& plans, llvm::LLVMContext& ctx,
+                                       Lowered& out, std::vector<Lowered>& perPhase);
 
 // Name of the block that heads every loop the lowering emits (counted by tests and reports).
 inline constexpr const char* kLoopHeaderName = "kiln.loop";

@@ -5,6 +5,7 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "codegen/lower.h"
@@ -120,10 +121,12 @@ nlohmann::json planJson(const ir::Kernel& kernel, const plan::Plan& p) {
   const ir::Op* root = kernel.root();
   nlohmann::json order = nlohmann::json::array();
   for (int a : p.root_axis_order) order.push_back(root->regions[0]->args[a]->name);
-  j["domain"] = {{"programs", p.num_programs},
-                 {"blocks", p.num_blocks},
-                 {"packets_per_block", p.knobs.block_size / p.knobs.packet_width},
-                 {"root_axis_order", order}};
+  j["domain"] = {
+      {"programs", p.num_programs},
+      {"blocks", p.num_blocks},
+      {"programs_per_block", p.knobs.block_size},
+      {"packets_per_block", p.lanes_realization ? p.knobs.block_size : p.knobs.block_size / p.knobs.packet_width},
+      {"root_axis_order", order}};
   nlohmann::json mmas = nlohmann::json::array();
   ir::walk(kernel.body, [&](const ir::Op* op) {
     if (op->kind != ir::OpKind::Mma) return;
@@ -182,11 +185,115 @@ nlohmann::json planJson(const ir::Kernel& kernel, const plan::Plan& p) {
   return j;
 }
 
+namespace {
+
+// What every report says about the object and the target, after optimisation and emission.
+void objectFacts(const plan::Knobs& knobs, const codegen::Lowered& lowered, const jit::CompiledObject& obj, double ms,
+                 nlohmann::json& r) {
+  r["resources"]["realized_allocas"] = lowered.realized_allocas;
+  r["resources"]["realized_loops"] = lowered.realized_loops;
+  r["llvm"] = {{"instructions_pre_opt", lowered.instructions_pre_opt},
+               {"instructions_post_opt", obj.instructions_post_opt},
+               {"basic_blocks_pre_opt", lowered.basic_blocks_pre_opt},
+               {"basic_blocks", obj.basic_blocks_post_opt}};
+  r["compile_ms"] = ms;
+  r["object"] = {{"bytes", obj.object_bytes.size()}, {"sha256", obj.object_sha256}};
+  const jit::HostTarget& host = jit::hostTarget();
+  r["target"] = {{"triple", host.triple},
+                 {"cpu", knobs.isa == "avx2"     ? "x86-64-v3"
+                         : knobs.isa == "avx512" ? "x86-64-v4"
+                                                 : host.cpu},
+                 {"isa", knobs.isa},
+                 {"llvm_version", host.llvm_version}};
+  r["precision"] = knobs.fast_math ? "fast_math" : "precise";
+}
+
+nlohmann::json loweringFacts(const plan::Knobs& knobs, const codegen::Lowered& lowered) {
+  return {{"requested", knobs.full_packet},
+          {"decision", lowered.full_packet_decision},
+          {"body_instructions", lowered.body_instructions},
+          {"budget", knobs.full_packet_budget},
+          {"clone_instructions", lowered.full_body_instructions}};
+}
+
+llvm::Expected<jit::CompiledObject> emitObject(std::unique_ptr<llvm::Module> module, const plan::Knobs& knobs,
+                                               Stage until) {
+  jit::JitOptions jo;
+  jo.fast_math = knobs.fast_math;
+  jo.emit_assembly = until == Stage::Asm;
+  jo.isa = knobs.isa;
+  return jit::compileToObject(std::move(module), jo);
+}
+
+// A kernel of several phases (or with workspaces): each phase is planned as a kernel of its
+// own (ir::phaseKernel) with the same knobs, and all are lowered into one object.
+std::optional<std::string> compilePhased(const ir::Kernel& kernel, const plan::Knobs& knobs, Compilation& out,
+                                         Stage until, std::chrono::steady_clock::time_point start) {
+  const size_t n = kernel.roots().size();
+  std::vector<std::unique_ptr<ir::Kernel>> phases;
+  std::vector<plan::Plan> plans(n);
+  nlohmann::json reports = nlohmann::json::array();
+  int64_t blocks = 0, snapshot = 0;
+  for (size_t i = 0; i < n; ++i) {
+    phases.push_back(ir::phaseKernel(kernel, i));
+    if (auto e = plan::buildPlan(*phases[i], knobs, plans[i])) return fmt::format("phase {}: {}", i, *e);
+    nlohmann::json r = planJson(*phases[i], plans[i]);
+    r.erase("knobs");
+    r["phase"] = i;
+    r["at"] = where(kernel.roots()[i]->loc);
+    reports.push_back(std::move(r));
+    blocks += plans[i].num_blocks;
+    snapshot = std::max(snapshot, plans[i].snapshot_bytes_per_worker);
+  }
+  out.plan = plans[0];
+  nlohmann::json& r = out.report;
+  r = nlohmann::json::object();
+  r["knobs"] = knobsJson(plans[0].knobs);
+  r["kernel"] = kernel.name;
+  r["domain"] = {{"phases", n}, {"blocks", blocks}};
+  nlohmann::json ws = nlohmann::json::array();
+  for (const ir::Value* w : kernel.workspaces)
+    ws.push_back({{"name", "%" + w->name}, {"type", ir::toString(w->type)}, {"bytes", 4 * w->type.numElements()}});
+  r["workspaces"] = ws;
+  r["snapshot_bytes_per_worker"] = snapshot;
+  r["phases"] = std::move(reports);
+  if (until == Stage::Ir || until == Stage::Plan) return std::nullopt;
+
+  llvm::LLVMContext ctx;
+  codegen::Lowered lowered;
+  std::vector<codegen::Lowered> perPhase;
+  std::vector<const ir::Kernel*> kernels;
+  std::vector<const plan::Plan*> planPtrs;
+  for (size_t i = 0; i < n; ++i) kernels.push_back(phases[i].get()), planPtrs.push_back(&plans[i]);
+  if (auto e = codegen::lowerPhases(kernels, planPtrs, ctx, lowered, perPhase)) return e;
+  if (until == Stage::Llvm) {
+    llvm::raw_string_ostream os(out.llvm_text);
+    lowered.module->print(os, nullptr);
+    return std::nullopt;
+  }
+  auto obj = emitObject(std::move(lowered.module), knobs, until);
+  if (!obj) return "LLVM compilation failed: " + llvm::toString(obj.takeError());
+  out.object = obj->object_bytes;
+  out.assembly = std::move(obj->assembly);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  for (size_t i = 0; i < n; ++i) {
+    nlohmann::json& pr = r["phases"][i];
+    pr["resources"]["realized_allocas"] = perPhase[i].realized_allocas;
+    pr["resources"]["realized_loops"] = perPhase[i].realized_loops;
+    pr["full_packet"] = loweringFacts(knobs, perPhase[i]);
+  }
+  objectFacts(knobs, lowered, *obj, ms, r);
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<std::string> compile(const ir::Kernel& kernel, const plan::Knobs& knobs, Compilation& out, Stage until) {
   auto start = std::chrono::steady_clock::now();
   // 1. verify
   ir::DiagEngine diag;
   if (!ir::verify(kernel, diag)) return diag.str();
+  if (kernel.phased()) return compilePhased(kernel, knobs, out, until, start);
   // 2. plan
   if (auto e = plan::buildPlan(kernel, knobs, out.plan)) return e;
   out.report = planJson(kernel, out.plan);
@@ -202,39 +309,16 @@ std::optional<std::string> compile(const ir::Kernel& kernel, const plan::Knobs& 
     return std::nullopt;
   }
   // 4. optimise (O2) and 5. emit the object
-  jit::JitOptions jo;
-  jo.fast_math = knobs.fast_math;
-  jo.emit_assembly = until == Stage::Asm;
-  jo.isa = knobs.isa;
-  auto obj = jit::compileToObject(std::move(lowered.module), jo);
+  auto obj = emitObject(std::move(lowered.module), knobs, until);
   if (!obj) return "LLVM compilation failed: " + llvm::toString(obj.takeError());
-  out.object = std::move(obj->object_bytes);
+  out.object = obj->object_bytes;
   out.assembly = std::move(obj->assembly);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
   nlohmann::json& r = out.report;
-  r["resources"]["realized_allocas"] = lowered.realized_allocas;
-  r["resources"]["realized_loops"] = lowered.realized_loops;
   r["work"]["clone"] = lowered.full_packet_decision == "selected";
-  r["llvm"] = {{"instructions_pre_opt", lowered.instructions_pre_opt},
-               {"instructions_post_opt", obj->instructions_post_opt},
-               {"basic_blocks_pre_opt", lowered.basic_blocks_pre_opt},
-               {"basic_blocks", obj->basic_blocks_post_opt}};
-  r["full_packet"] = {{"requested", knobs.full_packet},
-                      {"decision", lowered.full_packet_decision},
-                      {"body_instructions", lowered.body_instructions},
-                      {"budget", knobs.full_packet_budget},
-                      {"clone_instructions", lowered.full_body_instructions}};
-  r["compile_ms"] = ms;
-  r["object"] = {{"bytes", out.object.size()}, {"sha256", obj->object_sha256}};
-  const jit::HostTarget& host = jit::hostTarget();
-  r["target"] = {{"triple", host.triple},
-                 {"cpu", knobs.isa == "avx2"     ? "x86-64-v3"
-                         : knobs.isa == "avx512" ? "x86-64-v4"
-                                                 : host.cpu},
-                 {"isa", knobs.isa},
-                 {"llvm_version", host.llvm_version}};
-  r["precision"] = knobs.fast_math ? "fast_math" : "precise";
+  r["full_packet"] = loweringFacts(knobs, lowered);
+  objectFacts(knobs, lowered, *obj, ms, r);
   return std::nullopt;
 }
 
@@ -256,7 +340,13 @@ std::optional<std::string> load(const std::string& object, const ir::Kernel& ker
   auto session = jit::Session::load(object);
   if (!session) return "cannot load the object: " + llvm::toString(session.takeError());
   std::shared_ptr<jit::Session> shared(std::move(*session));
-  out = std::make_unique<runtime::LoadedKernel>(jit::kernelEntry(shared), signature(kernel), threads);
+  std::vector<runtime::ParamSpec> workspaces;
+  for (const ir::Value* w : kernel.workspaces) workspaces.push_back(runtime::ParamSpec::view(w->name, w->type.shape()));
+  const runtime::KernelEntry entry = jit::kernelEntry(shared);
+  const size_t phases = std::max<size_t>(1, kernel.roots().size());
+  if (entry.phase_ends.size() != phases)
+    return fmt::format("the object has {} phases but kernel @{} has {}", entry.phase_ends.size(), kernel.name, phases);
+  out = std::make_unique<runtime::LoadedKernel>(entry, signature(kernel), threads, std::move(workspaces));
   return std::nullopt;
 }
 

@@ -205,6 +205,14 @@ View KernelBuilder::view(std::string name, std::vector<int64_t> shape, SrcLoc lo
   return Internal::view(this, v);
 }
 
+View KernelBuilder::workspace(std::string name, std::vector<int64_t> shape, SrcLoc loc) {
+  Impl& I = *impl_;
+  if (I.names.count(name))
+    I.error(toLoc(loc), "duplicate-name", fmt::format("workspace name '{}' is already used", name));
+  ir::Value* v = I.b.workspace(I.fresh(name), ir::Type::view(ir::Elem::F32, shape), toLoc(loc));
+  return Internal::view(this, v);
+}
+
 Tile KernelBuilder::scalarF32(std::string name, SrcLoc loc) {
   Impl& I = *impl_;
   if (I.names.count(name))

@@ -33,27 +33,35 @@ std::optional<std::string> checkArguments(const ir::Kernel& kernel, const std::v
 std::optional<std::string> evaluate(const ir::Kernel& kernel, std::vector<host::ParamData>& params,
                                     const Options& options, F64Views* f64_out) {
   if (auto err = checkArguments(kernel, params, options)) return err;
-  const detail::Step program = detail::compileOp(*kernel.root());
+  std::vector<detail::Step> phases;
+  for (const ir::Op* root : kernel.roots()) phases.push_back(detail::compileOp(*root));
+  const size_t np = params.size();
 
   if (options.mode == Mode::StrictF32) {
-    std::vector<std::vector<float>*> views(params.size(), nullptr);
+    std::vector<std::vector<float>> workspaces;
+    for (const ir::Value* w : kernel.workspaces) workspaces.emplace_back(w->type.numElements(), 0.0f);
+    std::vector<std::vector<float>*> views(np + workspaces.size(), nullptr);
     for (const ir::Value* p : kernel.params)
       if (p->type.isView()) views[p->index] = &params[p->index].data;
+    for (size_t i = 0; i < workspaces.size(); ++i) views[np + i] = &workspaces[i];
     detail::Machine<float> machine(kernel, params, views, options.reduction_partitions);
-    machine.run(program);
+    for (const detail::Step& phase : phases) machine.run(phase);
     return std::nullopt;
   }
 
-  std::vector<std::vector<double>> wide(params.size());
-  std::vector<std::vector<double>*> views(params.size(), nullptr);
+  std::vector<std::vector<double>> wide(np);
+  std::vector<std::vector<double>> workspaces;
+  for (const ir::Value* w : kernel.workspaces) workspaces.emplace_back(w->type.numElements(), 0.0);
+  std::vector<std::vector<double>*> views(np + workspaces.size(), nullptr);
   for (const ir::Value* p : kernel.params) {
     if (!p->type.isView()) continue;
     const std::vector<float>& src = params[p->index].data;
     wide[p->index].assign(src.begin(), src.end());
     views[p->index] = &wide[p->index];
   }
+  for (size_t i = 0; i < workspaces.size(); ++i) views[np + i] = &workspaces[i];
   detail::Machine<double> machine(kernel, params, views, options.reduction_partitions);
-  machine.run(program);
+  for (const detail::Step& phase : phases) machine.run(phase);
   for (const ir::Value* p : kernel.params) {
     if (!p->type.isView()) continue;
     std::vector<float>& dst = params[p->index].data;

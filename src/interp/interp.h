@@ -6,11 +6,11 @@
 // Guarantees: outputs written in place; an error message (never an abort) on bad arguments
 // (parameter count, view sizes, reduction_partitions outside 1..16).
 // Choices within docs/ir.md, the same in both modes: programs run one after another in
-// row-major order of the root domain; an f32 literal (const, load fill) and an f32 scalar
-// parameter are f32 values (a literal is rounded to float first; f64 mode then widens it).
-// In f64 mode an i64 -> f32 cast gives the double nearest the integer, and exp/log/tanh/erf
-// are std::exp/log/tanh/erf in double. Each evaluate() call precomputes the index maps of
-// every op once (src/interp/steps.h); executing an op never looks a dim up by name.
+// row-major order of each root domain, phase after phase (workspaces zero-filled first); an f32 literal (const, load
+// fill) and an f32 scalar parameter are f32 values (a literal is rounded to float first; f64 mode then widens it). In
+// f64 mode an i64 -> f32 cast gives the double nearest the integer, and exp/log/tanh/erf are std::exp/log/tanh/erf in
+// double. Each evaluate() call precomputes the index maps of every op once (src/interp/steps.h); executing an op never
+// looks a dim up by name.
 #pragma once
 
 #include <optional>

@@ -169,7 +169,10 @@ bool compare(ir::CmpPred p, T a, T b) {
 template <class F>
 Machine<F>::Machine(const ir::Kernel& kernel, const std::vector<host::ParamData>& params,
                     std::vector<std::vector<F>*> views, int default_partitions)
-    : env_(kernel.values.size()), views_(std::move(views)), default_partitions_(default_partitions) {
+    : env_(kernel.values.size()),
+      views_(std::move(views)),
+      num_params_(kernel.params.size()),
+      default_partitions_(default_partitions) {
   for (const ir::Value* p : kernel.params) {
     if (p->type.isView()) continue;
     Buf& b = slot(p);
@@ -276,7 +279,7 @@ void Machine<F>::execLoad(const Step& s) {
   const AccessPlan& p = s.access;
   std::vector<int64_t> origin(op.indices.size());
   for (size_t k = 0; k < origin.size(); ++k) origin[k] = index(op.indices[k]);
-  const std::vector<F>& view = *views_[p.param];
+  const std::vector<F>& view = *views_[bufferOf(p)];
   std::vector<F>& out = slot(op.results[0]).f;
   out.resize(static_cast<size_t>(s.size));
   const F fill = static_cast<F>(static_cast<float>(op.fconst));
@@ -298,7 +301,7 @@ void Machine<F>::execStore(const Step& s) {
   const AccessPlan& p = s.access;
   std::vector<int64_t> origin(op.indices.size());
   for (size_t k = 0; k < origin.size(); ++k) origin[k] = index(op.indices[k]);
-  std::vector<F>& view = *views_[p.param];
+  std::vector<F>& view = *views_[bufferOf(p)];
   const std::vector<F>& tile = slot(op.operands[1]).f;
   forEachRow(p, origin, [&](int64_t to, int64_t vo, int64_t lo, int64_t hi, int64_t, int64_t vs) {
     const F* row = tile.data() + to;

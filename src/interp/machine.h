@@ -17,7 +17,8 @@ namespace kiln::interp::detail {
 template <class F>
 class Machine {
  public:
-  // `views[i]` is the buffer of parameter i (null for scalars); scalars come from `params`.
+  // `views[i]` is the buffer of parameter i (null for scalars), then of workspace j at
+  // params + j; scalars come from `params`. run() runs one root domain (a phase).
   Machine(const ir::Kernel& kernel, const std::vector<host::ParamData>& params, std::vector<std::vector<F>*> views,
           int default_partitions);
   void run(const Step& root);
@@ -47,7 +48,10 @@ class Machine {
   int64_t index(const ir::Index& ix) { return ix.isConstant() ? ix.constant : env_[ix.value->id].i[0]; }
 
   std::vector<Buf> env_;
+  size_t bufferOf(const AccessPlan& p) const { return p.workspace ? num_params_ + p.param : p.param; }
+
   std::vector<std::vector<F>*> views_;
+  size_t num_params_;
   int default_partitions_;
 };
 

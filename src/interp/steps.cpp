@@ -47,6 +47,7 @@ AccessPlan accessPlan(const ir::Op& op, const ir::Type& tile) {
   AccessPlan p;
   const ir::Value* view = op.operands[0];
   p.param = view->index;
+  p.workspace = view->origin == ir::Value::Origin::Workspace;
   p.view_shape = view->type.shape();
   p.view_stride.assign(p.view_shape.size(), 1);
   for (size_t i = p.view_shape.size(); i-- > 1;) p.view_stride[i - 1] = p.view_stride[i] * p.view_shape[i];

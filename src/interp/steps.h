@@ -13,7 +13,8 @@ namespace kiln::interp::detail {
 
 // How a load/store tile maps onto its view.
 struct AccessPlan {
-  int param = 0;                     // index of the view parameter
+  int param = 0;                     // index of the view parameter (or workspace)
+  bool workspace = false;            // the view is a workspace (Kernel::workspaces)
   std::vector<int64_t> view_shape;   // per view dim
   std::vector<int64_t> view_stride;  // per view dim, row-major
   std::vector<int> tile_to_view;     // per tile dim (in the tile's order): its view dim

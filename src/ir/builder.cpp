@@ -39,6 +39,13 @@ Value* Builder::param(std::string name, Type type, const Loc& loc) {
   return v;
 }
 
+Value* Builder::workspace(std::string name, Type type, const Loc& loc) {
+  Value* v = k_.newValue(freshName(std::move(name)), std::move(type), Value::Origin::Workspace, loc);
+  v->index = static_cast<int>(k_.workspaces.size());
+  k_.workspaces.push_back(v);
+  return v;
+}
+
 bool Builder::finish(Op* op, const Type* declared, const std::vector<std::string>& resultNames) {
   InferResult r = inferTypes(*op, declared);
   if (!r.ok()) {

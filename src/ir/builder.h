@@ -31,6 +31,8 @@ class Builder {
   void setUniquifyNames(bool on) { uniquify_ = on; }
 
   Value* param(std::string name, Type type, const Loc& loc);
+  // A workspace view (Kernel::workspaces), allocated by Kiln for each launch.
+  Value* workspace(std::string name, Type type, const Loc& loc);
 
   // Structure. parallel/loop return the op; its body is op->regions[0], whose args are the
   // induction variables (and, for loops, the carried values).

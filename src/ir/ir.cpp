@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace kiln::ir {
 
@@ -145,7 +146,64 @@ Op* Kernel::root() const {
   return nullptr;
 }
 
+std::vector<Op*> Kernel::roots() const {
+  std::vector<Op*> out;
+  if (body)
+    for (Op* op : body->ops)
+      if (op->kind == OpKind::Parallel) out.push_back(op);
+  return out;
+}
+
 namespace {
+
+class Cloner {
+ public:
+  explicit Cloner(Kernel& out) : k_(out) {}
+
+  Value* value(const Value* v, Value::Origin origin, int index) {
+    Value* n = k_.newValue(v->name, v->type, origin, v->loc);
+    n->index = index;
+    map_[v] = n;
+    return n;
+  }
+
+  void op(const Op& src, Region* into) {
+    Op* n = k_.newOp(src.kind, src.loc);
+    n->parent = into;
+    into->ops.push_back(n);
+    for (const Value* v : src.operands) n->operands.push_back(map_.at(v));
+    n->fconst = src.fconst;
+    n->iconst = src.iconst;
+    for (const Index& ix : src.indices) n->indices.push_back({ix.value ? map_.at(ix.value) : nullptr, ix.constant});
+    n->access = src.access;
+    n->extents = src.extents;
+    n->dims = src.dims;
+    n->pred = src.pred;
+    n->reduce = src.reduce;
+    n->reduce_policy = src.reduce_policy;
+    n->mma_policy = src.mma_policy;
+    for (const Region* r : src.regions) {
+      Region* nr = k_.newRegion(n);
+      n->regions.push_back(nr);
+      for (size_t i = 0; i < r->args.size(); ++i) {
+        Value* a = value(r->args[i], Value::Origin::RegionArg, static_cast<int>(i));
+        a->region = nr;
+        nr->args.push_back(a);
+      }
+      for (const Op* o : r->ops) op(*o, nr);
+    }
+    for (size_t i = 0; i < src.results.size(); ++i) {
+      Value* r = value(src.results[i], Value::Origin::OpResult, static_cast<int>(i));
+      r->def = n;
+      n->results.push_back(r);
+    }
+  }
+
+ private:
+  Kernel& k_;
+  std::unordered_map<const Value*, Value*> map_;
+};
+
 std::vector<Value*> paramsUsedBy(const Kernel& k, OpKind kind) {
   std::vector<bool> used(k.params.size(), false);
   if (k.body)
@@ -165,6 +223,19 @@ std::vector<Value*> Kernel::outputs() const {
 }
 std::vector<Value*> Kernel::inputs() const {
   return paramsUsedBy(*this, OpKind::Load);
+}
+
+std::unique_ptr<Kernel> phaseKernel(const Kernel& kernel, size_t phase) {
+  auto out = std::make_unique<Kernel>();
+  out->name = kernel.name;
+  out->loc = kernel.loc;
+  Cloner c(*out);
+  for (const Value* p : kernel.params) out->params.push_back(c.value(p, Value::Origin::Param, p->index));
+  for (const Value* w : kernel.workspaces)
+    out->params.push_back(c.value(w, Value::Origin::Param, static_cast<int>(out->params.size())));
+  out->body = out->newRegion(nullptr);
+  c.op(*kernel.roots().at(phase), out->body);
+  return out;
 }
 
 }  // namespace kiln::ir

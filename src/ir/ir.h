@@ -123,14 +123,14 @@ struct Op;
 struct Region;
 
 struct Value {
-  enum class Origin : uint8_t { Param, RegionArg, OpResult };
+  enum class Origin : uint8_t { Param, RegionArg, OpResult, Workspace };
   int id = 0;        // unique within the kernel
   std::string name;  // text name without '%'
   Type type;
   Origin origin = Origin::OpResult;
   Op* def = nullptr;         // OpResult: the defining op
   Region* region = nullptr;  // RegionArg: the region whose arg this is
-  int index = 0;             // result index / arg index / param index
+  int index = 0;             // result index / arg index / param index / workspace index
   Loc loc;
 };
 
@@ -173,11 +173,15 @@ struct Param {
   Value* value = nullptr;  // type: View or scalar (i64 / f32)
 };
 
-// A kernel: parameters and a body region holding exactly one root Parallel op.
+// A kernel: parameters, workspaces and a body region holding one or more root Parallel ops
+// (its phases, run in order; docs/ir.md, "Phases and workspaces").
 struct Kernel {
   std::string name;
   Loc loc;
   std::vector<Value*> params;
+  // f32 views that Kiln allocates for one launch, zero-filled before the first phase; not
+  // arguments of the call. Origin::Workspace, index = position here.
+  std::vector<Value*> workspaces;
   Region* body = nullptr;
 
   // Arenas. Everything above points into these.
@@ -189,12 +193,22 @@ struct Kernel {
   Op* newOp(OpKind kind, Loc loc);
   Region* newRegion(Op* parent);
 
-  // The root parallel op, or nullptr if the body has none.
+  // The first root parallel op, or nullptr if the body has none.
   Op* root() const;
+  // Every root parallel op (phase), in order.
+  std::vector<Op*> roots() const;
+  // More than one phase, or any workspace: launched as a sequence of single-phase kernels.
+  bool phased() const { return !workspaces.empty() || roots().size() > 1; }
   // Params that some Store writes (outputs) / that some Load reads (inputs), in param order.
   std::vector<Value*> outputs() const;
   std::vector<Value*> inputs() const;
 };
+
+// Phase `phase` of `kernel` as a kernel of its own, for planning and lowering one root domain:
+// a deep copy of that root op, with the parameters followed by the workspaces as parameters
+// (index params.size() + i), so the lowered code finds workspace i in argument slot
+// params.size() + i. Locations are kept. Expects a verified kernel and phase < roots().size().
+std::unique_ptr<Kernel> phaseKernel(const Kernel& kernel, size_t phase);
 
 // Visit every op in program order (pre-order, regions in order).
 template <class F>

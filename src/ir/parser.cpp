@@ -514,6 +514,19 @@ class Parser {
       }
     }
     bump();
+    if (atWord("workspace")) {
+      bump();
+      expect(Tok::LParen, "'(' and the kernel's workspaces after 'workspace'");
+      while (true) {
+        Token w = expect(Tok::Value, "a workspace '%name: view<f32>[...]'");
+        expect(Tok::Colon, "':' and the workspace's type");
+        Type t = parseType();
+        define(w, b_->workspace(std::string(w.name()), std::move(t), loc(w)));
+        if (tok_.kind == Tok::RParen) break;
+        expect(Tok::Comma, "',' or ')' after a workspace");
+      }
+      bump();
+    }
     expect(Tok::LBrace, "'{' and the kernel body");
     parseBlock(1);
     bump();

@@ -67,14 +67,23 @@ class Printer {
   std::string run(const Kernel& k) {
     std::vector<std::string> params;
     for (const Value* p : k.params) params.push_back(fmt::format("{}: {}", name(p), toString(p->type)));
-    std::string header = fmt::format("kernel @{}({}) {{", k.name, join(params));
-    if (header.size() <= kMaxHeaderWidth || params.empty()) {
+    std::vector<std::string> ws;
+    for (const Value* w : k.workspaces) ws.push_back(fmt::format("{}: {}", name(w), toString(w->type)));
+    std::string wsText = ws.empty() ? "" : fmt::format(" workspace({})", join(ws));
+    std::string header = fmt::format("kernel @{}({}){} {{", k.name, join(params), wsText);
+    if (header.size() <= kMaxHeaderWidth || (params.empty() && ws.empty())) {
       out_ += header + "\n";
     } else {
       out_ += fmt::format("kernel @{}(\n", k.name);
       for (size_t i = 0; i < params.size(); ++i)
         out_ += fmt::format("  {}{}\n", params[i], i + 1 < params.size() ? "," : "");
-      out_ += ") {\n";
+      if (ws.empty()) {
+        out_ += ") {\n";
+      } else {
+        out_ += ") workspace(\n";
+        for (size_t i = 0; i < ws.size(); ++i) out_ += fmt::format("  {}{}\n", ws[i], i + 1 < ws.size() ? "," : "");
+        out_ += ") {\n";
+      }
     }
     if (k.body) region(*k.body, 1);
     out_ += "}\n";

@@ -1,5 +1,5 @@
-// Verifier: one walk over the kernel in program order checks structure (one root parallel,
-// yield/stage placement, region links), scoping (definition before use, never outside the
+// Verifier: one walk over the kernel in program order checks structure (root parallels only at
+// the top level, yield/stage placement, region links), scoping (definition before use, never outside the
 // defining region), types (inferTypes re-run on every op), extents and policies.
 // Expects: any Kernel: null pointers, values of other kernels, shared or cyclic regions included.
 // Guarantees: never aborts; one positioned diagnostic per problem (at most kMaxDiagnostics);
@@ -61,7 +61,7 @@ class Verifier {
     seenRegions_.insert(k_.body);
     checkParams();
     if (!k_.body) {
-      error(k_.loc, "root-domain", "kernel has no body; a kernel holds exactly one parallel op");
+      error(k_.loc, "root-domain", "kernel has no body; a kernel holds one or more parallel ops");
       return count_ == 0;
     }
     if (k_.body->parent)
@@ -69,7 +69,8 @@ class Verifier {
     if (!k_.body->args.empty()) error(k_.loc, "malformed", "the kernel body region must not have arguments");
     for (const Op* op : k_.body->ops)
       if (op && op->kind == OpKind::Parallel) ++roots_;
-    if (roots_ == 0) error(k_.loc, "root-domain", "kernel has no root parallel domain; a kernel has exactly one");
+    if (roots_ == 0)
+      error(k_.loc, "root-domain", "kernel has no root parallel domain; a kernel has one or more (its phases)");
     checkRegion(k_.body, 0);
     return count_ == 0;
   }
@@ -140,6 +141,30 @@ class Verifier {
         error(p->loc, "param-type",
               fmt::format("{} has type {}; a parameter is a view or an i64 / f32 scalar", nameOf(*p), toString(t)));
       }
+    }
+    for (size_t i = 0; i < k_.workspaces.size(); ++i) {
+      const Value* w = k_.workspaces[i];
+      if (!w) {
+        error(k_.loc, "malformed", fmt::format("kernel workspace {} is missing (null)", i));
+        continue;
+      }
+      if (w->origin != Value::Origin::Workspace || w->index != static_cast<int>(i))
+        error(w->loc, "malformed",
+              fmt::format("{} is listed as workspace {} but is not marked as that workspace", nameOf(*w), i));
+      declare(w, w->loc);
+      const Type& t = w->type;
+      if (!t.isView() || t.elem != Elem::F32) {
+        error(w->loc, "workspace-type",
+              fmt::format("workspace {} has type {}; a workspace is a view<f32>", nameOf(*w), toString(t)));
+        continue;
+      }
+      bool positive = std::all_of(t.dims.begin(), t.dims.end(), [](const Dim& d) { return d.extent >= 1; });
+      if (!positive)
+        error(w->loc, "negative-extent",
+              fmt::format("workspace {} has type {}; workspace extents are at least 1", nameOf(*w), toString(t)));
+      else if (cappedProduct(t.shape()) > kMaxViewElements)
+        error(w->loc, "view-too-large",
+              fmt::format("workspace {} has type {}: more than 2^31 elements", nameOf(*w), toString(t)));
     }
   }
 
@@ -240,13 +265,12 @@ class Verifier {
         error(op.loc, "bad-nesting",
               fmt::format("parallel inside {}; only the kernel body holds a parallel op (the root domain)",
                           parent ? std::string(opName(parent->kind)) : std::string("a detached region")));
-      } else if (++parallels == 2) {
-        error(op.loc, "root-domain",
-              fmt::format("kernel has {} root parallel domains; a kernel has exactly one", roots_));
+      } else {
+        ++parallels;
       }
     } else if (topLevel) {
       error(op.loc, "root-domain",
-            fmt::format("{} outside the root parallel domain; the kernel body holds exactly one op, a parallel",
+            fmt::format("{} outside a root parallel domain; the kernel body holds only parallel ops (its phases)",
                         opName(op.kind)));
     }
     if (op.kind == OpKind::Yield) {
@@ -391,7 +415,8 @@ class Verifier {
       case OpKind::Load:
       case OpKind::Store: {
         const Value* view = op.operands.empty() ? nullptr : op.operands[0];
-        if (view && owned_.count(view) && view->type.isView() && view->origin != Value::Origin::Param)
+        if (view && owned_.count(view) && view->type.isView() && view->origin != Value::Origin::Param &&
+            view->origin != Value::Origin::Workspace)
           error(op.loc, "operand-kind",
                 fmt::format("{} {} {}, which is not a kernel parameter; loads and stores use view parameters",
                             opName(op.kind), op.kind == OpKind::Load ? "reads" : "writes", nameOf(*view)));

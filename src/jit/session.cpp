@@ -58,6 +58,23 @@ llvm::Expected<std::unique_ptr<Session>> Session::load(std::string object_bytes)
   std::memcpy(&session->num_blocks_, *num_blocks, sizeof session->num_blocks_);
   if (session->num_blocks_ < 0)
     return error("kernel object has kiln_num_blocks = " + std::to_string(session->num_blocks_));
+  // Phases (optional: an object without them has one phase of every block).
+  session->phase_ends_ = {session->num_blocks_};
+  void* numPhases = session->lookup(runtime::kNumPhasesSymbol);
+  void* phaseEnds = session->lookup(runtime::kPhaseEndsSymbol);
+  if (numPhases && phaseEnds) {
+    int64_t n = 0;
+    std::memcpy(&n, numPhases, sizeof n);
+    if (n < 1 || n > 1024) return error("kernel object has kiln_num_phases = " + std::to_string(n));
+    session->phase_ends_.assign(static_cast<size_t>(n), 0);
+    std::memcpy(session->phase_ends_.data(), phaseEnds, sizeof(int64_t) * static_cast<size_t>(n));
+    int64_t prev = 0;
+    for (int64_t e : session->phase_ends_) {
+      if (e < prev) return error("kernel object has decreasing kiln_phase_ends");
+      prev = e;
+    }
+    if (prev != session->num_blocks_) return error("kernel object: the last phase does not end at kiln_num_blocks");
+  }
   return session;
 }
 
@@ -75,6 +92,7 @@ runtime::KernelEntry kernelEntry(std::shared_ptr<Session> session) {
   entry.blocks = session->blocks();
   entry.launch = session->launch();
   entry.num_blocks = session->numBlocks();
+  entry.phase_ends = session->phaseEnds();
   entry.owner = std::move(session);
   return entry;
 }

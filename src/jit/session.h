@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "llvm/Support/Error.h"
 #include "runtime/abi.h"
@@ -20,7 +21,8 @@ namespace kiln::jit {
 class Session {
  public:
   // Links `object_bytes` (copied) into a fresh LLJIT for the host and resolves the ABI
-  // symbols (kiln_blocks, kiln_launch, kiln_num_blocks, kiln_abi_version). A malformed
+  // symbols (kiln_blocks, kiln_launch, kiln_num_blocks, kiln_abi_version; kiln_num_phases and
+  // kiln_phase_ends when present). A malformed
   // object, a missing or unresolvable symbol, or another ABI version is an error.
   static llvm::Expected<std::unique_ptr<Session>> load(std::string object_bytes);
   ~Session();
@@ -33,6 +35,8 @@ class Session {
   runtime::BlocksFn blocks() const { return blocks_; }
   runtime::LaunchFn launch() const { return launch_; }
   int64_t numBlocks() const { return num_blocks_; }
+  // End block of each phase (kiln_phase_ends; {numBlocks()} for a one-phase object).
+  const std::vector<int64_t>& phaseEnds() const { return phase_ends_; }
   const std::string& objectSha256() const { return object_sha256_; }
 
  private:
@@ -41,6 +45,7 @@ class Session {
   runtime::BlocksFn blocks_ = nullptr;
   runtime::LaunchFn launch_ = nullptr;
   int64_t num_blocks_ = 0;
+  std::vector<int64_t> phase_ends_;
   std::string object_sha256_;
 };
 

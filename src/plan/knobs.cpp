@@ -63,9 +63,24 @@ const std::vector<Entry>& entries() {
     auto inRange = [](int64_t lo, int64_t hi) { return [lo, hi](int64_t v) { return v >= lo && v <= hi; }; };
     t.push_back(intKnob({"packet_width", "16", "{1, 4, 8, 16}", "SIMD lanes per packet (W): the vector width"},
                         &Knobs::packet_width, [](int64_t v) { return v == 1 || v == 4 || v == 8 || v == 16; }));
-    t.push_back(intKnob({"block_size", "32", "1..4096, a multiple of packet_width",
-                         "workers (programs) per block; blocks are dispatched over the thread pool"},
-                        &Knobs::block_size, inRange(1, 4096)));
+    {
+      Entry e;
+      e.info = {"block_size", "auto", "auto or 1..4096 (with local_lanes=1: a multiple of packet_width)",
+                "programs per block; blocks are dispatched over the thread pool. auto: 32 with local_lanes=1; "
+                "with local_lanes=W, ceil(programs / 64) (at most 32), so that up to 64 workers find a block"};
+      e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
+        if (v == "auto") {
+          k.block_size = 0;
+          return std::nullopt;
+        }
+        auto n = parseInt(v);
+        if (!n || *n < 1 || *n > 4096) return rangeError(info, v);
+        k.block_size = *n;
+        return std::nullopt;
+      };
+      e.get = [](const Knobs& k) { return k.block_size == 0 ? std::string("auto") : std::to_string(k.block_size); };
+      t.push_back(e);
+    }
     {
       Entry e;
       e.info = {"local_lanes", "W", "1 or W (= packet_width; the number itself is accepted too)",

@@ -31,6 +31,10 @@ int64_t elemBytes(ir::Elem e) {
   return e == ir::Elem::I64 ? 8 : e == ir::Elem::I1 ? 1 : 4;
 }
 
+// block_size=auto in the lane realization: at least this many blocks when there are as many
+// programs (parallel slack for up to 64 workers).
+constexpr int64_t kBlockSlack = 64;
+
 class Planner {
  public:
   Planner(const ir::Kernel& k, Plan& p) : k_(k), p_(p) {}
@@ -68,10 +72,11 @@ class Planner {
 
   std::optional<std::string> checkKnobs() {
     const Knobs& kn = p_.knobs;
-    if (kn.block_size % kn.packet_width != 0)
+    const bool lanes = kn.local_lanes == kn.packet_width && kn.packet_width > 1;
+    if (kn.block_size != 0 && !lanes && kn.block_size % kn.packet_width != 0)
       return fmt::format(
-          "knob 'block_size': {} is not a multiple of packet_width {} (legal: 1..4096, a multiple "
-          "of packet_width)",
+          "knob 'block_size': {} is not a multiple of packet_width {} (legal with local_lanes=1: 1..4096, a "
+          "multiple of packet_width)",
           kn.block_size, kn.packet_width);
     if (kn.local_lanes != 1 && kn.local_lanes != kn.packet_width)
       return fmt::format(
@@ -86,6 +91,9 @@ class Planner {
     p_.root_extents = root->extents;
     p_.num_programs = 1;
     for (int64_t e : root->extents) p_.num_programs *= e;
+    if (p_.knobs.block_size == 0)  // auto: slack for up to kBlockSlack workers in the lane realization
+      p_.knobs.block_size =
+          p_.lanes_realization ? std::clamp<int64_t>((p_.num_programs + kBlockSlack - 1) / kBlockSlack, 1, 32) : 32;
     p_.num_blocks = (p_.num_programs + p_.knobs.block_size - 1) / p_.knobs.block_size;
     const auto& args = root->regions[0]->args;
     p_.root_axis_order.clear();

@@ -4,9 +4,16 @@
 //   void   kiln_launch(void* const* params, KilnLaunchRecord* record);
 //                                                   // reset record, run every block
 //   int64_t kiln_num_blocks;                        // global constant: blocks in the domain
+//                                                   // (every phase's, concatenated)
+//   int64_t kiln_num_phases;                        // global constant: root domains (>= 1)
+//   int64_t kiln_phase_ends[kiln_num_phases];       // global constant: end block of each phase
+//                                                   // (the last = kiln_num_blocks)
 //   int64_t kiln_abi_version;                       // global constant: kKilnAbiVersion
+// Phase i's blocks run after every block of phase i-1 has returned (kiln_launch runs them in
+// order; the runtime waits between phases). Objects without the two phase symbols have one phase.
 // params[i] points at parameter i: the first float of a view, or the int64_t / float value
-// of a scalar. No LLVM types here: the runtime does not depend on LLVM.
+// of a scalar, then params[P + j] at workspace j (P parameters; the runtime allocates them).
+// No LLVM types here: the runtime does not depend on LLVM.
 #pragma once
 
 #include <cstdint>
@@ -27,5 +34,7 @@ inline constexpr const char* kBlocksSymbol = "kiln_blocks";
 inline constexpr const char* kLaunchSymbol = "kiln_launch";
 inline constexpr const char* kNumBlocksSymbol = "kiln_num_blocks";
 inline constexpr const char* kAbiVersionSymbol = "kiln_abi_version";
+inline constexpr const char* kNumPhasesSymbol = "kiln_num_phases";
+inline constexpr const char* kPhaseEndsSymbol = "kiln_phase_ends";
 
 }  // namespace kiln::runtime

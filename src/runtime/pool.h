@@ -8,20 +8,23 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace kiln::runtime {
 
 class BlockPool {
  public:
   // threads >= 2 (1 runs on the caller, no pool). Workers get kWorkerStackBytes of stack.
+  // Pools of the same thread count share one oneTBB arena, created once per process.
   explicit BlockPool(int threads);
   ~BlockPool();
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
 
-  // body(begin, end) over [0, blocks) in chunks of one block, on the pool's threads (the
-  // calling thread takes part); returns when every chunk has run.
-  void run(int64_t blocks, const std::function<void(int64_t, int64_t)>& body);
+  // body(begin, end) over the blocks of each phase in chunks of one block, on the pool's
+  // threads (the calling thread takes part): phase i covers [phase_ends[i-1], phase_ends[i])
+  // and starts when every chunk of phase i-1 has returned; returns when the last has run.
+  void run(const std::vector<int64_t>& phase_ends, const std::function<void(int64_t, int64_t)>& body);
 
  private:
   struct Impl;

@@ -1,6 +1,7 @@
-// Launch: check every argument against the signature, then run the blocks, on the calling
-// thread (threads == 1) or over a oneTBB arena of `threads` slots, one task per block
-// (dynamic: an idle worker takes the next block), each task with its own launch record.
+// Launch: check every argument against the signature, allocate the workspaces, then run the
+// blocks, on the calling thread (threads == 1) or over a oneTBB arena of `threads` slots, one
+// task per block (dynamic: an idle worker takes the next block), each task with its own launch
+// record, phase after phase (the arena's run returns when every block of the phase has run).
 #include "runtime/runtime.h"
 
 #include <atomic>
@@ -89,10 +90,17 @@ struct LoadedKernel::Pool : BlockPool {
   using BlockPool::BlockPool;
 };
 
-LoadedKernel::LoadedKernel(KernelEntry entry, std::vector<ParamSpec> params, int threads)
-    : entry_(std::move(entry)), params_(std::move(params)) {
+LoadedKernel::LoadedKernel(KernelEntry entry, std::vector<ParamSpec> params, int threads,
+                           std::vector<ParamSpec> workspaces)
+    : entry_(std::move(entry)), params_(std::move(params)), workspaces_(std::move(workspaces)) {
   KILN_RUNTIME_CHECK(entry_.blocks != nullptr);
   KILN_RUNTIME_CHECK(entry_.num_blocks >= 0);
+  if (entry_.phase_ends.empty()) entry_.phase_ends = {entry_.num_blocks};
+  KILN_RUNTIME_CHECK(entry_.phase_ends.back() == entry_.num_blocks);
+  for (size_t i = 1; i < entry_.phase_ends.size(); ++i)
+    KILN_RUNTIME_CHECK(entry_.phase_ends[i - 1] <= entry_.phase_ends[i]);
+  for (const ParamSpec& w : workspaces_)
+    KILN_RUNTIME_CHECK(w.kind == ParamKind::View && w.byte_size == ParamSpec::view(w.name, w.shape).byte_size);
   for (const ParamSpec& p : params_) {
     if (p.kind == ParamKind::View) KILN_RUNTIME_CHECK(p.byte_size == ParamSpec::view(p.name, p.shape).byte_size);
     if (p.kind == ParamKind::I64) KILN_RUNTIME_CHECK(p.byte_size == sizeof(int64_t));
@@ -140,7 +148,12 @@ std::optional<std::string> LoadedKernel::launch(std::span<const Arg> args, KilnL
     float f32;
   };
   std::vector<Scalar> scalars(args.size());
-  std::vector<void*> params(args.size());
+  std::vector<void*> params(args.size() + workspaces_.size());
+  std::vector<std::vector<float>> workspaces;  // zero-filled for every launch
+  for (size_t j = 0; j < workspaces_.size(); ++j) {
+    workspaces.emplace_back(static_cast<size_t>(workspaces_[j].byte_size) / sizeof(float), 0.0f);
+    params[args.size() + j] = workspaces.back().data();
+  }
   for (size_t i = 0; i < args.size(); ++i) {
     switch (args[i].kind) {
       case ParamKind::View: params[i] = args[i].data; break;
@@ -152,10 +165,11 @@ std::optional<std::string> LoadedKernel::launch(std::span<const Arg> args, KilnL
   KilnLaunchRecord total;
   const int64_t blocks = entry_.num_blocks;
   if (!pool_ || blocks <= 1) {
+    // One call runs the phases in order (the generated dispatch walks them).
     if (blocks > 0) entry_.blocks(params.data(), 0, blocks, &total);
   } else {
     std::atomic<int64_t> full{0}, masked{0};
-    pool_->run(blocks, [&](int64_t begin, int64_t end) {
+    pool_->run(entry_.phase_ends, [&](int64_t begin, int64_t end) {
       KilnLaunchRecord task;
       entry_.blocks(params.data(), begin, end, &task);
       full.fetch_add(task.packets_full, std::memory_order_relaxed);

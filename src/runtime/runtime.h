@@ -66,6 +66,9 @@ struct KernelEntry {
   BlocksFn blocks = nullptr;  // required
   LaunchFn launch = nullptr;  // optional (single-thread replay); launch() uses blocks
   int64_t num_blocks = 0;
+  // End block of each phase (ascending, the last = num_blocks); empty: one phase. The blocks
+  // of phase i start after every block of phase i-1 has returned.
+  std::vector<int64_t> phase_ends;
   std::shared_ptr<void> owner;  // keeps the code mapped (the JIT session); null for code
                                 // linked into the process
 };
@@ -73,7 +76,10 @@ struct KernelEntry {
 class LoadedKernel {
  public:
   // threads >= 1; an entry without blocks or a malformed signature is a bug (aborts).
-  LoadedKernel(KernelEntry entry, std::vector<ParamSpec> params, int threads = 1);
+  // `workspaces` (views): buffers the launch allocates, zero-filled, and passes after the
+  // parameters (the kernel's IR workspaces); the caller never sees them.
+  LoadedKernel(KernelEntry entry, std::vector<ParamSpec> params, int threads = 1,
+               std::vector<ParamSpec> workspaces = {});
   ~LoadedKernel();
   LoadedKernel(LoadedKernel&&) noexcept;
   LoadedKernel& operator=(LoadedKernel&&) noexcept;
@@ -82,7 +88,7 @@ class LoadedKernel {
   // Otherwise one sentence naming the parameter and both sizes or kinds.
   std::optional<std::string> checkArgs(std::span<const Arg> args) const;
 
-  // Checks `args`, then runs every block. `record` (optional) receives the sum of the
+  // Checks `args`, then runs every block, phase after phase. `record` (optional) receives the sum of the
   // per-task launch records. Returns the check's error; never aborts on bad arguments.
   std::optional<std::string> launch(std::span<const Arg> args, KilnLaunchRecord* record = nullptr) const;
 
@@ -91,12 +97,14 @@ class LoadedKernel {
   int threads() const { return threads_; }
   int64_t numBlocks() const { return entry_.num_blocks; }
   const std::vector<ParamSpec>& params() const { return params_; }
+  const std::vector<ParamSpec>& workspaces() const { return workspaces_; }
   const KernelEntry& entry() const { return entry_; }
 
  private:
   struct Pool;
   KernelEntry entry_;
   std::vector<ParamSpec> params_;
+  std::vector<ParamSpec> workspaces_;
   int threads_ = 1;
   std::unique_ptr<Pool> pool_;  // null when threads_ == 1
 };

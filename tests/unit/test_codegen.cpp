@@ -356,7 +356,7 @@ TEST(Codegen, KnobErrorsNameTheKnobAndItsRange) {
   EXPECT_TRUE(k.setAssignment("local_lanes=3"));
   EXPECT_FALSE(k.setAssignment("local_lanes=W"));
   EXPECT_TRUE(k.setAssignment("isa=sse2"));
-  err = kiln::driver::compile(*kern, knobs({"packet_width=16", "block_size=8"}), c);
+  err = kiln::driver::compile(*kern, knobs({"packet_width=16", "block_size=8", "local_lanes=1"}), c);
   ASSERT_TRUE(err);
   EXPECT_NE(err->find("block_size"), std::string::npos);
   err = kiln::driver::compile(*kern, knobs({"max_local_bytes=16", "max_unrolled_tile_elements=2"}), c);
