@@ -86,18 +86,18 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
   View v = kb.view("v", {s.B, s.Hkv, s.K, s.Dv});
   View o = kb.view("o", {s.B, s.Hq, s.Q, s.Dv});
   const std::vector<Dim> gm = {{"g", G}, {"m", BQ}}, gmn = {{"g", G}, {"m", BQ}, {"n", BK}};
+  const std::vector<Dim> gmdv = {{"g", G}, {"m", BQ}, {"dv", s.Dv}};
 
-  kb.parallel({{"b", s.B}, {"kvh", s.Hkv}, {"qb", nQB}}, [&](Idx b, Idx kvh, Idx qb) {
-    Idx h0 = (kvh * G).as("h0");
-    Idx q0 = (qb * BQ).as("q0");
+  // The online softmax over KV blocks [lo, hi) of one program: its m, l and unnormalised acc.
+  auto kvLoop = [&](Idx b, Idx kvh, Idx h0, Idx q0, IdxArg lo, IdxArg hi) {
     Tile qt = load(q, {b, h0, q0, 0}, {_, {"g", G}, {"m", BQ}, {"d", s.D}}).as("qt");
     // Query row i sees key j iff j < K and (causal) j <= i + K - Q, i.e. j < min(K, i + K - Q + 1).
     Tile limit =
         (opt.causal ? min(kb.iota({{"m", BQ}}, "m") + (q0 + (s.K - s.Q + 1)), s.K) : kb.index(s.K)).as("limit");
 
     Carry m0{"m", kb.full(gm, -inf)}, l0{"l", kb.zeros(gm)};
-    Carry acc0{"acc", kb.zeros({{"g", G}, {"m", BQ}, {"dv", s.Dv}})};
-    auto [m, l, acc] = kb.serial("kb", 0, nKB, {m0, l0, acc0}, [&](Idx j, Tile mPrev, Tile lPrev, Tile accPrev) {
+    Carry acc0{"acc", kb.zeros(gmdv)};
+    return kb.serial("kb", lo, hi, {m0, l0, acc0}, [&](Idx j, Tile mPrev, Tile lPrev, Tile accPrev) {
       Idx k0 = (j * BK).as("k0");
       Tile kt = load(k, {b, kvh, k0, 0}, {_, _, {"n", BK}, {"d", s.D}}).as("kt");
       Tile vt = load(v, {b, kvh, k0, 0}, {_, _, {"n", BK}, {"dv", s.Dv}}).as("vt");
@@ -115,10 +115,61 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
       Tile accNew = mma(p, vt, accPrev * alpha, {"n"}, flags).as("acc_new");
       return Tiles{mNew, lNew, accNew};
     });
+  };
 
-    // l == 0: no valid key for the row (acc is 0 too); output zeros instead of 0/0.
-    Tile out = (acc / select(eq(l, 0.0), 1.0, l).as("l_safe")).as("out");
-    store(out, o, {b, h0, q0, 0}, {_, {"g", G}, {"m", BQ}, {"dv", s.Dv}});
+  // l == 0: no valid key for the row (acc is 0 too); output zeros instead of 0/0.
+  auto normalise = [&](Tile l, Tile acc) { return (acc / select(eq(l, 0.0), 1.0, l).as("l_safe")).as("out"); };
+
+  const int64_t CB = opt.split_blocks;  // KV blocks per chunk (0: no split)
+  if (CB < 1 || CB >= nKB) {
+    kb.parallel({{"b", s.B}, {"kvh", s.Hkv}, {"qb", nQB}}, [&](Idx b, Idx kvh, Idx qb) {
+      Idx h0 = (kvh * G).as("h0");
+      Idx q0 = (qb * BQ).as("q0");
+      auto [m, l, acc] = kvLoop(b, kvh, h0, q0, 0, nKB);
+      store(normalise(l, acc), o, {b, h0, q0, 0}, {_, {"g", G}, {"m", BQ}, {"dv", s.Dv}});
+    });
+    return kb.finish();
+  }
+
+  // Split KV: phase 1, one program per (b, kvh, qb, chunk of CB blocks) stores its partial
+  // (m, l, unnormalised acc) in workspaces; phase 2 merges the chunks in ascending order.
+  const int64_t C = (nKB + CB - 1) / CB, P = s.B * s.Hkv * nQB;
+  View pm = kb.workspace("part_m", {P, C, G, BQ});
+  View pl = kb.workspace("part_l", {P, C, G, BQ});
+  View pacc = kb.workspace("part_acc", {P, C, G, BQ, s.Dv});
+  auto prog = [&](Idx b, Idx kvh, Idx qb) { return ((b * s.Hkv + kvh) * nQB + qb).as("prog"); };
+  kb.parallel({{"b", s.B}, {"kvh", s.Hkv}, {"qb", nQB}, {"c", C}}, [&](Idx b, Idx kvh, Idx qb, Idx c) {
+    // Chunk c walks blocks [c*CB, c*CB + CB), the last one [c*CB, nKB): (c+1)/C is 1 only there.
+    Idx h0 = (kvh * G).as("h0");
+    Idx q0 = (qb * BQ).as("q0");
+    Idx lo = (c * CB).as("lo");
+    Idx hi = ((lo + CB) - ((c + 1) / C) * (C * CB - nKB)).as("hi");
+    auto [m, l, acc] = kvLoop(b, kvh, h0, q0, lo, hi);
+    Idx pi = prog(b, kvh, qb);
+    store(m, pm, {pi, c, 0, 0}, {_, _, {"g", G}, {"m", BQ}});
+    store(l, pl, {pi, c, 0, 0}, {_, _, {"g", G}, {"m", BQ}});
+    store(acc, pacc, {pi, c, 0, 0, 0}, {_, _, {"g", G}, {"m", BQ}, {"dv", s.Dv}});
+  });
+  kb.parallel({{"b", s.B}, {"kvh", s.Hkv}, {"qb", nQB}}, [&](Idx b, Idx kvh, Idx qb) {
+    Idx pi = prog(b, kvh, qb);
+    Carry m0{"m", kb.full(gm, -inf)}, l0{"l", kb.zeros(gm)}, acc0{"acc", kb.zeros(gmdv)};
+    // m = max(m_a, m_b), alpha = e^(m_a - m), beta = e^(m_b - m), l = alpha l_a + beta l_b,
+    // acc = alpha acc_a + beta acc_b; a chunk (or a row so far) with no valid key has m = -inf
+    // and l = acc = 0, and m_safe keeps its factor at e^(-inf) = 0, never NaN.
+    auto [m, l, acc] = kb.serial("c", 0, C, {m0, l0, acc0}, [&](Idx c, Tile mA, Tile lA, Tile accA) {
+      Tile mB = load(pm, {pi, c, 0, 0}, {_, _, {"g", G}, {"m", BQ}}).as("m_chunk");
+      Tile lB = load(pl, {pi, c, 0, 0}, {_, _, {"g", G}, {"m", BQ}}).as("l_chunk");
+      Tile accB = load(pacc, {pi, c, 0, 0, 0}, {_, _, {"g", G}, {"m", BQ}, {"dv", s.Dv}}).as("acc_chunk");
+      Tile mNew = max(mA, mB).as("m_new");
+      Tile mSafe = select(eq(mNew, -inf), 0.0, mNew).as("m_safe");
+      Tile alpha = exp(mA - mSafe).as("alpha");
+      Tile beta = exp(mB - mSafe).as("beta");
+      Tile lNew = (lA * alpha + lB * beta).as("l_new");
+      Tile accNew = (accA * alpha + accB * beta).as("acc_new");
+      return Tiles{mNew, lNew, accNew};
+    });
+    (void)m;
+    store(normalise(l, acc), o, {b, (kvh * G).as("h0"), (qb * BQ).as("q0"), 0}, {_, {"g", G}, {"m", BQ}, {"dv", s.Dv}});
   });
   return kb.finish();
 }

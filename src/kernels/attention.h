@@ -4,6 +4,7 @@
 // Expects: a shape with Hq a multiple of Hkv; block sizes of at least 1.
 // Guarantees: a verified kernel with views q [B,Hq,Q,D], k [B,Hkv,K,D], v [B,Hkv,K,Dv],
 // o [B,Hq,Q,Dv] (in that order), or diagnostics. Rows with no valid key output zeros.
+// With split_blocks, two phases and three workspaces (part_m, part_l, part_acc).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,10 @@ struct AttentionOptions {
   bool stack_heads = true;
   // mma steps are fused multiply-adds rounded once (MmaPolicy::fused); false: MUL then ADD.
   bool fused = true;
+  // Split KV (stacked heads only): chunks of this many KV blocks are processed by programs of
+  // their own, whose partials a second phase merges in chunk order; 0 (or >= the number of
+  // blocks): no split. The result depends on this number, never on the thread count.
+  int64_t split_blocks = 0;
 };
 
 dsl::BuildResult attention(const AttentionShape& shape, const AttentionOptions& options = {});

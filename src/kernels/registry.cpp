@@ -36,11 +36,14 @@ constexpr int64_t kDefaultKvTileElements = 16384;
 // Row kernels (softmax, norms) take a whole row as one tile up to this many columns, and
 // loop over chunks of it beyond.
 constexpr int64_t kRowChunk = 1024;
+// Attention --split auto: split KV when the unsplit kernel has fewer programs than this.
+constexpr int64_t kSplitPrograms = 16;
 
 // A validated request: the shape fields and every option with its default filled in.
 struct Spec {
   std::vector<int64_t> shape;
   int64_t block_q = 0, block_k = 0;  // attention
+  int64_t split_blocks = 0;          // attention: KV blocks per chunk (0: no split)
   bool stack_heads = true, fused = true;
   bool causal = true;
   std::optional<double> scale;
@@ -191,6 +194,26 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
     s.block_q = *bq;
     s.block_k = *bk;
   }
+  // Split KV: a number of chunks fixed by the shape (never by the thread count).
+  const int64_t nKB = (s.shape[4] + s.block_k - 1) / s.block_k;
+  const int64_t programs = s.shape[0] * Hkv * ((Q + s.block_q - 1) / s.block_q);
+  int64_t chunks = 1;
+  if (auto it = r.options.find("split"); it == r.options.end() || it->second == "auto") {
+    // auto: when the unsplit kernel has fewer than 16 programs, enough chunks for 16 programs,
+    // each chunk at least 4 blocks (the merge and the partials cost about one block's work).
+    if (s.stack_heads && programs < kSplitPrograms)
+      chunks = std::min((kSplitPrograms + programs - 1) / programs, nKB / 4);
+  } else if (it->second != "off") {
+    std::optional<int64_t> n = parseInt(it->second);
+    if (!n || *n < 1 || *n > 4096)
+      return fmt::format("attention: --split '{}' is not a number of KV chunks 1..4096, auto or off", it->second);
+    if (!s.stack_heads && *n > 1) return "attention: --split needs --heads stacked";
+    chunks = *n;
+  }
+  if (chunks > 1 && nKB > 1) {
+    s.split_blocks = (nKB + chunks - 1) / chunks;
+    if (s.split_blocks >= nKB) s.split_blocks = 0;
+  }
   std::string mask = "causal";
   if (auto e = optionChoice(r, "mask", {"causal", "none"}, mask)) return e;
   s.causal = mask == "causal";
@@ -214,6 +237,7 @@ AttentionOptions attentionOpts(const Spec& s) {
   o.scale = s.scale;
   o.stack_heads = s.stack_heads;
   o.fused = s.fused;
+  o.split_blocks = s.split_blocks;
   return o;
 }
 
@@ -252,12 +276,16 @@ const std::vector<Entry>& entries() {
                "fused)\n"
                "--mask causal|none   causal is bottom-right aligned: key k is visible to query q iff k <= q + K - Q "
                "(default causal)\n"
-               "--scale S   score scale (default 1/sqrt(D)), rounded to f32",
+               "--scale S   score scale (default 1/sqrt(D)), rounded to f32\n"
+               "--split N|auto|off   split the KV sequence into N chunks of whole KV blocks, run as programs of "
+               "their own and merged in chunk order by a second phase (stacked heads; auto: when the kernel has "
+               "fewer than 16 programs, enough chunks for 16, each of at least 4 KV blocks; default auto). The "
+               "chunks depend on the shape only, never on threads",
                "softmax(scale q.k^T) v with GQA/MQA (query head h reads KV head h / (Hq/Hkv)); online softmax over KV "
                "blocks"},
               {"B", "Hq", "Hkv", "Q", "K", "D", "Dv"},
               {1, 1, 1, 1, 0, 1, 1},
-              {"block", "mask", "scale", "heads", "fma"},
+              {"block", "mask", "scale", "heads", "fma", "split"},
               attentionOptions,
               [](const Spec& s) {
                 AttentionShape a = attentionShape(s);
@@ -477,6 +505,25 @@ std::optional<std::string> buildLibraryKernel(const LibraryRequest& request, std
   dsl::BuildResult r = e->build(spec);
   if (!r) return fmt::format("{}: the kernel did not build:\n{}", request.name, r.message());
   out = std::move(r.kernel);
+  return std::nullopt;
+}
+
+std::optional<std::string> libraryChoices(const LibraryRequest& request, std::map<std::string, std::string>& out) {
+  const Entry* e = nullptr;
+  Spec spec;
+  if (auto err = parse(request, e, spec)) return err;
+  out.clear();
+  if (e->info.name != "attention") return std::nullopt;
+  auto origin = [&](const char* option) { return request.options.count(option) ? " (given)" : " (library default)"; };
+  out["block"] = fmt::format("{}x{}{}", spec.block_q, spec.block_k, origin("block"));
+  out["heads"] = spec.stack_heads ? "stacked" : "separate";
+  const int64_t nKB = (spec.shape[4] + spec.block_k - 1) / spec.block_k;
+  auto split = request.options.find("split");
+  const char* how = split == request.options.end() || split->second == "auto" ? " (auto)" : " (given)";
+  out["split"] = spec.split_blocks == 0 ? std::string("off") + how
+                                        : fmt::format("{} chunks of {} KV blocks ({} keys){}",
+                                                      (nKB + spec.split_blocks - 1) / spec.split_blocks,
+                                                      spec.split_blocks, spec.split_blocks * spec.block_k, how);
   return std::nullopt;
 }
 

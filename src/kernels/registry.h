@@ -35,6 +35,10 @@ const std::vector<LibraryKernelInfo>& libraryKernels();
 // wrong and what is legal; never aborts.
 std::optional<std::string> buildLibraryKernel(const LibraryRequest& request, std::unique_ptr<ir::Kernel>& out);
 
+// The choices the library made for this request (option name -> value, defaults filled in and
+// said to be defaults): e.g. attention's block and split. For the realization report.
+std::optional<std::string> libraryChoices(const LibraryRequest& request, std::map<std::string, std::string>& out);
+
 // The independent FP64 reference: from the parameter values (as makeInputs lays them out, one
 // per kernel parameter), the double-precision result of every parameter that the kernel
 // writes, indexed like the parameters (entries for non-outputs are left empty).

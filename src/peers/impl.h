@@ -17,8 +17,8 @@ namespace kiln::peers {
 class Impl {
  public:
   virtual ~Impl() = default;
-  // Short, stable name (JSON "impl"): kiln, kiln-seed, onednn, openblas, openblas-coretype,
-  // native, plain.
+  // Short, stable name (JSON "impl"): kiln, kiln-1t, kiln-seed, onednn, openblas,
+  // openblas-coretype, native, plain.
   virtual std::string name() const = 0;
   // One line for humans: library version, ISA or core type, threads, knobs. Complete after
   // prepare().
@@ -44,12 +44,16 @@ class LocalImpl : public Impl {
 struct ImplOptions {
   int threads = 1;
   std::string block;                // Kiln default: block_q x block_k of the DSL kernel ("" = the library's choice)
+  std::string split;                // Kiln default: the attention library's --split ("" = its choice)
   std::string native_isa = "auto";  // auto | avx512 | avx2
   uint64_t seed = 0;                // for implementations in a child process
   std::string self_exe;             // this executable, for child processes
 };
 
 std::unique_ptr<Impl> makeKilnDefault(const ImplOptions& options);
+// Kiln default on one thread whatever --threads says ("kiln-1t"): the same run's baseline for
+// the thread speed-up (listed by default when --threads > 1).
+std::unique_ptr<Impl> makeKilnOneThread(const ImplOptions& options);
 // The seed preset: packet_width=8 block_size=32 local_lanes=1 max_unrolled_tile_elements=64
 // max_unrolled_region_work=4096 full_packet_budget=4096 mma_output_block=4
 // max_unrolled_mma_terms=8 full_packet=on mma_indexable_snapshot=off; block 4x16 for Q > 1
@@ -66,7 +70,7 @@ std::unique_ptr<Impl> makePlain(const ImplOptions& options);
 
 // Every implementation name, in the order the table lists them.
 const std::vector<std::string>& implNames();
-// Those that compute the workload: attention, all; gemm: kiln, onednn, openblas, plain.
+// Those that compute the workload: attention, all; gemm: kiln, kiln-1t, onednn, openblas, plain.
 const std::vector<std::string>& implNames(Workload w);
 std::unique_ptr<Impl> makeImpl(const std::string& name, const ImplOptions& options);
 

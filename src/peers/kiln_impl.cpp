@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <utility>
 
 #include "driver/compile.h"
 #include "kernels/registry.h"
@@ -27,8 +28,8 @@ const char* const kSeedKnobs[] = {
 
 class KilnImpl : public LocalImpl {
  public:
-  KilnImpl(const ImplOptions& o, bool seed) : options_(o), seed_(seed) {}
-  std::string name() const override { return seed_ ? "kiln-seed" : "kiln"; }
+  KilnImpl(const ImplOptions& o, bool seed, std::string name) : options_(o), seed_(seed), name_(std::move(name)) {}
+  std::string name() const override { return name_; }
   std::string detail() const override { return detail_; }
   int threads() const override { return options_.threads; }
 
@@ -54,6 +55,7 @@ class KilnImpl : public LocalImpl {
           "attention", fmt::format("{},{},{},{},{},{},{}", s.B, s.Hq, s.Hkv, s.Q, s.K, s.D, s.Dv), {}};
       req.options["mask"] = p.causal ? "causal" : "none";
       if (!block.empty()) req.options["block"] = block;
+      if (!options_.split.empty()) req.options["split"] = options_.split;
       if (auto e = kernels::buildLibraryKernel(req, kernel_)) return "the attention kernel does not build: " + *e;
       block = block.empty() ? "library default" : block;
     }
@@ -73,12 +75,21 @@ class KilnImpl : public LocalImpl {
              runtime::Arg::view(params_[2], 4 * int64_t(p.v.size())),
              runtime::Arg::view(params_[3], 4 * int64_t(out_.size()))};
     if (auto e = loaded_->checkArgs(args_)) return "arguments: " + *e;
-    launch_ = loaded_->entry().launch;
+    // A kernel with workspaces (split KV) runs through the runtime's launch, which allocates
+    // and zero-fills them on every call, as it does for any user.
+    launch_ = kernel_->workspaces.empty() ? loaded_->entry().launch : nullptr;
     const nlohmann::json& r = c.report;
-    detail_ = fmt::format("{} knobs, block {}, full packet {}, compile {:.0f} ms, object {} B, {} thread(s){}",
-                          seed_ ? "seed preset" : "default", block, r["full_packet"]["decision"].get<std::string>(),
-                          r["compile_ms"].get<double>(), r["object"]["bytes"].get<int64_t>(), options_.threads,
-                          options_.threads == 1 ? " (native entry kiln_launch)" : " (runtime pool)");
+    std::string split = "off";
+    if (r.contains("phases"))
+      split = fmt::format("{} phases ({} + {} programs)", r["phases"].size(),
+                          r["phases"][0]["domain"]["programs"].get<int64_t>(),
+                          r["phases"][r["phases"].size() - 1]["domain"]["programs"].get<int64_t>());
+    detail_ =
+        fmt::format("{} knobs, block {}, split {}, full packet {}, compile {:.0f} ms, object {} B, {} thread(s){}",
+                    seed_ ? "seed preset" : "default", block, split,
+                    r.contains("full_packet") ? r["full_packet"]["decision"].get<std::string>() : "per phase",
+                    r["compile_ms"].get<double>(), r["object"]["bytes"].get<int64_t>(), options_.threads,
+                    launch_ ? " (native entry kiln_launch)" : " (runtime launch)");
     return std::nullopt;
   }
 
@@ -123,6 +134,7 @@ class KilnImpl : public LocalImpl {
  private:
   ImplOptions options_;
   bool seed_;
+  std::string name_;
   std::string detail_;
   std::unique_ptr<ir::Kernel> kernel_;
   std::unique_ptr<runtime::LoadedKernel> loaded_;
@@ -134,10 +146,15 @@ class KilnImpl : public LocalImpl {
 }  // namespace
 
 std::unique_ptr<Impl> makeKilnDefault(const ImplOptions& o) {
-  return std::make_unique<KilnImpl>(o, false);
+  return std::make_unique<KilnImpl>(o, false, "kiln");
+}
+std::unique_ptr<Impl> makeKilnOneThread(const ImplOptions& o) {
+  ImplOptions one = o;
+  one.threads = 1;
+  return std::make_unique<KilnImpl>(one, false, "kiln-1t");
 }
 std::unique_ptr<Impl> makeKilnSeed(const ImplOptions& o) {
-  return std::make_unique<KilnImpl>(o, true);
+  return std::make_unique<KilnImpl>(o, true, "kiln-seed");
 }
 
 }  // namespace kiln::peers

@@ -77,7 +77,11 @@ std::optional<std::string> runPeers(const PeersOptions& options, PeersResult& re
                                     std::ostream& log) {
   std::vector<ShapeSpec> shapes;
   if (auto e = checkOptions(options, shapes)) return e;
-  const std::vector<std::string> names = options.impls.empty() ? implNames(options.workload) : options.impls;
+  // Default: every implementation, kiln-1t only when the run has more than one thread.
+  std::vector<std::string> names = options.impls;
+  if (names.empty())
+    for (const std::string& n : implNames(options.workload))
+      if (n != "kiln-1t" || options.threads > 1) names.push_back(n);
   ImplOptions io = options.impl;
   io.threads = options.threads;
   io.seed = options.seed;

@@ -115,7 +115,7 @@ nlohmann::ordered_json toJson(const PeersResult& run) {
       const bool t = r.status == "ok" && m.timed;
       entries.push_back({{"shape", label},
                          {"impl", r.impl},
-                         {"threads", run.options.threads},
+                         {"threads", r.impl == "kiln-1t" ? 1 : run.options.threads},
                          {"median_us", num(t, m.median_s * 1e6)},
                          {"min_us", num(t, m.min_s * 1e6)},
                          {"max_us", num(t, m.max_s * 1e6)},

@@ -77,6 +77,10 @@ expect scale_text 1 "--scale 'x' is not a finite number" run "${ATT[@]}" --scale
 expect scale_inf 1 "--scale 'inf' is not a finite number" run "${ATT[@]}" --scale inf
 expect heads_unknown 1 "--heads 'foo' is not one of stacked|separate" run "${ATT[@]}" --heads foo
 expect fma_unknown 1 "--fma 'foo' is not one of fused|unfused" run "${ATT[@]}" --fma foo
+expect split_word 1 "--split 'many' is not a number of KV chunks 1..4096, auto or off" run "${ATT[@]}" --split many
+expect split_zero 1 "--split '0' is not a number of KV chunks" run "${ATT[@]}" --split 0
+expect split_separate 1 "--split needs --heads stacked" run "${ATT[@]}" --split 2 --heads separate
+expect split_not_attention 1 "split" run "${RN[@]}" --split 2
 expect rope_style 1 "--style 'foo' is not one of neox|interleaved" run --kernel rope --shape 4,4,4 --style foo
 expect rope_base 1 "--base 'x' is not a finite number" run --kernel rope --shape 4,4,4 --base x
 expect eps_negative 1 "--eps=-1 is out of range" run "${RN[@]}" --eps -1
@@ -93,7 +97,8 @@ expect knob_lanes_odd 1 "knob 'local_lanes': value '5' is outside" run "${RN[@]}
 expect knob_isa 1 "knob 'isa': value 'sse' is outside" run "${RN[@]}" --set isa=sse
 expect knob_bool 1 "knob 'fast_math': value 'maybe' is outside" run "${RN[@]}" --set fast_math=maybe
 expect knob_block_zero 1 "knob 'block_size': value '0' is outside" run "${RN[@]}" --set block_size=0
-expect knob_block_multiple 1 "17 is not a multiple of packet_width" run "${RN[@]}" --set block_size=17
+expect knob_block_multiple 1 "17 is not a multiple of packet_width" run "${RN[@]}" --set block_size=17 --set local_lanes=1
+expect knob_block_word 1 "knob 'block_size': value 'many' is outside its legal range" run "${RN[@]}" --set block_size=many
 expect knob_partitions 1 "knob 'reduction_partitions': value '0' is outside" run "${RN[@]}" --set reduction_partitions=0
 expect knob_bytes_huge 1 "knob 'max_local_bytes': value '99999999999999999999999'" run "${RN[@]}" --set max_local_bytes=99999999999999999999999
 expect knob_axis_order 1 "'xyz' is not a permutation of the root domain's axes" run "${RN[@]}" --set root_axis_order=xyz

@@ -105,7 +105,7 @@ TEST(Library, BadRequestsAreErrorsNamingTheParameter) {
       {req("attention", "1,8,2,1,16,8,8", {{"mask", "upper"}}), "--mask 'upper' is not one of causal|none"},
       {req("attention", "1,8,2,1,16,8,8", {{"scale", "inf"}}), "--scale 'inf' is not a finite number"},
       {req("attention", "1,8,2,1,16,8,8", {{"eps", "1e-5"}}),
-       "option --eps does not apply to attention (its options: --block, --mask, --scale, --heads, --fma)"},
+       "option --eps does not apply to attention (its options: --block, --mask, --scale, --heads, --fma, --split)"},
       {req("attention", "1,8,1,1,16,8,8", {{"block", "64x64"}}), "512 rows x 64 keys exceeds 16384"},
       {req("attention", "1,8,2,1,16,8,8", {{"heads", "all"}}), "--heads 'all' is not one of stacked|separate"},
       {req("attention", "1,8,2,1,16,8,8", {{"fma", "yes"}}), "--fma 'yes' is not one of fused|unfused"},

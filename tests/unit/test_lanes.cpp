@@ -116,9 +116,11 @@ TEST(Lanes, LibraryKernelsAreBitexactOnEveryWidthIsaAndThreadCount) {
 }
 
 TEST(Lanes, DecodeAttentionPlan) {
-  // Stacked GQA rows, the K tile transposed once per block in registers, no gathers.
+  // Stacked GQA rows, the K tile transposed once per block in registers, no gathers (one
+  // phase: without the split).
   std::unique_ptr<kiln::ir::Kernel> k;
-  ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"attention", "1,8,2,1,2053,80,96", {{"mask", "none"}}}, k));
+  ASSERT_FALSE(
+      kiln::kernels::buildLibraryKernel({"attention", "1,8,2,1,2053,80,96", {{"mask", "none"}, {"split", "off"}}}, k));
   kiln::driver::Compilation c;
   ASSERT_FALSE(kiln::driver::compile(*k, Knobs{}, c, kiln::driver::Stage::Plan).has_value());
   const auto& lanes = c.report["lanes"];

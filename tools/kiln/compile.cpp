@@ -10,6 +10,7 @@
 #include "ir/printer.h"
 #include "jit/object_file.h"
 #include "kernel_source.h"
+#include "kernels/registry.h"
 #include "knob_options.h"
 
 namespace kiln::cli {
@@ -46,6 +47,13 @@ Command addCompile(CLI::App& parent) {
             if (auto e = driver::compile(*kernel, knobs, c, stage)) {
               std::cerr << "kiln compile: error: " << *e << (e->back() == '\n' ? "" : "\n") << a->source.hint(*e);
               return 1;
+            }
+            if (a->source.isLibrary()) {
+              std::map<std::string, std::string> choices;
+              if (!kernels::libraryChoices(a->source.request(), choices)) {
+                c.report["library"] = {{"kernel", a->source.kernel}, {"shape", a->source.shape}};
+                for (const auto& [k, v] : choices) c.report["library"][k] = v;
+              }
             }
             if (!a->capture.empty()) {
               std::error_code ec;

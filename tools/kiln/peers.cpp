@@ -72,6 +72,15 @@ Command addPeers(CLI::App& parent) {
   app->add_option("--seed", a->o.seed, "Seed of the deterministic inputs (as for kiln run)")->check(seedValidator());
   app->add_option("--block", a->o.impl.block,
                   "Kiln default: queries x keys per step, BQxBK (default: the library's choice per shape)");
+  app->add_option("--split", a->o.impl.split,
+                  "Kiln default: split KV into N chunks, auto or off (default: the library's choice per shape)")
+      ->check([](const std::string& v) {
+        if (v == "auto" || v == "off") return std::string();
+        for (char c : v)
+          if (c < '0' || c > '9') return "'" + v + "' is not N, auto or off";
+        return v.empty() || v.size() > 4 || std::stoi(v) < 1 ? "'" + v + "' is not N (1..4096), auto or off"
+                                                             : std::string();
+      });
   app->add_option("--native-isa", a->o.impl.native_isa, "Hand-written kernel: auto, avx512 or avx2 (default auto)")
       ->check(CLI::IsMember({"auto", "avx512", "avx2"}));
   app->add_option("--out", a->out_dir, "Directory for peers.json and peers.svg (default: the current directory)");

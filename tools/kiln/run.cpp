@@ -74,6 +74,9 @@ Command addRun(CLI::App& parent) {
                                 {"first_bad", o.first_bad}});
               j["outputs"] = outs;
               j["packets"] = {{"full", r.packets_full}, {"masked", r.packets_masked}};
+              std::map<std::string, std::string> choices;
+              if (a->source.isLibrary() && !kernels::libraryChoices(a->source.request(), choices))
+                j["library"] = choices;
               std::cout << j.dump() << '\n';
             } else {
               std::cout << "check " << a->check << ": " << (r.pass ? "PASS" : "FAIL") << "  max_abs_err "
