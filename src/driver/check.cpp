@@ -63,6 +63,11 @@ std::optional<std::string> check(const ir::Kernel& kernel, const plan::Knobs& kn
 
   Compilation c;
   if (auto e = compile(kernel, knobs, c, Stage::Obj)) return e;
+  out.compile_ms = c.report.value("compile_ms", 0.0);
+  if (c.report.contains("cache")) {
+    out.cache = c.report["cache"].value("status", "off");
+    out.cache_saved_ms = c.report["cache"].value("saved_ms", 0.0);
+  }
   std::unique_ptr<runtime::LoadedKernel> loaded;
   if (auto e = load(c.object, kernel, static_cast<int>(knobs.threads), loaded)) return e;
   std::vector<host::ParamData> got = inputs;

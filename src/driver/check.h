@@ -34,6 +34,9 @@ struct CheckResult {
   std::vector<OutputCheck> outputs;
   int64_t packets_full = 0;
   int64_t packets_masked = 0;
+  double compile_ms = 0.0;      // compile() time (a cache hit: reading the entry)
+  std::string cache = "off";    // the object cache: hit | miss | off
+  double cache_saved_ms = 0.0;  // hit: the compile time the entry recorded
 };
 
 struct CheckOptions {

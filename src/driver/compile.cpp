@@ -9,7 +9,9 @@
 #include <chrono>
 
 #include "codegen/lower.h"
+#include "host/data.h"
 #include "ir/diag.h"
+#include "ir/printer.h"
 #include "ir/verifier.h"
 #include "jit/compile.h"
 #include "jit/session.h"
@@ -286,13 +288,85 @@ std::optional<std::string> compilePhased(const ir::Kernel& kernel, const plan::K
   return std::nullopt;
 }
 
+std::optional<std::string> compileUncached(const ir::Kernel& kernel, const plan::Knobs& knobs, Compilation& out,
+                                           Stage until, std::chrono::steady_clock::time_point start);
+
+std::shared_ptr<jit::ObjectCache>& objectCache() {
+  static std::shared_ptr<jit::ObjectCache> cache;
+  return cache;
+}
+
+jit::ObjectCacheKey cacheKey(const ir::Kernel& kernel, const plan::Knobs& knobs) {
+  jit::ObjectCacheKey key;
+  key.ir_text = ir::print(kernel);
+  for (const plan::KnobInfo& info : plan::knobTable())
+    if (info.name != "threads") key.knobs += info.name + "=" + knobs.get(info.name) + "\n";
+  const jit::HostTarget& host = jit::hostTarget();
+  key.cpu = knobs.isa == "avx2" ? "x86-64-v3" : knobs.isa == "avx512" ? "x86-64-v4" : host.cpu + " " + host.features;
+  key.llvm_version = host.llvm_version;
+  key.kiln_version = jit::kilnBuildId();
+  return key;
+}
+
+// A cache entry: the report's JSON text, a newline, then the object.
+std::string packEntry(const Compilation& c) {
+  return c.report.dump() + "\n" + c.object;
+}
+
+bool unpackEntry(const std::string& bytes, Compilation& out) {
+  const size_t nl = bytes.find('\n');
+  if (nl == std::string::npos) return false;
+  nlohmann::json report = nlohmann::json::parse(bytes.substr(0, nl), nullptr, false);
+  if (report.is_discarded() || !report.is_object() || !report.contains("object")) return false;
+  std::string object = bytes.substr(nl + 1);
+  if (report["object"].value("sha256", "") != host::sha256Hex(object.data(), object.size())) return false;
+  out.report = std::move(report);
+  out.object = std::move(object);
+  return true;
+}
+
 }  // namespace
+
+void setObjectCache(std::shared_ptr<jit::ObjectCache> cache) {
+  objectCache() = std::move(cache);
+}
 
 std::optional<std::string> compile(const ir::Kernel& kernel, const plan::Knobs& knobs, Compilation& out, Stage until) {
   auto start = std::chrono::steady_clock::now();
   // 1. verify
   ir::DiagEngine diag;
   if (!ir::verify(kernel, diag)) return diag.str();
+  const std::shared_ptr<jit::ObjectCache> cache = objectCache();
+  const bool cacheable = cache && (until == Stage::Obj || until == Stage::Report);
+  if (!cacheable) {
+    auto e = compileUncached(kernel, knobs, out, until, start);
+    if (!e && (until == Stage::Obj || until == Stage::Report)) out.report["cache"] = {{"status", "off"}};
+    return e;
+  }
+  const std::string key = cacheKey(kernel, knobs).hash();
+  if (std::optional<std::string> entry = cache->get(key)) {
+    Compilation hit;
+    if (unpackEntry(*entry, hit)) {
+      out = std::move(hit);
+      out.from_cache = true;
+      const double saved = out.report.value("compile_ms", 0.0);
+      out.report["knobs"]["threads"] = knobs.threads;
+      out.report["compile_ms"] =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      out.report["cache"] = {{"status", "hit"}, {"key", key}, {"saved_ms", saved}};
+      return std::nullopt;
+    }
+  }
+  if (auto e = compileUncached(kernel, knobs, out, until, start)) return e;
+  out.report["cache"] = {{"status", "miss"}, {"key", key}};
+  cache->put(key, packEntry(out));
+  return std::nullopt;
+}
+
+namespace {
+
+std::optional<std::string> compileUncached(const ir::Kernel& kernel, const plan::Knobs& knobs, Compilation& out,
+                                           Stage until, std::chrono::steady_clock::time_point start) {
   if (kernel.phased()) return compilePhased(kernel, knobs, out, until, start);
   // 2. plan
   if (auto e = plan::buildPlan(kernel, knobs, out.plan)) return e;
@@ -321,6 +395,8 @@ std::optional<std::string> compile(const ir::Kernel& kernel, const plan::Knobs& 
   objectFacts(knobs, lowered, *obj, ms, r);
   return std::nullopt;
 }
+
+}  // namespace
 
 std::vector<runtime::ParamSpec> signature(const ir::Kernel& kernel) {
   std::vector<runtime::ParamSpec> sig;

@@ -11,6 +11,7 @@
 
 #include "host/data.h"
 #include "ir/ir.h"
+#include "jit/object_file.h"
 #include "plan/knobs.h"
 #include "plan/plan.h"
 #include "runtime/runtime.h"
@@ -20,12 +21,20 @@ namespace kiln::driver {
 enum class Stage { Ir, Plan, Llvm, Asm, Obj, Report };
 
 struct Compilation {
-  plan::Plan plan;
+  plan::Plan plan;  // empty when the object came from the cache (from_cache)
+  bool from_cache = false;
   std::string llvm_text;  // the lowered module before optimisation (Stage::Llvm)
   std::string assembly;   // Stage::Asm
   std::string object;     // the ELF object (what runs)
   nlohmann::json report;  // the realization report
 };
+
+// The object cache compile() consults for full compilations (Stage::Obj and Stage::Report):
+// keyed by the kernel's TileIR text, the requested knobs (threads aside: it does not change the
+// object), the target CPU and features, LLVM's version and this build of Kiln
+// (docs/cache.md). Null (the default): no cache. The report says `cache: hit|miss|off`.
+// Process-wide; set it before compiling from several threads.
+void setObjectCache(std::shared_ptr<jit::ObjectCache> cache);
 
 // Runs the pipeline up to `until` (Stage::Plan stops after planning, Stage::Llvm after
 // lowering; Obj/Asm/Report run everything). Error: one message naming what failed.

@@ -93,16 +93,17 @@ TEST(Phases, TextRoundTripsAndTheVerifierNamesTheProblem) {
 
   EXPECT_FALSE(parse("kernel @a(%x: view<f32>[4]) workspace(%w: i64) {\n  parallel (%p) in (1) {\n  }\n}\n", &error));
   EXPECT_NE(error.find("a workspace is a view<f32>"), std::string::npos) << error;
-  EXPECT_FALSE(parse("kernel @a(%x: view<f32>[4]) workspace(%w: view<f32>[0]) {\n  parallel (%p) in (1) {\n  }\n}\n",
-                     &error));
+  EXPECT_FALSE(
+      parse("kernel @a(%x: view<f32>[4]) workspace(%w: view<f32>[0]) {\n  parallel (%p) in (1) {\n  }\n}\n", &error));
   EXPECT_NE(error.find("workspace extents are at least 1"), std::string::npos) << error;
-  EXPECT_FALSE(parse("kernel @a(%x: view<f32>[4]) {\n  parallel (%p) in (1) {\n  }\n  %c = const 1 : i64\n}\n",
-                     &error));
+  EXPECT_FALSE(
+      parse("kernel @a(%x: view<f32>[4]) {\n  parallel (%p) in (1) {\n  }\n  %c = const 1 : i64\n}\n", &error));
   EXPECT_NE(error.find("outside a root parallel domain"), std::string::npos) << error;
   // A value of one phase is not visible in the next.
-  EXPECT_FALSE(parse("kernel @a(%x: view<f32>[16]) {\n  parallel (%p) in (1) {\n    %t = load %x[0] as [n:16]\n  }\n"
-                     "  parallel (%q) in (1) {\n    store %t, %x[0] as [n:16]\n  }\n}\n",
-                     &error));
+  EXPECT_FALSE(
+      parse("kernel @a(%x: view<f32>[16]) {\n  parallel (%p) in (1) {\n    %t = load %x[0] as [n:16]\n  }\n"
+            "  parallel (%q) in (1) {\n    store %t, %x[0] as [n:16]\n  }\n}\n",
+            &error));
   EXPECT_NE(error.find("%t"), std::string::npos) << error;
 }
 

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -30,6 +31,11 @@ Command addBench(CLI::App& parent);
 Command addAudit(CLI::App& parent);
 Command addPeers(CLI::App& parent);
 Command addFuzz(CLI::App& parent);
+Command addCache(CLI::App& parent);
+
+// Turns on the on-disk object cache from the environment (docs/cache.md) for this process.
+// Error: a bad KILN_CACHE_MAX_MB.
+std::optional<std::string> useObjectCache();
 
 // Parses and verifies the kernel in `path` ("-" reads stdin). On failure writes every
 // diagnostic to stderr ("FILE:LINE:COL: error: MESSAGE [code]", one per line) and returns

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
       kiln::cli::addAudit(app),    // audit.cpp
       kiln::cli::addPeers(app),    // peers.cpp
       kiln::cli::addFuzz(app),     // fuzz.cpp
+      kiln::cli::addCache(app),    // cache.cpp
   };
   app.footer("Exit codes: 0 success, 1 invalid input or failed evaluation, 2 usage error.");
 
@@ -44,7 +45,16 @@ int main(int argc, char** argv) {
 
   try {
     for (const auto& c : commands) {
-      if (c.app->parsed()) return c.run();
+      if (!c.app->parsed()) continue;
+      // The commands that compile reuse objects from the on-disk cache (kiln fuzz does not:
+      // thousands of one-off kernels).
+      const std::string name = c.app->get_name();
+      if (name == "run" || name == "compile" || name == "bench" || name == "peers")
+        if (auto e = kiln::cli::useObjectCache()) {
+          std::cerr << "kiln " << name << ": error: " << *e << '\n';
+          return 1;
+        }
+      return c.run();
     }
   } catch (const std::exception& e) {
     std::cerr << "kiln: internal error: " << e.what() << '\n';

@@ -74,6 +74,8 @@ Command addRun(CLI::App& parent) {
                                 {"first_bad", o.first_bad}});
               j["outputs"] = outs;
               j["packets"] = {{"full", r.packets_full}, {"masked", r.packets_masked}};
+              j["compile"] = {{"ms", r.compile_ms}, {"cache", r.cache}};
+              if (r.cache == "hit") j["compile"]["saved_ms"] = r.cache_saved_ms;
               std::map<std::string, std::string> choices;
               if (a->source.isLibrary() && !kernels::libraryChoices(a->source.request(), choices))
                 j["library"] = choices;
@@ -86,6 +88,9 @@ Command addRun(CLI::App& parent) {
                   std::cout << "  output %" << o.name << ": first mismatch at element " << o.first_bad << ", "
                             << o.mismatches
                             << (a->check == "bitexact" ? " elements differ" : " elements out of tolerance") << '\n';
+              std::cout << std::fixed << std::setprecision(1) << "compile " << r.compile_ms << " ms, cache " << r.cache;
+              if (r.cache == "hit") std::cout << " (" << r.cache_saved_ms << " ms saved)";
+              std::cout << '\n';
             }
             return r.pass ? 0 : 1;
           }};
