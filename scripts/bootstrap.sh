@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package Kiln's build, tests and benchmarks need (`kiln peers` times
-# oneDNN and OpenBLAS; its CLI test reads JSON with python3; `make fuzz-parser` builds with
-# clang-22 and its libFuzzer and sanitizer runtimes). Idempotent:
+# oneDNN and OpenBLAS; the CLI tests read JSON with python3 and .npy files with python3-numpy;
+# `make fuzz-parser` builds with clang-22 and its libFuzzer and sanitizer runtimes). Idempotent:
 # when everything is present it does nothing (and needs no network).
 set -euo pipefail
 
@@ -11,7 +11,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev libtbb-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format clang-tidy
-  libdnnl-dev libopenblas-dev python3
+  libdnnl-dev libopenblas-dev python3 python3-numpy
   libxml2-utils
   clang-22 libclang-rt-22-dev libfuzzer-22-dev
 )

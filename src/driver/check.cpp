@@ -25,6 +25,15 @@ std::optional<std::string> reference(const ir::Kernel& kernel, const plan::Knobs
                                      std::vector<host::ParamData>& inputs, std::vector<std::vector<double>>& f64_views,
                                      std::vector<host::ParamData>& strict_views) {
   if (auto e = host::makeInputs(kernel, options.seed, options.scalar_args, inputs)) return e;
+  for (const auto& [name, data] : options.views) {
+    const ir::Value* param = nullptr;
+    for (const ir::Value* p : kernel.params)
+      if (p->name == name) param = p;
+    if (!param || !param->type.isView()) return "no view parameter %" + name + " to take the given data";
+    if (data.size() != inputs[param->index].data.size())
+      return fmt::format("%{} has {} elements, the given data {}", name, inputs[param->index].data.size(), data.size());
+    inputs[param->index].data = data;
+  }
   interp::Options io;
   io.reduction_partitions = static_cast<int>(knobs.reduction_partitions);
   if (options.mode == CheckMode::F64 && options.f64_reference) {
@@ -103,6 +112,7 @@ std::optional<std::string> check(const ir::Kernel& kernel, const plan::Knobs& kn
     out.max_rel_err = std::max(out.max_rel_err, oc.max_rel_err);
     out.outputs.push_back(oc);
   }
+  out.native = std::move(got);
   return std::nullopt;
 }
 

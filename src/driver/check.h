@@ -37,12 +37,17 @@ struct CheckResult {
   double compile_ms = 0.0;      // compile() time (a cache hit: reading the entry)
   std::string cache = "off";    // the object cache: hit | miss | off
   double cache_saved_ms = 0.0;  // hit: the compile time the entry recorded
+  // Every parameter after the native launch (its outputs written): `kiln run --output`.
+  std::vector<host::ParamData> native;
 };
 
 struct CheckOptions {
   CheckMode mode = CheckMode::F64;
   uint64_t seed = 0;
   std::map<std::string, std::string> scalar_args;  // name -> value
+  // Data for named view parameters (row-major, the view's element count), replacing the
+  // generated values: `kiln run --input NAME=FILE.npy`.
+  std::map<std::string, std::vector<float>> views;
   double atol = 5e-5;
   double rtol = 5e-5;
   // When set, the f64 check compares against this reference instead of the FP64 interpreter:

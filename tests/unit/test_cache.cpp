@@ -109,7 +109,8 @@ TEST(ObjectCache, DamagedEntriesAreRebuiltNeverLoaded) {
   ASSERT_FALSE(jit::readFile(entry.string(), good));
 
   const std::vector<std::pair<std::string, std::string>> damages = {
-      {"flipped byte", [&] {
+      {"flipped byte",
+       [&] {
          std::string s = good;
          s[s.size() - 100] ^= 0x10;  // inside the object
          return s;

@@ -11,6 +11,7 @@
 #include "driver/check.h"
 #include "kernel_source.h"
 #include "knob_options.h"
+#include "npy_options.h"
 
 namespace kiln::cli {
 
@@ -19,6 +20,7 @@ Command addRun(CLI::App& parent) {
   struct Args {
     KernelSource source;
     KnobOptions knobs;
+    NpyOptions npy;
     uint64_t seed = 0;
     std::vector<std::string> scalar_args;
     std::string check = "f64";
@@ -27,6 +29,7 @@ Command addRun(CLI::App& parent) {
   auto a = std::make_shared<Args>();
   a->source.add(app);
   a->knobs.add(app);
+  a->npy.add(app);
   app->add_option("--seed", a->seed, "Seed of the deterministic inputs (as for kiln eval)")->check(seedValidator());
   app->add_option("--arg", a->scalar_args, "Scalar parameter value, NAME=VALUE (repeatable)");
   app->add_option("--check", a->check,
@@ -53,11 +56,13 @@ Command addRun(CLI::App& parent) {
               }
               opts.scalar_args[s.substr(0, eq)] = s.substr(eq + 1);
             }
+            if (!a->npy.load(*kernel, "run", opts.views, opts.scalar_args)) return 1;
             driver::CheckResult r;
             if (auto e = driver::check(*kernel, knobs, opts, r)) {
               std::cerr << "kiln run: error: " << *e << (e->back() == '\n' ? "" : "\n") << a->source.hint(*e);
               return 1;
             }
+            if (!a->npy.store(*kernel, "run", r.native)) return 1;
             if (a->json) {
               nlohmann::ordered_json j;
               j["check"] = a->check;
