@@ -64,7 +64,8 @@ std::optional<std::string> parseShape(const std::string& text, std::vector<int64
     shape.push_back(std::stoll(inner.substr(i, j - i)));
     i = j;
     while (i < inner.size() && inner[i] == ' ') ++i;
-    if (i < inner.size() && inner[i] != ',') return fmt::format("the header's shape '{}' is not a tuple of sizes", text);
+    if (i < inner.size() && inner[i] != ',')
+      return fmt::format("the header's shape '{}' is not a tuple of sizes", text);
   }
   return std::nullopt;
 }
@@ -92,7 +93,8 @@ std::optional<std::string> parseNpy(const std::string& bytes, NpyArray& out) {
   const auto major = static_cast<unsigned char>(bytes[6]);
   size_t header_len = 0, header_at = 0;
   if (major == 1) {
-    header_len = static_cast<unsigned char>(bytes[8]) | (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
+    header_len =
+        static_cast<unsigned char>(bytes[8]) | (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
     header_at = 10;
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12) return "truncated: the file ends inside the .npy preamble";

@@ -12,10 +12,10 @@
 namespace kiln::host {
 
 struct NpyArray {
-  std::string dtype;            // "float32" or "int64"
-  std::vector<int64_t> shape;   // () for a scalar
-  std::vector<float> f32;       // dtype float32
-  std::vector<int64_t> i64;     // dtype int64
+  std::string dtype;           // "float32" or "int64"
+  std::vector<int64_t> shape;  // () for a scalar
+  std::vector<float> f32;      // dtype float32
+  std::vector<int64_t> i64;    // dtype int64
   int64_t elements() const;
 };
 

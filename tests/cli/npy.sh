@@ -72,6 +72,18 @@ PY
   fi
 done
 
+# kiln eval on the same data: the strict-f32 interpreter's o.npy equals the compiled code's bytes.
+run "$kiln" compile "${shape[@]}" --mask causal --emit ir -o att.tile
+run "$kiln" eval att.tile --mode strict-f32 --input q=q.npy --input k=k.npy --input v=v.npy --output o=o_eval.npy
+expect "eval on NumPy inputs" 0 '"mode": "strict-f32"'
+if "$py" -c "import numpy as np, sys; sys.exit(0 if np.load('o_eval.npy').tobytes() == np.load('o_causal.npy').tobytes() else 1)"; then
+  pass "eval's o.npy (interpreter) has the native run's bytes"
+else
+  fail "eval's o.npy (interpreter) has the native run's bytes"
+fi
+run "$kiln" eval att.tile --input q=short.npy
+expect "eval: wrong shape" 1 "" "kiln eval: error: --input q=short.npy: %q is view<f32>"
+
 # The same data bitexact against the interpreter, and the split run on it.
 run "$kiln" run "${shape[@]}" --input q=q.npy --input k=k.npy --input v=v.npy --check bitexact --split 3
 expect "bitexact on NumPy inputs" 0 "check bitexact: PASS"

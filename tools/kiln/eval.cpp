@@ -14,6 +14,7 @@
 #include "command.h"
 #include "host/data.h"
 #include "interp/interp.h"
+#include "npy_options.h"
 
 namespace kiln::cli {
 namespace {
@@ -28,6 +29,7 @@ struct EvalArgs {
   std::string mode = "f64";
   std::vector<std::string> args;  // name=value
   int partitions = 4;
+  NpyOptions npy;
 };
 
 std::optional<std::string> checkSize(const ir::Kernel& kernel) {
@@ -85,13 +87,19 @@ int runEval(const EvalArgs& a) {
   }
   if (auto err = checkSize(*kernel)) return fail(*err);
 
+  std::map<std::string, std::vector<float>> views;
+  if (!a.npy.load(*kernel, "eval", views, overrides)) return 1;
   std::vector<host::ParamData> params;
   if (auto err = host::makeInputs(*kernel, a.seed, overrides, params)) return fail(*err);
+  for (const auto& [name, data] : views)
+    for (const ir::Value* p : kernel->params)
+      if (p->name == name) params[p->index].data = data;  // shape checked by load()
 
   interp::Options options;
   options.mode = a.mode == "strict-f32" ? interp::Mode::StrictF32 : interp::Mode::F64;
   options.reduction_partitions = a.partitions;
   if (auto err = interp::evaluate(*kernel, params, options)) return fail(*err);
+  if (!a.npy.store(*kernel, "eval", params)) return 1;
 
   // Hand-laid JSON: one key per line, one output per line, each value dumped by nlohmann.
   // Stable for a given kernel, seed and mode, and readable in `make run`.
@@ -136,6 +144,7 @@ Command addEval(CLI::App& parent) {
             return eq == std::string::npos || eq == 0 ? "expected NAME=VALUE, got '" + s + "'" : "";
           },
           "NAME=VALUE"));
+  a->npy.add(app);
   app->add_option("--partitions", a->partitions,
                   "reduction_partitions for 'unordered_tree' reductions without a count (default 4)")
       ->check(CLI::Range(1, 16));

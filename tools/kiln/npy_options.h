@@ -77,7 +77,8 @@ struct NpyOptions {
         written = written || o->name == name;
         outs += (outs.empty() ? "%" : ", %") + o->name;
       }
-      if (!written) return fail(cmd, "--output " + spec + ": %" + name + " is not an output of the kernel (" + outs + ")");
+      if (!written)
+        return fail(cmd, "--output " + spec + ": %" + name + " is not an output of the kernel (" + outs + ")");
     }
     return true;
   }
