@@ -103,19 +103,20 @@ std::unique_ptr<Impl> makePlain(const ImplOptions& o) {
 }
 
 const std::vector<std::string>& implNames() {
-  static const std::vector<std::string> names = {"kiln",     "kiln-1t",           "kiln-seed", "onednn",
-                                                 "openblas", "openblas-coretype", "native",    "plain"};
+  static const std::vector<std::string> names = {"kiln",     "kiln-1t",           "kiln-untuned", "kiln-seed", "onednn",
+                                                 "openblas", "openblas-coretype", "native",       "plain"};
   return names;
 }
 
 const std::vector<std::string>& implNames(Workload w) {
-  static const std::vector<std::string> gemm = {"kiln", "kiln-1t", "onednn", "openblas", "plain"};
+  static const std::vector<std::string> gemm = {"kiln", "kiln-1t", "kiln-untuned", "onednn", "openblas", "plain"};
   return w == Workload::Gemm ? gemm : implNames();
 }
 
 std::unique_ptr<Impl> makeImpl(const std::string& name, const ImplOptions& o) {
   if (name == "kiln") return makeKilnDefault(o);
   if (name == "kiln-1t") return makeKilnOneThread(o);
+  if (name == "kiln-untuned") return makeKilnUntuned(o);
   if (name == "kiln-seed") return makeKilnSeed(o);
   if (name == "onednn") return makeOneDnn(o);
   if (name == "openblas") return makeOpenBlas(o);

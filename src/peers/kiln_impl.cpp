@@ -9,6 +9,7 @@
 #include "driver/compile.h"
 #include "kernels/registry.h"
 #include "peers/impl.h"
+#include "tune/tune.h"
 
 namespace kiln::peers {
 namespace {
@@ -56,10 +57,12 @@ class KilnImpl : public LocalImpl {
       req.options["mask"] = p.causal ? "causal" : "none";
       if (!block.empty()) req.options["block"] = block;
       if (!options_.split.empty()) req.options["split"] = options_.split;
+      tuned_knobs_.threads = options_.threads;
+      useTuning(req, tuned_knobs_);
       if (auto e = kernels::buildLibraryKernel(req, kernel_)) return "the attention kernel does not build: " + *e;
-      block = block.empty() ? "library default" : block;
+      block = req.options.count("block") ? req.options["block"] : "library default";
     }
-    plan::Knobs knobs;
+    plan::Knobs knobs = seed_ ? plan::Knobs{} : tuned_knobs_;
     if (seed_)
       for (const char* k : kSeedKnobs)
         if (auto e = knobs.setAssignment(k)) return "seed knob " + std::string(k) + ": " + *e;
@@ -86,7 +89,7 @@ class KilnImpl : public LocalImpl {
                           r["phases"][r["phases"].size() - 1]["domain"]["programs"].get<int64_t>());
     detail_ =
         fmt::format("{} knobs, block {}, split {}, full packet {}, compile {:.0f} ms, object {} B, {} thread(s){}",
-                    seed_ ? "seed preset" : "default", block, split,
+                    seed_ ? "seed preset" : tuning_, block, split,
                     r.contains("full_packet") ? r["full_packet"]["decision"].get<std::string>() : "per phase",
                     r["compile_ms"].get<double>(), r["object"]["bytes"].get<int64_t>(), options_.threads,
                     launch_ ? " (native entry kiln_launch)" : " (runtime launch)");
@@ -99,9 +102,10 @@ class KilnImpl : public LocalImpl {
     if (seed_) return "the seed preset has no GEMM";
     const GemmShape& g = p.gemm;
     kernels::LibraryRequest req{"gemm", fmt::format("{},{},{}", g.M, g.N, g.K), {}};
-    if (auto e = kernels::buildLibraryKernel(req, kernel_)) return "the gemm kernel does not build: " + *e;
     plan::Knobs knobs;
     knobs.threads = options_.threads;
+    useTuning(req, knobs);
+    if (auto e = kernels::buildLibraryKernel(req, kernel_)) return "the gemm kernel does not build: " + *e;
     driver::Compilation c;
     if (auto e = driver::compile(*kernel_, knobs, c)) return "compile: " + *e;
     if (auto e = driver::load(c.object, *kernel_, options_.threads, loaded_)) return "load: " + *e;
@@ -114,10 +118,9 @@ class KilnImpl : public LocalImpl {
     launch_ = loaded_->entry().launch;
     const nlohmann::json& r = c.report;
     const kernels::GemmTiles t = kernels::defaultGemmTiles(g);
-    detail_ =
-        fmt::format("default knobs, tiles {}x{}x{} (library default), compile {:.0f} ms, object {} B, {} thread(s){}",
-                    t.TM, t.TN, t.TK, r["compile_ms"].get<double>(), r["object"]["bytes"].get<int64_t>(),
-                    options_.threads, options_.threads == 1 ? " (native entry kiln_launch)" : " (runtime pool)");
+    detail_ = fmt::format("{} knobs, tiles {}x{}x{} (library default), compile {:.0f} ms, object {} B, {} thread(s){}",
+                          tuning_, t.TM, t.TN, t.TK, r["compile_ms"].get<double>(), r["object"]["bytes"].get<int64_t>(),
+                          options_.threads, options_.threads == 1 ? " (native entry kiln_launch)" : " (runtime pool)");
     return std::nullopt;
   }
 
@@ -132,9 +135,22 @@ class KilnImpl : public LocalImpl {
   }
 
  private:
+  // The tuning database's choice for this request (kiln), or none (kiln-untuned, kiln-seed).
+  void useTuning(kernels::LibraryRequest& req, plan::Knobs& knobs) {
+    if (name_ == "kiln-untuned" || seed_) {
+      tuning_ = "untuned";
+      return;
+    }
+    std::optional<tune::Entry> e;
+    const std::string source = tune::applyTuned(req, knobs, {}, &e);
+    tuning_ = source == "default" ? "default" : "tuned (" + e->choice.label() + ")";
+  }
+
   ImplOptions options_;
   bool seed_;
   std::string name_;
+  std::string tuning_ = "default";
+  plan::Knobs tuned_knobs_;
   std::string detail_;
   std::unique_ptr<ir::Kernel> kernel_;
   std::unique_ptr<runtime::LoadedKernel> loaded_;
@@ -152,6 +168,9 @@ std::unique_ptr<Impl> makeKilnOneThread(const ImplOptions& o) {
   ImplOptions one = o;
   one.threads = 1;
   return std::make_unique<KilnImpl>(one, false, "kiln-1t");
+}
+std::unique_ptr<Impl> makeKilnUntuned(const ImplOptions& o) {
+  return std::make_unique<KilnImpl>(o, false, "kiln-untuned");
 }
 std::unique_ptr<Impl> makeKilnSeed(const ImplOptions& o) {
   return std::make_unique<KilnImpl>(o, true, "kiln-seed");

@@ -5,6 +5,8 @@
 #include <chrono>
 
 #include "host/data.h"
+#include "kernels/registry.h"
+#include "tune/tune.h"
 
 namespace kiln::peers {
 
@@ -38,6 +40,12 @@ std::optional<std::string> checkOptions(const PeersOptions& o, std::vector<Shape
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The library request the Kiln implementations build for a shape (the tuning database's key).
+kernels::LibraryRequest libraryRequest(const ShapeSpec& s, bool causal) {
+  if (s.workload == Workload::Gemm) return {"gemm", s.text(), {}};
+  return {"attention", s.text(), {{"mask", causal ? "causal" : "none"}}};
+}
 
 double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -77,11 +85,19 @@ std::optional<std::string> runPeers(const PeersOptions& options, PeersResult& re
                                     std::ostream& log) {
   std::vector<ShapeSpec> shapes;
   if (auto e = checkOptions(options, shapes)) return e;
-  // Default: every implementation, kiln-1t only when the run has more than one thread.
+  // Default: every implementation; kiln-1t only when the run has more than one thread,
+  // kiln-untuned only when the tuning database has an entry for one of the shapes.
+  bool tuned = false;
+  for (const ShapeSpec& s : shapes) {
+    kernels::LibraryRequest req = libraryRequest(s, options.causal);
+    plan::Knobs k;
+    k.threads = options.threads;
+    tuned = tuned || tune::lookup(tune::tuningKey(req, k)).has_value();
+  }
   std::vector<std::string> names = options.impls;
   if (names.empty())
     for (const std::string& n : implNames(options.workload))
-      if (n != "kiln-1t" || options.threads > 1) names.push_back(n);
+      if ((n != "kiln-1t" || options.threads > 1) && (n != "kiln-untuned" || tuned)) names.push_back(n);
   ImplOptions io = options.impl;
   io.threads = options.threads;
   io.seed = options.seed;

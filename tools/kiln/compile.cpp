@@ -35,10 +35,11 @@ Command addCompile(CLI::App& parent) {
   a->knobs.add(app);
   app->footer("Exit codes: 0 success, 1 invalid kernel, bad knob or failed compilation.");
   return {app, [a] {
-            std::unique_ptr<ir::Kernel> kernel = a->source.load("compile");
-            if (!kernel) return 1;
             plan::Knobs knobs;
             if (!a->knobs.apply(knobs, "compile")) return 1;
+            a->source.applyTuning(knobs, a->knobs.sets);
+            std::unique_ptr<ir::Kernel> kernel = a->source.load("compile");
+            if (!kernel) return 1;
             static const std::map<std::string, driver::Stage> stages = {
                 {"ir", driver::Stage::Ir},   {"plan", driver::Stage::Plan}, {"llvm", driver::Stage::Llvm},
                 {"asm", driver::Stage::Asm}, {"obj", driver::Stage::Obj},   {"report", driver::Stage::Report}};
@@ -51,7 +52,10 @@ Command addCompile(CLI::App& parent) {
             if (a->source.isLibrary()) {
               std::map<std::string, std::string> choices;
               if (!kernels::libraryChoices(a->source.request(), choices)) {
-                c.report["library"] = {{"kernel", a->source.kernel}, {"shape", a->source.shape}};
+                c.report["library"] = {{"kernel", a->source.kernel},
+                                       {"shape", a->source.shape},
+                                       {"tuning", a->source.tuning},
+                                       {"tuned_choice", a->source.tuned_label}};
                 for (const auto& [k, v] : choices) c.report["library"][k] = v;
               }
             }

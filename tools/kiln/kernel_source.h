@@ -3,7 +3,9 @@
 #pragma once
 
 #include <iostream>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +15,8 @@
 #include "command.h"
 #include "driver/check.h"
 #include "kernels/registry.h"
+#include "plan/knobs.h"
+#include "tune/tune.h"
 
 namespace kiln::cli {
 
@@ -50,12 +54,30 @@ struct KernelSource {
 
   bool isLibrary() const { return !kernel.empty(); }
 
+  // Options and knobs from the tuning database (docs/tune.md), filled by applyTuning().
+  std::map<std::string, std::string> tuned_options;
+  std::string tuning = "default";  // default | tuned | user: where the tuned dimensions came from
+  std::string tuned_label;         // the database's choice, when there is an entry
+
   kernels::LibraryRequest request() const {
     kernels::LibraryRequest r{kernel, shape, {}};
     for (size_t i = 0; i < kernel_options.size(); ++i)
       if (kernel_options[i].second->count() > 0)
         r.options[kernel_options[i].first] = kernel_options[i].first == "trans-b" ? "true" : values[i];
+    for (const auto& [k, v] : tuned_options) r.options.emplace(k, v);  // the user's own win
     return r;
+  }
+
+  // A library kernel: use the tuning database's choice for this request and knobs where the
+  // user chose nothing (options not given, knobs not --set). Call after the knobs are applied.
+  void applyTuning(plan::Knobs& knobs, const std::vector<std::string>& user_sets) {
+    if (!isLibrary()) return;
+    kernels::LibraryRequest given = request(), r = given;
+    std::optional<tune::Entry> entry;
+    tuning = tune::applyTuned(r, knobs, user_sets, &entry);
+    for (const auto& [k, v] : r.options)
+      if (!given.options.count(k)) tuned_options[k] = v;
+    if (entry) tuned_label = entry->choice.label();
   }
 
   // The verified kernel, or nullptr after printing the error.

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
       kiln::cli::addBench(app),    // bench.cpp
       kiln::cli::addAudit(app),    // audit.cpp
       kiln::cli::addPeers(app),    // peers.cpp
+      kiln::cli::addTune(app),     // tune.cpp
       kiln::cli::addFuzz(app),     // fuzz.cpp
       kiln::cli::addCache(app),    // cache.cpp
   };
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
       // The commands that compile reuse objects from the on-disk cache (kiln fuzz does not:
       // thousands of one-off kernels).
       const std::string name = c.app->get_name();
-      if (name == "run" || name == "compile" || name == "bench" || name == "peers")
+      if (name == "run" || name == "compile" || name == "bench" || name == "peers" || name == "tune")
         if (auto e = kiln::cli::useObjectCache()) {
           std::cerr << "kiln " << name << ": error: " << *e << '\n';
           return 1;

@@ -40,10 +40,11 @@ Command addRun(CLI::App& parent) {
   app->add_flag("--json", a->json, "Print the verdict as JSON");
   app->footer("Exit codes: 0 the check passed, 1 a mismatch or an error.");
   return {app, [a] {
-            std::unique_ptr<ir::Kernel> kernel = a->source.load("run");
-            if (!kernel) return 1;
             plan::Knobs knobs;
             if (!a->knobs.apply(knobs, "run")) return 1;
+            a->source.applyTuning(knobs, a->knobs.sets);
+            std::unique_ptr<ir::Kernel> kernel = a->source.load("run");
+            if (!kernel) return 1;
             driver::CheckOptions opts;
             opts.mode = a->check == "bitexact" ? driver::CheckMode::Bitexact : driver::CheckMode::F64;
             opts.seed = a->seed;
@@ -80,6 +81,8 @@ Command addRun(CLI::App& parent) {
               j["outputs"] = outs;
               j["packets"] = {{"full", r.packets_full}, {"masked", r.packets_masked}};
               j["compile"] = {{"ms", r.compile_ms}, {"cache", r.cache}};
+              if (a->source.isLibrary())
+                j["tuning"] = {{"source", a->source.tuning}, {"choice", a->source.tuned_label}};
               if (r.cache == "hit") j["compile"]["saved_ms"] = r.cache_saved_ms;
               std::map<std::string, std::string> choices;
               if (a->source.isLibrary() && !kernels::libraryChoices(a->source.request(), choices))
@@ -95,6 +98,9 @@ Command addRun(CLI::App& parent) {
                             << (a->check == "bitexact" ? " elements differ" : " elements out of tolerance") << '\n';
               std::cout << std::fixed << std::setprecision(1) << "compile " << r.compile_ms << " ms, cache " << r.cache;
               if (r.cache == "hit") std::cout << " (" << r.cache_saved_ms << " ms saved)";
+              if (a->source.tuning == "tuned") std::cout << ", tuned: " << a->source.tuned_label;
+              if (a->source.tuning == "user")
+                std::cout << ", tuned choice (" << a->source.tuned_label << ") overridden by the given options";
               std::cout << '\n';
             }
             return r.pass ? 0 : 1;
