@@ -74,8 +74,8 @@ struct Runner {
     for (int s = 0; s < samples; ++s) {
       const Clock::time_point t0 = Clock::now();
       for (int64_t i = 0; i < reps; ++i) launch();
-      micros.push_back(bench::sampleMicros(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count(), reps));
+      micros.push_back(
+          bench::sampleMicros(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count(), reps));
     }
     return *bench::median(micros);
   }
@@ -293,7 +293,8 @@ std::optional<Entry> lookup(const std::string& key) {
   const nlohmann::json& e = db["entries"][key];
   auto choice = e.contains("choice") ? Choice::fromJson(e["choice"]) : std::nullopt;
   if (!choice) {
-    std::cerr << "kiln: warning: tuning entry " << key.substr(0, 12) << "… in " << path << " is malformed; ignoring it\n";
+    std::cerr << "kiln: warning: tuning entry " << key.substr(0, 12) << "… in " << path
+              << " is malformed; ignoring it\n";
     return std::nullopt;
   }
   return Entry{*choice, e};
@@ -330,8 +331,8 @@ std::string applyTuned(kernels::LibraryRequest& request, plan::Knobs& knobs, con
     if (!request.options.count(k)) request.options[k] = v, applied = true;
   for (const std::string& a : e->choice.knobs) {
     const std::string name = knobName(a);
-    const bool set = std::any_of(user_knobs.begin(), user_knobs.end(),
-                                 [&](const std::string& u) { return knobName(u) == name; });
+    const bool set =
+        std::any_of(user_knobs.begin(), user_knobs.end(), [&](const std::string& u) { return knobName(u) == name; });
     if (!set && !knobs.setAssignment(a)) applied = true;
   }
   if (e->choice.options.empty() && e->choice.knobs.empty()) return "tuned";  // the default won

@@ -35,7 +35,7 @@ struct CandidateResult {
   // default | kept | not faster (range reaches 1) | slower | wrong (failed the f64 check) |
   // failed (does not build or compile) | skipped (budget)
   std::string status;
-  std::string detail;  // the error, for wrong / failed
+  std::string detail;                              // the error, for wrong / failed
   double ratio = 0, ratio_min = 0, ratio_max = 0;  // candidate time / default time, paired
   int pairs = 0;                                   // paired ratios behind them
 };
@@ -44,9 +44,9 @@ struct TuneOptions {
   kernels::LibraryRequest request;  // the user's request; tuning varies block / split itself
   plan::Knobs knobs;                // the user's knobs (threads included)
   double budget_s = 60.0;
-  int cycles = 3;                   // A,B,B,A cycles per candidate
-  double sample_ms = 5.0;           // target time of one sample batch
-  int samples = 3;                  // samples per visit
+  int cycles = 3;          // A,B,B,A cycles per candidate
+  double sample_ms = 5.0;  // target time of one sample batch
+  int samples = 3;         // samples per visit
   uint64_t seed = 0;
 };
 

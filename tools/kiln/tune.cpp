@@ -12,9 +12,9 @@
 #include <fmt/format.h>
 
 #include "command.h"
+#include "jit/compile.h"
 #include "kernel_source.h"
 #include "knob_options.h"
-#include "jit/compile.h"
 #include "tune/tune.h"
 
 namespace kiln::cli {
@@ -58,8 +58,9 @@ Command addTune(CLI::App& parent) {
             tune::TuneResult r;
             auto progress = [&](int done, int total, const std::string& label) {
               const int width = 24, filled = total ? done * width / total : width;
-              std::cerr << (tty ? "\r" : "") << "tune: [" << std::string(filled, '#') << std::string(width - filled, '.')
-                        << "] " << done << "/" << total << " " << label << (tty ? "\033[K" : "\n") << std::flush;
+              std::cerr << (tty ? "\r" : "") << "tune: [" << std::string(filled, '#')
+                        << std::string(width - filled, '.') << "] " << done << "/" << total << " " << label
+                        << (tty ? "\033[K" : "\n") << std::flush;
             };
             if (auto e = tune::run(o, r, progress)) {
               std::cerr << (tty ? "\n" : "") << "kiln tune: error: " << *e << '\n';
