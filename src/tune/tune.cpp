@@ -17,6 +17,7 @@
 #include "driver/check.h"
 #include "driver/compile.h"
 #include "host/data.h"
+#include "ir/printer.h"
 #include "jit/compile.h"
 #include "jit/object_file.h"
 
@@ -45,19 +46,35 @@ std::string knobName(const std::string& assignment) {
 
 // One kernel compiled and loaded, with its own copy of the inputs.
 struct Runner {
-  std::unique_ptr<ir::Kernel> kernel;
+  std::unique_ptr<ir::Kernel> owned;
+  const ir::Kernel* kernel = nullptr;
   std::unique_ptr<runtime::LoadedKernel> loaded;
   std::vector<host::ParamData> params;
   std::vector<runtime::Arg> args;
   int64_t reps = 1;
 
-  std::optional<std::string> prepare(const kernels::LibraryRequest& r, const plan::Knobs& knobs, uint64_t seed) {
-    if (auto e = kernels::buildLibraryKernel(r, kernel)) return e;
+  // A library request (file == nullptr) or a kernel from a .tile file.
+  std::optional<std::string> prepare(const kernels::LibraryRequest& r, const ir::Kernel* file, const plan::Knobs& knobs,
+                                     uint64_t seed) {
+    if (file) {
+      kernel = file;
+    } else {
+      if (auto e = kernels::buildLibraryKernel(r, owned)) return e;
+      kernel = owned.get();
+    }
     driver::Compilation c;
     if (auto e = driver::compile(*kernel, knobs, c)) return "compile: " + *e;
     if (auto e = driver::load(c.object, *kernel, static_cast<int>(knobs.threads), loaded)) return "load: " + *e;
     if (auto e = host::makeInputs(*kernel, seed, {}, params)) return e;
-    for (host::ParamData& p : params) args.push_back(runtime::Arg::view(p.data));
+    for (const ir::Value* p : kernel->params) {
+      host::ParamData& d = params[p->index];
+      if (p->type.isView())
+        args.push_back(runtime::Arg::view(d.data));
+      else if (p->type.elem == ir::Elem::I64)
+        args.push_back(runtime::Arg::i64(d.i64));
+      else
+        args.push_back(runtime::Arg::f32(d.f32));
+    }
     return loaded->checkArgs(args);
   }
   void launch() { (void)loaded->launch(args); }
@@ -176,13 +193,16 @@ std::optional<std::string> run(const TuneOptions& o, TuneResult& out,
                                const std::function<void(int, int, const std::string&)>& progress) {
   out = TuneResult{};
   const Clock::time_point t0 = Clock::now();
-  out.key = tuningKey(o.request, o.knobs);
+  out.key = o.file ? tuningKey(*o.file, o.knobs) : tuningKey(o.request, o.knobs);
   std::vector<Choice> cands;
-  if (auto e = candidates(o.request, cands)) return e;
+  if (o.file)
+    cands = {Choice{}, Choice{{}, {"packet_width=8"}}, Choice{{}, {"local_lanes=1"}}};
+  else if (auto e = candidates(o.request, cands))
+    return e;
   const int total = static_cast<int>(cands.size());
 
   Runner base;
-  if (auto e = base.prepare(o.request, o.knobs, o.seed)) return "the default does not run: " + *e;
+  if (auto e = base.prepare(o.request, o.file, o.knobs, o.seed)) return "the default does not run: " + *e;
   CandidateResult def;
   def.status = "default";
   def.ratio = def.ratio_min = def.ratio_max = 1.0;
@@ -205,25 +225,34 @@ std::optional<std::string> run(const TuneOptions& o, TuneResult& out,
     plan::Knobs knobs;
     Runner cand;
     std::optional<std::string> err = knobsWithChoice(o.knobs, r.choice, knobs);
-    if (!err) err = cand.prepare(req, knobs, o.seed);
+    if (!err) err = cand.prepare(req, o.file, knobs, o.seed);
     if (err) {
       r.status = "failed";
       r.detail = *err;
     } else {
-      // Correct before timed: f64 against the library's FP64 reference.
+      // Correct before timed: f64 against the library's FP64 reference; a .tile kernel
+      // bitexact against the strict-FP32 interpreter (f64 when its policies or fast_math
+      // refuse bitexact).
       driver::CheckOptions co;
-      co.mode = driver::CheckMode::F64;
+      co.mode = o.file ? driver::CheckMode::Bitexact : driver::CheckMode::F64;
       co.seed = o.seed;
-      co.f64_reference = [&req](const std::vector<host::ParamData>& in, std::vector<std::vector<double>>& ref) {
-        return kernels::libraryReference(req, in, ref);
-      };
+      if (!o.file)
+        co.f64_reference = [&req](const std::vector<host::ParamData>& in, std::vector<std::vector<double>>& ref) {
+          return kernels::libraryReference(req, in, ref);
+        };
       driver::CheckResult cr;
-      if (auto e = driver::check(*cand.kernel, knobs, co, cr)) {
+      std::optional<std::string> checked = driver::check(*cand.kernel, knobs, co, cr);
+      if (checked && o.file && checked->find("bitexact is refused") != std::string::npos) {
+        co.mode = driver::CheckMode::F64;
+        checked = driver::check(*cand.kernel, knobs, co, cr);
+      }
+      if (auto e = checked) {
         r.status = "failed";
         r.detail = *e;
       } else if (!cr.pass) {
         r.status = "wrong";
-        r.detail = fmt::format("f64 check failed: max_abs_err {:.3g}", cr.max_abs_err);
+        r.detail = fmt::format("{} check failed: max_abs_err {:.3g}",
+                               co.mode == driver::CheckMode::F64 ? "f64" : "bitexact", cr.max_abs_err);
       } else {
         std::vector<double> visits;  // A,B,B,A per cycle
         for (int c = 0; c < o.cycles; ++c) {
@@ -258,6 +287,12 @@ std::string tuningKey(const kernels::LibraryRequest& request, const plan::Knobs&
   for (const auto& [k, v] : request.options)
     if (!tunedOptions().count(k)) text += "option " + k + "=" + v + "\n";
   text += "threads=" + std::to_string(knobs.threads) + "\n";
+  text += "cpu=" + hostCpu() + "\nllvm=" + jit::hostTarget().llvm_version + "\nkiln=" KILN_VERSION "\n";
+  return host::sha256Hex(text.data(), text.size());
+}
+
+std::string tuningKey(const ir::Kernel& kernel, const plan::Knobs& knobs) {
+  std::string text = "tile\n" + ir::print(kernel) + "threads=" + std::to_string(knobs.threads) + "\n";
   text += "cpu=" + hostCpu() + "\nllvm=" + jit::hostTarget().llvm_version + "\nkiln=" KILN_VERSION "\n";
   return host::sha256Hex(text.data(), text.size());
 }
@@ -321,6 +356,21 @@ std::optional<std::string> store(const std::string& key, const Entry& entry) {
   return std::nullopt;
 }
 
+namespace {
+
+std::string applyKnobs(const Entry& e, plan::Knobs& knobs, const std::vector<std::string>& user_knobs, bool applied) {
+  for (const std::string& a : e.choice.knobs) {
+    const std::string name = knobName(a);
+    const bool set =
+        std::any_of(user_knobs.begin(), user_knobs.end(), [&](const std::string& u) { return knobName(u) == name; });
+    if (!set && !knobs.setAssignment(a)) applied = true;
+  }
+  if (e.choice.options.empty() && e.choice.knobs.empty()) return "tuned";  // the default won
+  return applied ? "tuned" : "user";
+}
+
+}  // namespace
+
 std::string applyTuned(kernels::LibraryRequest& request, plan::Knobs& knobs, const std::vector<std::string>& user_knobs,
                        std::optional<Entry>* found) {
   std::optional<Entry> e = lookup(tuningKey(request, knobs));
@@ -329,14 +379,15 @@ std::string applyTuned(kernels::LibraryRequest& request, plan::Knobs& knobs, con
   bool applied = false;
   for (const auto& [k, v] : e->choice.options)
     if (!request.options.count(k)) request.options[k] = v, applied = true;
-  for (const std::string& a : e->choice.knobs) {
-    const std::string name = knobName(a);
-    const bool set =
-        std::any_of(user_knobs.begin(), user_knobs.end(), [&](const std::string& u) { return knobName(u) == name; });
-    if (!set && !knobs.setAssignment(a)) applied = true;
-  }
-  if (e->choice.options.empty() && e->choice.knobs.empty()) return "tuned";  // the default won
-  return applied ? "tuned" : "user";
+  return applyKnobs(*e, knobs, user_knobs, applied);
+}
+
+std::string applyTuned(const ir::Kernel& kernel, plan::Knobs& knobs, const std::vector<std::string>& user_knobs,
+                       std::optional<Entry>* found) {
+  std::optional<Entry> e = lookup(tuningKey(kernel, knobs));
+  if (found) *found = e;
+  if (!e) return "default";
+  return applyKnobs(*e, knobs, user_knobs, false);
 }
 
 }  // namespace kiln::tune

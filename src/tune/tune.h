@@ -1,10 +1,9 @@
-// kiln tune: for a library kernel and shape, the legal candidates the library and planner
-// offer (attention: query/key blocks and the KV split; every kernel: the vector width), each
-// checked against the FP64 reference before it is timed, each timed against the current
-// default with the bench's paired protocol (A,B,B,A cycles; ratio = median of the paired
-// ratios). A candidate is kept only when its whole ratio range is below 1 — a winner is never
-// picked from noise — and the best kept one goes into the tuning database (docs/tune.md),
-// which `kiln run`, `kiln compile`, `kiln peers` and the library then use for that key.
+// kiln tune: for a library kernel and shape (or a .tile kernel: knobs only), the legal candidates the library and
+// planner offer (attention: query/key blocks and the KV split; every kernel: the vector width), each checked against
+// the FP64 reference before it is timed, each timed against the current default with the bench's paired protocol
+// (A,B,B,A cycles; ratio = median of the paired ratios). A candidate is kept only when its whole ratio range is below 1
+// — a winner is never picked from noise — and the best kept one goes into the tuning database (docs/tune.md), which
+// `kiln run`, `kiln compile`, `kiln peers` and the library then use for that key.
 #pragma once
 
 #include <functional>
@@ -15,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/ir.h"
 #include "kernels/registry.h"
 #include "plan/knobs.h"
 
@@ -42,7 +42,10 @@ struct CandidateResult {
 
 struct TuneOptions {
   kernels::LibraryRequest request;  // the user's request; tuning varies block / split itself
-  plan::Knobs knobs;                // the user's knobs (threads included)
+  // Or a kernel from a .tile file (not null: `request` is ignored): knobs only (packet_width=8,
+  // local_lanes=1), each candidate checked bitexact against the interpreter.
+  const ir::Kernel* file = nullptr;
+  plan::Knobs knobs;  // the user's knobs (threads included)
   double budget_s = 60.0;
   int cycles = 3;          // A,B,B,A cycles per candidate
   double sample_ms = 5.0;  // target time of one sample batch
@@ -71,6 +74,9 @@ std::optional<std::string> run(const TuneOptions& options, TuneResult& out,
 // threads knob, the target CPU name and features, LLVM's version and Kiln's version.
 std::string tuningKey(const kernels::LibraryRequest& request, const plan::Knobs& knobs);
 
+// A .tile kernel's key: its canonical text instead of the request, then the same fields.
+std::string tuningKey(const ir::Kernel& kernel, const plan::Knobs& knobs);
+
 // $KILN_TUNE_DB, else tuning.json in the cache directory (docs/cache.md); "" when there is none.
 std::string databasePath();
 
@@ -90,6 +96,9 @@ std::optional<std::string> store(const std::string& key, const Entry& entry);
 // request does not have and knobs not in `user_knobs`. Returns "tuned" when something was
 // applied, "user" when the user set every tuned dimension, "default" when there is no entry.
 std::string applyTuned(kernels::LibraryRequest& request, plan::Knobs& knobs, const std::vector<std::string>& user_knobs,
+                       std::optional<Entry>* found = nullptr);
+// The same for a .tile kernel (its tuned knobs).
+std::string applyTuned(const ir::Kernel& kernel, plan::Knobs& knobs, const std::vector<std::string>& user_knobs,
                        std::optional<Entry>* found = nullptr);
 
 }  // namespace kiln::tune

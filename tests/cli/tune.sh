@@ -88,12 +88,39 @@ else
   fail "peers with a tuned entry" "exit $rc: $(cat "$tmp/py" "$tmp/err" | tail -c 400)"
 fi
 
+# A .tile kernel: knobs only, each candidate bitexact against the interpreter.
+tile=$2/examples/rmsnorm.tile
+run "$kiln" tune "$tile" --budget 20 --cycles 1 --json
+if [ $rc -eq 0 ] && python3 - "$tmp/out" <<'PY' 2>"$tmp/py"; then
+import json, sys
+j = json.load(open(sys.argv[1]))
+labels = [c["choice"] for c in j["candidates"]]
+assert labels == ["default", "packet_width=8", "local_lanes=1"], labels
+assert all(c["status"] != "wrong" for c in j["candidates"]), j["candidates"]
+PY
+  pass "tune a .tile file: knob candidates, checked"
+else
+  fail "tune a .tile file" "exit $rc: $(cat "$tmp/py" "$tmp/err" | tail -c 400)"
+fi
+python3 - "$db" <<'PY'
+import json, sys
+db = json.load(open(sys.argv[1]))
+for e in db["entries"].values():
+    if e["shape"].startswith("(.tile"):
+        e["choice"] = {"options": {}, "knobs": ["packet_width=8"]}
+json.dump(db, open(sys.argv[1], "w"))
+PY
+run "$kiln" run "$tile" --check bitexact
+expect "run FILE uses its tuned knobs" 0 "tuned: packet_width=8"
+run "$kiln" run "$tile" --check bitexact --set packet_width=4 --json
+expect "a --set knob wins over the tuned one" 0 '"source":"user"'
+
 echo "not json" > "$db"
 run "$kiln" run "${att[@]}"
 expect "a damaged database is a warning" 0 "check f64: PASS" "tuning database .* is not readable; ignoring it"
 
 run "$kiln" tune "$tmp/nothing.tile"
-expect "tune needs a library kernel" 1 "" "give --kernel NAME --shape S"
+expect "tune: a missing file" 1 "" "nothing.tile:0:0: error: cannot open the file for reading"
 run "$kiln" tune --kernel attention --shape 1,4,3,1,7,8,8
 expect "tune: a bad request" 1 "" "Hq=4 is not a multiple of Hkv=3"
 

@@ -40,6 +40,7 @@ Command addCompile(CLI::App& parent) {
             a->source.applyTuning(knobs, a->knobs.sets);
             std::unique_ptr<ir::Kernel> kernel = a->source.load("compile");
             if (!kernel) return 1;
+            a->source.applyTuning(*kernel, knobs, a->knobs.sets);
             static const std::map<std::string, driver::Stage> stages = {
                 {"ir", driver::Stage::Ir},   {"plan", driver::Stage::Plan}, {"llvm", driver::Stage::Llvm},
                 {"asm", driver::Stage::Asm}, {"obj", driver::Stage::Obj},   {"report", driver::Stage::Report}};
@@ -49,6 +50,8 @@ Command addCompile(CLI::App& parent) {
               std::cerr << "kiln compile: error: " << *e << (e->back() == '\n' ? "" : "\n") << a->source.hint(*e);
               return 1;
             }
+            if (!a->source.isLibrary())
+              c.report["tuning"] = {{"source", a->source.tuning}, {"choice", a->source.tuned_label}};
             if (a->source.isLibrary()) {
               std::map<std::string, std::string> choices;
               if (!kernels::libraryChoices(a->source.request(), choices)) {

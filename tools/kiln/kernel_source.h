@@ -80,6 +80,14 @@ struct KernelSource {
     if (entry) tuned_label = entry->choice.label();
   }
 
+  // A .tile kernel: its tuned knobs (docs/tune.md), where the user did not --set them.
+  void applyTuning(const ir::Kernel& k, plan::Knobs& knobs, const std::vector<std::string>& user_sets) {
+    if (isLibrary()) return;
+    std::optional<tune::Entry> entry;
+    tuning = tune::applyTuned(k, knobs, user_sets, &entry);
+    if (entry) tuned_label = entry->choice.label();
+  }
+
   // The verified kernel, or nullptr after printing the error.
   std::unique_ptr<ir::Kernel> load(const char* command) const {
     auto fail = [&](const std::string& message) {

@@ -45,6 +45,7 @@ Command addRun(CLI::App& parent) {
             a->source.applyTuning(knobs, a->knobs.sets);
             std::unique_ptr<ir::Kernel> kernel = a->source.load("run");
             if (!kernel) return 1;
+            a->source.applyTuning(*kernel, knobs, a->knobs.sets);
             driver::CheckOptions opts;
             opts.mode = a->check == "bitexact" ? driver::CheckMode::Bitexact : driver::CheckMode::F64;
             opts.seed = a->seed;
@@ -81,8 +82,7 @@ Command addRun(CLI::App& parent) {
               j["outputs"] = outs;
               j["packets"] = {{"full", r.packets_full}, {"masked", r.packets_masked}};
               j["compile"] = {{"ms", r.compile_ms}, {"cache", r.cache}};
-              if (a->source.isLibrary())
-                j["tuning"] = {{"source", a->source.tuning}, {"choice", a->source.tuned_label}};
+              j["tuning"] = {{"source", a->source.tuning}, {"choice", a->source.tuned_label}};
               if (r.cache == "hit") j["compile"]["saved_ms"] = r.cache_saved_ms;
               std::map<std::string, std::string> choices;
               if (a->source.isLibrary() && !kernels::libraryChoices(a->source.request(), choices))

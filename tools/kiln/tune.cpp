@@ -39,17 +39,19 @@ Command addTune(CLI::App& parent) {
   app->add_option("--seed", a->seed, "Seed of the deterministic inputs")->check(seedValidator());
   app->add_flag("--json", a->json, "Print the result as JSON");
   app->footer(
-      "Only library kernels (--kernel NAME) are tuned. The database is $KILN_TUNE_DB, else tuning.json in the "
+      "A library kernel (--kernel NAME --shape S) is searched over blocks, KV split and vector width; a .tile "
+      "FILE over the vector width and the realization (knobs only). The database is $KILN_TUNE_DB, else tuning.json in "
+      "the "
       "object cache's directory (docs/cache.md); see docs/tune.md. Exit codes: 0 done (a winner or not), 1 an "
       "error.");
   return {app, [a] {
-            if (!a->source.isLibrary()) {
-              std::cerr << "kiln tune: error: give --kernel NAME --shape S (a .tile file has no candidates to tune)\n";
-              return 1;
-            }
-            if (!a->source.load("tune")) return 1;  // a bad request is reported by the library
+            std::unique_ptr<ir::Kernel> kernel = a->source.load("tune");  // a bad request is reported
+            if (!kernel) return 1;
             tune::TuneOptions o;
-            o.request = a->source.request();
+            if (a->source.isLibrary())
+              o.request = a->source.request();
+            else
+              o.file = kernel.get();
             if (!a->knobs.apply(o.knobs, "tune")) return 1;
             o.budget_s = a->budget;
             o.cycles = a->cycles;
@@ -70,8 +72,8 @@ Command addTune(CLI::App& parent) {
             const tune::CandidateResult& best = r.chosen ? r.candidates[*r.chosen] : r.candidates[0];
             tune::Entry entry;
             entry.choice = best.choice;
-            entry.record = {{"kernel", o.request.name},
-                            {"shape", o.request.shape},
+            entry.record = {{"kernel", o.file ? o.file->name : o.request.name},
+                            {"shape", o.file ? std::string("(.tile ") + a->source.file + ")" : o.request.shape},
                             {"options", o.request.options},
                             {"threads", o.knobs.threads},
                             {"label", best.choice.label()},
