@@ -227,6 +227,24 @@ llvm::Expected<jit::CompiledObject> emitObject(std::unique_ptr<llvm::Module> mod
   return jit::compileToObject(std::move(module), jo);
 }
 
+// The stages after lowering, shared by one-phase and phased kernels: print the module
+// (Stage::Llvm, `done` set), or optimise and emit the object into `out` and `obj`.
+std::optional<std::string> emitLowered(codegen::Lowered& lowered, const plan::Knobs& knobs, Stage until,
+                                       Compilation& out, std::optional<jit::CompiledObject>& obj, bool& done) {
+  done = until == Stage::Llvm;
+  if (done) {
+    llvm::raw_string_ostream os(out.llvm_text);
+    lowered.module->print(os, nullptr);
+    return std::nullopt;
+  }
+  auto compiled = emitObject(std::move(lowered.module), knobs, until);
+  if (!compiled) return "LLVM compilation failed: " + llvm::toString(compiled.takeError());
+  out.object = compiled->object_bytes;
+  out.assembly = std::move(compiled->assembly);
+  obj = std::move(*compiled);
+  return std::nullopt;
+}
+
 // A kernel of several phases (or with workspaces): each phase is planned as a kernel of its
 // own (ir::phaseKernel) with the same knobs, and all are lowered into one object.
 std::optional<std::string> compilePhased(const ir::Kernel& kernel, const plan::Knobs& knobs, Compilation& out,
@@ -268,15 +286,10 @@ std::optional<std::string> compilePhased(const ir::Kernel& kernel, const plan::K
   std::vector<const plan::Plan*> planPtrs;
   for (size_t i = 0; i < n; ++i) kernels.push_back(phases[i].get()), planPtrs.push_back(&plans[i]);
   if (auto e = codegen::lowerPhases(kernels, planPtrs, ctx, lowered, perPhase)) return e;
-  if (until == Stage::Llvm) {
-    llvm::raw_string_ostream os(out.llvm_text);
-    lowered.module->print(os, nullptr);
-    return std::nullopt;
-  }
-  auto obj = emitObject(std::move(lowered.module), knobs, until);
-  if (!obj) return "LLVM compilation failed: " + llvm::toString(obj.takeError());
-  out.object = obj->object_bytes;
-  out.assembly = std::move(obj->assembly);
+  std::optional<jit::CompiledObject> obj;
+  bool done = false;
+  if (auto e = emitLowered(lowered, knobs, until, out, obj, done)) return e;
+  if (done) return std::nullopt;
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   for (size_t i = 0; i < n; ++i) {
     nlohmann::json& pr = r["phases"][i];
@@ -377,16 +390,11 @@ std::optional<std::string> compileUncached(const ir::Kernel& kernel, const plan:
   llvm::LLVMContext ctx;
   codegen::Lowered lowered;
   if (auto e = codegen::lower(kernel, out.plan, ctx, lowered)) return e;
-  if (until == Stage::Llvm) {
-    llvm::raw_string_ostream os(out.llvm_text);
-    lowered.module->print(os, nullptr);
-    return std::nullopt;
-  }
   // 4. optimise (O2) and 5. emit the object
-  auto obj = emitObject(std::move(lowered.module), knobs, until);
-  if (!obj) return "LLVM compilation failed: " + llvm::toString(obj.takeError());
-  out.object = obj->object_bytes;
-  out.assembly = std::move(obj->assembly);
+  std::optional<jit::CompiledObject> obj;
+  bool done = false;
+  if (auto e = emitLowered(lowered, knobs, until, out, obj, done)) return e;
+  if (done) return std::nullopt;
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
   nlohmann::json& r = out.report;

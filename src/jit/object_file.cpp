@@ -109,11 +109,15 @@ void defaultWarn(const std::string& s) {
 
 }  // namespace
 
+const char* kilnVersion() {
+  return KILN_VERSION;
+}
+
 const std::string& kilnBuildId() {
   static const std::string id = [] {
     std::string build;
     dl_iterate_phdr(findBuildId, &build);
-    return std::string(KILN_VERSION) + "+" + (build.empty() ? "no-build-id" : build);
+    return std::string(kilnVersion()) + "+" + (build.empty() ? "no-build-id" : build);
   }();
   return id;
 }

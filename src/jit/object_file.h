@@ -90,4 +90,7 @@ std::optional<std::string> cacheFromEnvironment(std::unique_ptr<DiskObjectCache>
 // compiler are never reused.
 const std::string& kilnBuildId();
 
+// Kiln's version (the CMake project's), without the build id: part of the tuning key.
+const char* kilnVersion();
+
 }  // namespace kiln::jit

@@ -21,10 +21,6 @@
 #include "jit/compile.h"
 #include "jit/object_file.h"
 
-#ifndef KILN_VERSION
-#define KILN_VERSION "unversioned"
-#endif
-
 namespace kiln::tune {
 namespace {
 
@@ -110,9 +106,10 @@ std::optional<std::string> knobsWithChoice(const plan::Knobs& base, const Choice
   return std::nullopt;
 }
 
-std::string hostCpu() {
+// The fields every tuning key ends with: the machine and the versions (docs/tune.md).
+std::string targetFields() {
   const jit::HostTarget& h = jit::hostTarget();
-  return h.cpu + " " + h.features;
+  return "cpu=" + h.cpu + " " + h.features + "\nllvm=" + h.llvm_version + "\nkiln=" + jit::kilnVersion() + "\n";
 }
 
 }  // namespace
@@ -287,13 +284,13 @@ std::string tuningKey(const kernels::LibraryRequest& request, const plan::Knobs&
   for (const auto& [k, v] : request.options)
     if (!tunedOptions().count(k)) text += "option " + k + "=" + v + "\n";
   text += "threads=" + std::to_string(knobs.threads) + "\n";
-  text += "cpu=" + hostCpu() + "\nllvm=" + jit::hostTarget().llvm_version + "\nkiln=" KILN_VERSION "\n";
+  text += targetFields();
   return host::sha256Hex(text.data(), text.size());
 }
 
 std::string tuningKey(const ir::Kernel& kernel, const plan::Knobs& knobs) {
   std::string text = "tile\n" + ir::print(kernel) + "threads=" + std::to_string(knobs.threads) + "\n";
-  text += "cpu=" + hostCpu() + "\nllvm=" + jit::hostTarget().llvm_version + "\nkiln=" KILN_VERSION "\n";
+  text += targetFields();
   return host::sha256Hex(text.data(), text.size());
 }
 
