@@ -227,10 +227,21 @@ llvm::Expected<jit::CompiledObject> emitObject(std::unique_ptr<llvm::Module> mod
   return jit::compileToObject(std::move(module), jo);
 }
 
+// The ABI's symbols (runtime/abi.h) under `prefix` instead of "kiln_".
+void renameExports(llvm::Module& m, const std::string& prefix) {
+  static const std::string kAbiPrefix = "kiln_";
+  if (prefix == kAbiPrefix) return;
+  for (const char* name : {runtime::kBlocksSymbol, runtime::kLaunchSymbol, runtime::kNumBlocksSymbol,
+                           runtime::kNumPhasesSymbol, runtime::kPhaseEndsSymbol, runtime::kAbiVersionSymbol})
+    if (llvm::GlobalValue* g = m.getNamedValue(name)) g->setName(prefix + std::string(name).substr(kAbiPrefix.size()));
+}
+
 // The stages after lowering, shared by one-phase and phased kernels: print the module
 // (Stage::Llvm, `done` set), or optimise and emit the object into `out` and `obj`.
 std::optional<std::string> emitLowered(codegen::Lowered& lowered, const plan::Knobs& knobs, Stage until,
-                                       Compilation& out, std::optional<jit::CompiledObject>& obj, bool& done) {
+                                       const ExportOptions& exports, Compilation& out,
+                                       std::optional<jit::CompiledObject>& obj, bool& done) {
+  renameExports(*lowered.module, exports.symbol_prefix);
   done = until == Stage::Llvm;
   if (done) {
     llvm::raw_string_ostream os(out.llvm_text);
@@ -248,7 +259,8 @@ std::optional<std::string> emitLowered(codegen::Lowered& lowered, const plan::Kn
 // A kernel of several phases (or with workspaces): each phase is planned as a kernel of its
 // own (ir::phaseKernel) with the same knobs, and all are lowered into one object.
 std::optional<std::string> compilePhased(const ir::Kernel& kernel, const plan::Knobs& knobs, Compilation& out,
-                                         Stage until, std::chrono::steady_clock::time_point start) {
+                                         Stage until, const ExportOptions& exports,
+                                         std::chrono::steady_clock::time_point start) {
   const size_t n = kernel.roots().size();
   std::vector<std::unique_ptr<ir::Kernel>> phases;
   std::vector<plan::Plan> plans(n);
@@ -288,7 +300,7 @@ std::optional<std::string> compilePhased(const ir::Kernel& kernel, const plan::K
   if (auto e = codegen::lowerPhases(kernels, planPtrs, ctx, lowered, perPhase)) return e;
   std::optional<jit::CompiledObject> obj;
   bool done = false;
-  if (auto e = emitLowered(lowered, knobs, until, out, obj, done)) return e;
+  if (auto e = emitLowered(lowered, knobs, until, exports, out, obj, done)) return e;
   if (done) return std::nullopt;
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   for (size_t i = 0; i < n; ++i) {
@@ -302,18 +314,21 @@ std::optional<std::string> compilePhased(const ir::Kernel& kernel, const plan::K
 }
 
 std::optional<std::string> compileUncached(const ir::Kernel& kernel, const plan::Knobs& knobs, Compilation& out,
-                                           Stage until, std::chrono::steady_clock::time_point start);
+                                           Stage until, const ExportOptions& exports,
+                                           std::chrono::steady_clock::time_point start);
 
 std::shared_ptr<jit::ObjectCache>& objectCache() {
   static std::shared_ptr<jit::ObjectCache> cache;
   return cache;
 }
 
-jit::ObjectCacheKey cacheKey(const ir::Kernel& kernel, const plan::Knobs& knobs) {
+jit::ObjectCacheKey cacheKey(const ir::Kernel& kernel, const plan::Knobs& knobs, const ExportOptions& exports) {
   jit::ObjectCacheKey key;
   key.ir_text = ir::print(kernel);
   for (const plan::KnobInfo& info : plan::knobTable())
     if (info.name != "threads") key.knobs += info.name + "=" + knobs.get(info.name) + "\n";
+  if (exports.symbol_prefix != ExportOptions().symbol_prefix)
+    key.knobs += "symbol_prefix=" + exports.symbol_prefix + "\n";
   const jit::HostTarget& host = jit::hostTarget();
   key.cpu = knobs.isa == "avx2" ? "x86-64-v3" : knobs.isa == "avx512" ? "x86-64-v4" : host.cpu + " " + host.features;
   key.llvm_version = host.llvm_version;
@@ -344,19 +359,31 @@ void setObjectCache(std::shared_ptr<jit::ObjectCache> cache) {
   objectCache() = std::move(cache);
 }
 
-std::optional<std::string> compile(const ir::Kernel& kernel, const plan::Knobs& knobs, Compilation& out, Stage until) {
+std::optional<std::string> checkSymbolPrefix(const std::string& prefix) {
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (prefix.empty() || !alpha(prefix[0]) ||
+      !std::all_of(prefix.begin(), prefix.end(), [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); }))
+    return fmt::format("symbol prefix '{}' is not a C identifier (letters, digits and '_', not starting with a digit)",
+                       prefix);
+  if (prefix.size() > 64) return fmt::format("symbol prefix '{}' is longer than 64 characters", prefix);
+  return std::nullopt;
+}
+
+std::optional<std::string> compile(const ir::Kernel& kernel, const plan::Knobs& knobs, Compilation& out, Stage until,
+                                   const ExportOptions& exports) {
   auto start = std::chrono::steady_clock::now();
+  if (auto e = checkSymbolPrefix(exports.symbol_prefix)) return e;
   // 1. verify
   ir::DiagEngine diag;
   if (!ir::verify(kernel, diag)) return diag.str();
   const std::shared_ptr<jit::ObjectCache> cache = objectCache();
   const bool cacheable = cache && (until == Stage::Obj || until == Stage::Report);
   if (!cacheable) {
-    auto e = compileUncached(kernel, knobs, out, until, start);
+    auto e = compileUncached(kernel, knobs, out, until, exports, start);
     if (!e && (until == Stage::Obj || until == Stage::Report)) out.report["cache"] = {{"status", "off"}};
     return e;
   }
-  const std::string key = cacheKey(kernel, knobs).hash();
+  const std::string key = cacheKey(kernel, knobs, exports).hash();
   if (std::optional<std::string> entry = cache->get(key)) {
     Compilation hit;
     if (unpackEntry(*entry, hit)) {
@@ -370,7 +397,7 @@ std::optional<std::string> compile(const ir::Kernel& kernel, const plan::Knobs& 
       return std::nullopt;
     }
   }
-  if (auto e = compileUncached(kernel, knobs, out, until, start)) return e;
+  if (auto e = compileUncached(kernel, knobs, out, until, exports, start)) return e;
   out.report["cache"] = {{"status", "miss"}, {"key", key}};
   cache->put(key, packEntry(out));
   return std::nullopt;
@@ -379,8 +406,9 @@ std::optional<std::string> compile(const ir::Kernel& kernel, const plan::Knobs& 
 namespace {
 
 std::optional<std::string> compileUncached(const ir::Kernel& kernel, const plan::Knobs& knobs, Compilation& out,
-                                           Stage until, std::chrono::steady_clock::time_point start) {
-  if (kernel.phased()) return compilePhased(kernel, knobs, out, until, start);
+                                           Stage until, const ExportOptions& exports,
+                                           std::chrono::steady_clock::time_point start) {
+  if (kernel.phased()) return compilePhased(kernel, knobs, out, until, exports, start);
   // 2. plan
   if (auto e = plan::buildPlan(kernel, knobs, out.plan)) return e;
   out.report = planJson(kernel, out.plan);
@@ -393,7 +421,7 @@ std::optional<std::string> compileUncached(const ir::Kernel& kernel, const plan:
   // 4. optimise (O2) and 5. emit the object
   std::optional<jit::CompiledObject> obj;
   bool done = false;
-  if (auto e = emitLowered(lowered, knobs, until, out, obj, done)) return e;
+  if (auto e = emitLowered(lowered, knobs, until, exports, out, obj, done)) return e;
   if (done) return std::nullopt;
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 

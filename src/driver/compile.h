@@ -36,10 +36,21 @@ struct Compilation {
 // Process-wide; set it before compiling from several threads.
 void setObjectCache(std::shared_ptr<jit::ObjectCache> cache);
 
+// How the object names what it exports. The default ("kiln_") is what the JIT loads; an object
+// for linking into a program of one's own (`kiln compile --emit obj --header`, docs/api.md)
+// takes a prefix of its own so several kernels link into one program: PREFIX + "blocks",
+// "launch", "num_blocks", "num_phases", "phase_ends", "abi_version".
+struct ExportOptions {
+  std::string symbol_prefix = "kiln_";
+};
+
+// nullopt when `prefix` is a legal symbol prefix (a C identifier); else a sentence saying why not.
+std::optional<std::string> checkSymbolPrefix(const std::string& prefix);
+
 // Runs the pipeline up to `until` (Stage::Plan stops after planning, Stage::Llvm after
 // lowering; Obj/Asm/Report run everything). Error: one message naming what failed.
 std::optional<std::string> compile(const ir::Kernel& kernel, const plan::Knobs& knobs, Compilation& out,
-                                   Stage until = Stage::Report);
+                                   Stage until = Stage::Report, const ExportOptions& exports = {});
 
 // The plan as JSON (part of the report; also `--emit plan`).
 nlohmann::json planJson(const ir::Kernel& kernel, const plan::Plan& plan);

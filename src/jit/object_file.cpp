@@ -75,9 +75,23 @@ bool isHash(const std::string& s) {
          std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-// The GNU build-id note of the main executable (hex), or "" when it has none.
+// The GNU build-id note (hex) of the loaded object that holds Kiln's own code: the kiln
+// executable, a program linking the static libraries, or libkiln.so (the public API) — not the
+// program that loaded the library. "" when that object has no note.
+struct BuildIdSearch {
+  uintptr_t code = 0;  // an address inside Kiln's code
+  std::string* out = nullptr;
+};
+
 int findBuildId(dl_phdr_info* info, size_t, void* data) {
-  auto* out = static_cast<std::string*>(data);
+  auto* search = static_cast<BuildIdSearch*>(data);
+  bool holds = false;
+  for (int i = 0; i < info->dlpi_phnum && !holds; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    const uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
+    holds = ph.p_type == PT_LOAD && search->code >= begin && search->code < begin + ph.p_memsz;
+  }
+  if (!holds) return 0;  // keep looking
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
     if (ph.p_type != PT_NOTE) continue;
@@ -92,15 +106,15 @@ int findBuildId(dl_phdr_info* info, size_t, void* data) {
         static const char* hex = "0123456789abcdef";
         for (unsigned j = 0; j < n->n_descsz; ++j) {
           const auto b = static_cast<unsigned char>(desc[j]);
-          *out += hex[b >> 4];
-          *out += hex[b & 15];
+          *search->out += hex[b >> 4];
+          *search->out += hex[b & 15];
         }
         return 1;
       }
       p = desc + ((n->n_descsz + 3) & ~3u);
     }
   }
-  return 1;  // only the first object: the executable
+  return 1;  // the object holding Kiln's code has no build id
 }
 
 void defaultWarn(const std::string& s) {
@@ -116,7 +130,8 @@ const char* kilnVersion() {
 const std::string& kilnBuildId() {
   static const std::string id = [] {
     std::string build;
-    dl_iterate_phdr(findBuildId, &build);
+    BuildIdSearch search{reinterpret_cast<uintptr_t>(&findBuildId), &build};
+    dl_iterate_phdr(findBuildId, &search);
     return std::string(kilnVersion()) + "+" + (build.empty() ? "no-build-id" : build);
   }();
   return id;

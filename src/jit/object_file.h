@@ -85,7 +85,8 @@ class DiskObjectCache final : public ObjectCache {
 // $KILN_CACHE_MAX_MB (default 512). Error: a bad KILN_CACHE_MAX_MB (a sentence naming it).
 std::optional<std::string> cacheFromEnvironment(std::unique_ptr<DiskObjectCache>& out);
 
-// This build of Kiln: its version and the build id of the running executable (the GNU
+// This build of Kiln: its version and the build id of the binary holding Kiln's code (the kiln
+// executable, or libkiln.so for the public API; the GNU
 // build-id note, a digest of the linked binary), so objects compiled by another build of the
 // compiler are never reused.
 const std::string& kilnBuildId();

@@ -1,11 +1,13 @@
 // `kiln compile FILE|--kernel NAME --shape S`: run the pipeline and print one stage (ir, plan,
 // llvm, asm, obj) or the realization report; `--capture DIR` writes the exact object that is
-// linked, plus the report.
+// linked, plus the report; `--emit obj --out NAME.o --header NAME.h` writes an object and its C
+// header for linking into a program of one's own (docs/api.md).
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "command.h"
+#include "driver/c_header.h"
 #include "driver/compile.h"
 #include "ir/printer.h"
 #include "jit/object_file.h"
@@ -22,13 +24,21 @@ Command addCompile(CLI::App& parent) {
     std::string emit = "report";
     std::string output;
     std::string capture;
+    std::string header;
+    std::string symbol_prefix;
     KnobOptions knobs;
   };
   auto a = std::make_shared<Args>();
   a->source.add(app);
   app->add_option("--emit", a->emit, "What to print: ir | plan | llvm | asm | obj | report")
       ->check(CLI::IsMember({"ir", "plan", "llvm", "asm", "obj", "report"}));
-  app->add_option("-o,--output", a->output, "Write the emitted stage to this file instead of stdout");
+  app->add_option("-o,--output,--out", a->output, "Write the emitted stage to this file instead of stdout");
+  app->add_option("--header", a->header,
+                  "With --emit obj: also write this C header (entry points, shapes, a PREFIX_run function) for "
+                  "linking the object into your own program");
+  app->add_option("--symbol-prefix", a->symbol_prefix,
+                  "With --header: the prefix of the object's symbols (default: the kernel's name and '_'), so "
+                  "several kernels link into one program");
   app->add_option("--capture", a->capture,
                   "Write DIR/kernel.o (the exact object that runs), DIR/report.json and DIR/kernel.tile; DIR must "
                   "not exist");
@@ -45,8 +55,27 @@ Command addCompile(CLI::App& parent) {
                 {"ir", driver::Stage::Ir},   {"plan", driver::Stage::Plan}, {"llvm", driver::Stage::Llvm},
                 {"asm", driver::Stage::Asm}, {"obj", driver::Stage::Obj},   {"report", driver::Stage::Report}};
             driver::Stage stage = a->capture.empty() ? stages.at(a->emit) : driver::Stage::Report;
+            driver::ExportOptions exports;
+            if (!a->symbol_prefix.empty() && a->header.empty()) {
+              std::cerr << "kiln compile: error: --symbol-prefix needs --header (an object for the JIT keeps "
+                           "the kiln_ names)\n";
+              return 1;
+            }
+            if (!a->header.empty()) {
+              if (a->emit != "obj" || a->output.empty() || !a->capture.empty()) {
+                std::cerr << "kiln compile: error: --header needs --emit obj and --out FILE.o (and no --capture)\n";
+                return 1;
+              }
+              exports.symbol_prefix = a->symbol_prefix.empty() ? kernel->name + "_" : a->symbol_prefix;
+              if (auto e = driver::checkSymbolPrefix(exports.symbol_prefix)) {
+                std::cerr << "kiln compile: error: " << *e
+                          << (a->symbol_prefix.empty() ? " (from the kernel's name; give --symbol-prefix)" : "")
+                          << '\n';
+                return 1;
+              }
+            }
             driver::Compilation c;
-            if (auto e = driver::compile(*kernel, knobs, c, stage)) {
+            if (auto e = driver::compile(*kernel, knobs, c, stage, exports)) {
               std::cerr << "kiln compile: error: " << *e << (e->back() == '\n' ? "" : "\n") << a->source.hint(*e);
               return 1;
             }
@@ -96,6 +125,16 @@ Command addCompile(CLI::App& parent) {
               if (auto e = jit::writeFile(a->output, text)) {
                 std::cerr << "kiln compile: error: " << *e << '\n';
                 return 1;
+              }
+              if (!a->header.empty()) {
+                const std::string object_name = std::filesystem::path(a->output).filename().string();
+                if (auto e = jit::writeFile(
+                        a->header, driver::cHeader(*kernel, knobs, exports.symbol_prefix, c.report, object_name))) {
+                  std::cerr << "kiln compile: error: " << *e << '\n';
+                  return 1;
+                }
+                std::cout << "wrote " << a->output << " (" << c.object.size() << " bytes, symbols "
+                          << exports.symbol_prefix << "*) and " << a->header << '\n';
               }
               return 0;
             }

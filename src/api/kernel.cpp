@@ -1,0 +1,281 @@
+// The public API (include/kiln/kernel.h) over the driver: compile → load → launch. Every entry
+// point turns internal errors, and any exception from below, into a kiln::Error: nothing
+// thrown inside Kiln crosses the API.
+#include "kiln/kernel.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <exception>
+#include <functional>
+
+#include "driver/compile.h"
+#include "ir/diag.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "jit/object_file.h"
+#include "kernels/registry.h"
+#include "kiln/dsl.h"
+#include "plan/knobs.h"
+#include "runtime/runtime.h"
+
+namespace kiln {
+
+struct Kernel::Impl {
+  std::string name;
+  std::vector<Param> params;
+  std::string report;
+  std::string text;
+  std::unique_ptr<runtime::LoadedKernel> loaded;
+};
+
+namespace {
+
+// Runs `body`; an exception escaping it becomes an Error (the API never lets one through).
+template <class R>
+R guarded(const char* what, const std::function<R()>& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return Error(fmt::format("{}: internal error: {}", what, e.what()));
+  } catch (...) {
+    return Error(fmt::format("{}: internal error (unknown exception)", what));
+  }
+}
+
+std::optional<std::string> knobsFrom(const Options& options, plan::Knobs& knobs) {
+  for (const auto& [name, value] : options.knobs)
+    if (auto e = knobs.set(name, value)) return "option " + name + "=" + value + ": " + *e;
+  return std::nullopt;
+}
+
+Param::Kind kindOf(runtime::ParamKind k) {
+  switch (k) {
+    case runtime::ParamKind::View: return Param::Kind::View;
+    case runtime::ParamKind::I64: return Param::Kind::I64;
+    case runtime::ParamKind::F32: return Param::Kind::F32;
+  }
+  return Param::Kind::View;
+}
+
+const char* kindName(Param::Kind k) {
+  switch (k) {
+    case Param::Kind::View: return "view";
+    case Param::Kind::I64: return "i64 scalar";
+    case Param::Kind::F32: return "f32 scalar";
+  }
+  return "?";
+}
+
+// Compiles and loads a verified kernel; `library` (optional) adds the library's choices to the report.
+Result<Kernel> build(const ir::Kernel& kernel, const Options& options, const kernels::LibraryRequest* library,
+                     const std::function<Result<Kernel>(std::shared_ptr<const Kernel::Impl>)>& wrap) {
+  plan::Knobs knobs;
+  if (auto e = knobsFrom(options, knobs)) return Error(*e);
+  driver::Compilation c;
+  if (auto e = driver::compile(kernel, knobs, c, driver::Stage::Report))
+    return Error(fmt::format("kernel @{}: {}", kernel.name, *e));
+  if (library) {
+    std::map<std::string, std::string> choices;
+    if (!kernels::libraryChoices(*library, choices)) c.report["library"] = choices;
+  }
+  auto impl = std::make_shared<Kernel::Impl>();
+  if (auto e = driver::load(c.object, kernel, static_cast<int>(knobs.threads), impl->loaded))
+    return Error(fmt::format("kernel @{}: {}", kernel.name, *e));
+  impl->name = kernel.name;
+  impl->report = c.report.dump(2);
+  impl->text = ir::print(kernel);
+  const std::vector<ir::Value*> ins = kernel.inputs(), outs = kernel.outputs();
+  for (const runtime::ParamSpec& spec : impl->loaded->params()) {
+    Param p;
+    p.name = spec.name;
+    p.kind = kindOf(spec.kind);
+    p.shape = spec.shape;
+    auto named = [&](const std::vector<ir::Value*>& vs) {
+      return std::any_of(vs.begin(), vs.end(), [&](const ir::Value* v) { return v->name == spec.name; });
+    };
+    p.read = named(ins);
+    p.written = named(outs);
+    impl->params.push_back(std::move(p));
+  }
+  return wrap(std::move(impl));
+}
+
+}  // namespace
+
+const char* version() {
+  return jit::kilnVersion();
+}
+
+int64_t Param::elements() const {
+  int64_t n = 1;
+  for (int64_t e : shape) n *= e;
+  return n;
+}
+
+std::string Param::type() const {
+  if (kind == Kind::I64) return "i64";
+  if (kind == Kind::F32) return "f32";
+  return fmt::format("f32[{}]", fmt::join(shape, ","));
+}
+
+Arg Arg::input(const float* data, std::size_t elements) {
+  Arg a;
+  a.data_ = const_cast<float*>(data);  // never written: launch() refuses it for a written parameter
+  a.elements_ = elements;
+  a.read_only_ = true;
+  return a;
+}
+
+Arg Arg::output(float* data, std::size_t elements) {
+  Arg a;
+  a.data_ = data;
+  a.elements_ = elements;
+  return a;
+}
+
+Arg Arg::i64(int64_t value) {
+  Arg a;
+  a.kind_ = Param::Kind::I64;
+  a.i64_ = value;
+  return a;
+}
+
+Arg Arg::f32(float value) {
+  Arg a;
+  a.kind_ = Param::Kind::F32;
+  a.f32_ = value;
+  return a;
+}
+
+Kernel::~Kernel() = default;
+
+Result<Kernel> Kernel::compile(const dsl::BuildResult& built, const Options& options) {
+  return guarded<Result<Kernel>>("kiln::Kernel::compile", [&]() -> Result<Kernel> {
+    if (!built.kernel) {
+      std::string m = built.message();
+      while (!m.empty() && m.back() == '\n') m.pop_back();
+      return Error(m.empty() ? "the DSL build produced no kernel" : "the DSL build failed:\n" + m);
+    }
+    return build(*built.kernel, options, nullptr, [](auto impl) { return Kernel(std::move(impl)); });
+  });
+}
+
+Result<Kernel> Kernel::fromText(std::string_view tile_text, const Options& options, std::string_view source_name) {
+  return guarded<Result<Kernel>>("kiln::Kernel::fromText", [&]() -> Result<Kernel> {
+    ir::DiagEngine diag;
+    std::unique_ptr<ir::Kernel> kernel = ir::parseKernel(tile_text, std::string(source_name), diag);
+    if (!kernel) {
+      std::string m = diag.str();
+      while (!m.empty() && m.back() == '\n') m.pop_back();
+      return Error(m);
+    }
+    return build(*kernel, options, nullptr, [](auto impl) { return Kernel(std::move(impl)); });
+  });
+}
+
+Result<Kernel> Kernel::library(std::string_view name, std::string_view shape,
+                               const std::map<std::string, std::string>& library_options, const Options& options) {
+  return guarded<Result<Kernel>>("kiln::Kernel::library", [&]() -> Result<Kernel> {
+    kernels::LibraryRequest request;
+    request.name = name;
+    request.shape = shape;
+    request.options = library_options;
+    std::unique_ptr<ir::Kernel> kernel;
+    if (auto e = kernels::buildLibraryKernel(request, kernel)) return Error(*e);
+    return build(*kernel, options, &request, [](auto impl) { return Kernel(std::move(impl)); });
+  });
+}
+
+std::vector<std::pair<std::string, std::string>> Kernel::libraryKernels() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const kernels::LibraryKernelInfo& k : kernels::libraryKernels()) out.emplace_back(k.name, k.shape_fields);
+  return out;
+}
+
+Status Kernel::launch(std::span<const Arg> args) const {
+  return guarded<Status>("kiln::Kernel::launch", [&]() -> Status {
+    if (!impl_) return Error("launch of a moved-from kiln::Kernel");
+    const std::vector<Param>& ps = impl_->params;
+    if (args.size() != ps.size())
+      return Error(fmt::format("kernel @{} takes {} arguments but {} were given", impl_->name, ps.size(), args.size()));
+    std::vector<runtime::Arg> raw;
+    raw.reserve(args.size());
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const Param& p = ps[i];
+      const Arg& a = args[i];
+      const std::string where = fmt::format("kernel @{}, argument {} (%{}: {})", impl_->name, i, p.name, p.type());
+      if (a.kind_ != p.kind)
+        return Error(fmt::format("{}: expected a {} but got a {}", where, kindName(p.kind), kindName(a.kind_)));
+      if (p.kind == Param::Kind::I64) {
+        raw.push_back(runtime::Arg::i64(a.i64_));
+      } else if (p.kind == Param::Kind::F32) {
+        raw.push_back(runtime::Arg::f32(a.f32_));
+      } else {
+        if (!a.data_) return Error(where + ": the buffer is null");
+        if (static_cast<int64_t>(a.elements_) < p.elements())
+          return Error(fmt::format("{}: needs {} floats but the buffer holds {}", where, p.elements(), a.elements_));
+        if (a.read_only_ && p.written)
+          return Error(where +
+                       ": the kernel writes this parameter but it was passed as a read-only input "
+                       "(use kiln::Arg::output)");
+        raw.push_back(runtime::Arg::view(a.data_, static_cast<int64_t>(a.elements_ * sizeof(float))));
+      }
+    }
+    if (auto e = impl_->loaded->launch(raw)) return Error(fmt::format("kernel @{}: {}", impl_->name, *e));
+    return Status();
+  });
+}
+
+namespace {
+const Kernel::Impl& movedFrom() {
+  static const Kernel::Impl empty;
+  return empty;
+}
+}  // namespace
+
+const std::string& Kernel::name() const {
+  return (impl_ ? *impl_ : movedFrom()).name;
+}
+
+const std::vector<Param>& Kernel::params() const {
+  return (impl_ ? *impl_ : movedFrom()).params;
+}
+
+const Param* Kernel::param(std::string_view name) const {
+  for (const Param& p : params())
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+int Kernel::threads() const {
+  return impl_ ? impl_->loaded->threads() : 0;
+}
+
+const std::string& Kernel::report() const {
+  return (impl_ ? *impl_ : movedFrom()).report;
+}
+
+const std::string& Kernel::text() const {
+  return (impl_ ? *impl_ : movedFrom()).text;
+}
+
+Status useObjectCache(const std::string& dir, int64_t max_megabytes) {
+  return guarded<Status>("kiln::useObjectCache", [&]() -> Status {
+    if (dir == "off") {
+      driver::setObjectCache(nullptr);
+      return Status();
+    }
+    if (max_megabytes < 1) return Error(fmt::format("object cache size {} MB: must be at least 1", max_megabytes));
+    std::unique_ptr<jit::DiskObjectCache> cache;
+    if (dir.empty()) {
+      if (auto e = jit::cacheFromEnvironment(cache)) return Error(*e);
+    } else {
+      cache = std::make_unique<jit::DiskObjectCache>(dir, max_megabytes << 20);
+    }
+    driver::setObjectCache(std::shared_ptr<jit::ObjectCache>(std::move(cache)));
+    return Status();
+  });
+}
+
+}  // namespace kiln

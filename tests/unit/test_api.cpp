@@ -1,0 +1,211 @@
+// The public API (include/kiln/kernel.h), linked as a user links it: against libkiln.so only.
+// Kernels from the DSL, from text and from the library; launches on the test's own buffers;
+// every error a value naming what is wrong; the same bits across threads, ISA and concurrent
+// launches; the object cache.
+#include <gtest/gtest.h>
+#include <kiln/kiln.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace kiln::dsl;
+
+// y = x * a + 1 over n elements, 32 per program.
+BuildResult axpb(int64_t n) {
+  KernelBuilder kb("axpb");
+  View x = kb.view("x", {n});
+  View y = kb.view("y", {n});
+  Tile a = kb.scalarF32("a");
+  kb.parallel({{"p", (n + 31) / 32}}, [&](Idx p) {
+    Tile t = load(x, {p * 32}, {{"e", 32}});
+    store(t * a + 1.0, y, {p * 32}, {{"e", 32}});
+  });
+  return kb.finish();
+}
+
+std::vector<float> ramp(size_t n, float scale) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>(static_cast<int>(i % 97) - 48);
+  return v;
+}
+
+TEST(Api, DslKernelRunsOnUserBuffers) {
+  auto k = kiln::Kernel::compile(axpb(1000));
+  ASSERT_TRUE(k) << k.message();
+  EXPECT_EQ(k->name(), "axpb");
+  ASSERT_EQ(k->params().size(), 3u);
+  EXPECT_EQ(k->params()[0].type(), "f32[1000]");
+  EXPECT_TRUE(k->params()[0].read);
+  EXPECT_FALSE(k->params()[0].written);
+  EXPECT_TRUE(k->params()[1].written);
+  EXPECT_EQ(k->params()[2].kind, kiln::Param::Kind::F32);
+  std::vector<float> x = ramp(1000, 0.25f), y(1000, -7.0f);
+  kiln::Status s = k->launch({kiln::Arg::input(x), kiln::Arg::output(y), kiln::Arg::f32(3.0f)});
+  ASSERT_TRUE(s) << s.message();
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], x[i] * 3.0f + 1.0f) << i;
+  EXPECT_NE(k->report().find("\"knobs\""), std::string::npos);
+  EXPECT_NE(k->text().find("kernel @axpb"), std::string::npos);
+}
+
+TEST(Api, LaunchErrorsNameTheParameter) {
+  auto k = kiln::Kernel::compile(axpb(100));
+  ASSERT_TRUE(k) << k.message();
+  std::vector<float> x(100), y(100), small(99);
+  auto msg = [&](std::initializer_list<kiln::Arg> args) { return k->launch(args).message(); };
+  EXPECT_NE(msg({kiln::Arg::input(x), kiln::Arg::output(y)}).find("takes 3 arguments but 2 were given"),
+            std::string::npos);
+  EXPECT_NE(msg({kiln::Arg::input(small), kiln::Arg::output(y), kiln::Arg::f32(1)})
+                .find("argument 0 (%x: f32[100]): needs 100 floats but the buffer holds 99"),
+            std::string::npos);
+  EXPECT_NE(msg({kiln::Arg::input(x), kiln::Arg::input(y), kiln::Arg::f32(1)}).find("%y"), std::string::npos);
+  EXPECT_NE(msg({kiln::Arg::input(x), kiln::Arg::input(y), kiln::Arg::f32(1)}).find("read-only"), std::string::npos);
+  EXPECT_NE(msg({kiln::Arg::input(x), kiln::Arg::output(y), kiln::Arg::i64(1)})
+                .find("%a: f32): expected a f32 scalar but got a i64 scalar"),
+            std::string::npos);
+  EXPECT_NE(msg({kiln::Arg::input(nullptr, 100), kiln::Arg::output(y), kiln::Arg::f32(1)}).find("%x"),
+            std::string::npos);
+  EXPECT_NE(msg({kiln::Arg::f32(1), kiln::Arg::output(y), kiln::Arg::f32(1)}).find("expected a view"),
+            std::string::npos);
+  // Nothing was written by the refused launches.
+  for (float v : y) ASSERT_EQ(v, 0.0f);
+}
+
+TEST(Api, CompileErrorsAreValues) {
+  auto text = kiln::Kernel::fromText("kernel @k(%x: view<f32>[4]) {\n  parallel (%p) in (1) {\n    bogus\n  }\n}\n", {},
+                                     "mine.tile");
+  ASSERT_FALSE(text);
+  EXPECT_NE(text.message().find("mine.tile:3:"), std::string::npos) << text.message();
+  EXPECT_THROW((void)text.value(), kiln::BadResultAccess);
+
+  auto lib = kiln::Kernel::library("attention", "1,8,3,1,64,64,64");
+  ASSERT_FALSE(lib);
+  EXPECT_NE(lib.message().find("Hkv"), std::string::npos) << lib.message();
+  EXPECT_FALSE(kiln::Kernel::library("no_such_kernel", "1"));
+  auto opt = kiln::Kernel::library("rmsnorm", "4,64", {{"mask", "none"}});
+  ASSERT_FALSE(opt);
+  EXPECT_NE(opt.message().find("mask"), std::string::npos) << opt.message();
+
+  auto knob = kiln::Kernel::compile(axpb(10), kiln::Options().set("packet_width", "7"));
+  ASSERT_FALSE(knob);
+  EXPECT_NE(knob.message().find("packet_width"), std::string::npos) << knob.message();
+  EXPECT_FALSE(kiln::Kernel::compile(axpb(10), kiln::Options().set("no_such_knob", "1")));
+
+  KernelBuilder kb("bad");
+  View x = kb.view("x", {8});
+  kb.parallel({{"p", 1}}, [&](Idx) {
+    Tile a = load(x, {0}, {{"e", 8}});
+    Tile b = load(x, {0}, {{"f", 4}});
+    store(a + b, x, {0}, {{"e", 8}});  // line of the failing call
+  });
+  auto dsl = kiln::Kernel::compile(kb.finish());
+  ASSERT_FALSE(dsl);
+  EXPECT_NE(dsl.message().find("test_api.cpp:"), std::string::npos) << dsl.message();
+}
+
+TEST(Api, TextAndLibraryKernels) {
+  std::string tile;
+  {
+    FILE* f = std::fopen(KILN_SOURCE_DIR "/examples/elementwise.tile", "rb");
+    ASSERT_NE(f, nullptr);
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) tile.append(buf, n);
+    std::fclose(f);
+  }
+  auto gelu = kiln::Kernel::fromText(tile);
+  ASSERT_TRUE(gelu) << gelu.message();
+  std::vector<float> x = ramp(1000, 0.05f), y(1000);
+  ASSERT_TRUE(gelu->launch({kiln::Arg::input(x), kiln::Arg::output(y)}));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i], want = 0.5 * v * (1 + std::tanh(0.7978845608 * (v + 0.044715 * v * v * v)));
+    ASSERT_NEAR(y[i], want, 1e-5 + 1e-5 * std::abs(want)) << i;
+  }
+  const auto names = kiln::Kernel::libraryKernels();
+  EXPECT_GE(names.size(), 5u);
+  auto norm = kiln::Kernel::library("rmsnorm", "5,130", {{"eps", "1e-5"}});
+  ASSERT_TRUE(norm) << norm.message();
+  EXPECT_NE(norm->report().find("\"library\""), std::string::npos);
+  ASSERT_NE(norm->param("w"), nullptr);
+  EXPECT_EQ(norm->param("nope"), nullptr);
+}
+
+// Same bits at 1 and 2 threads, for AVX2 and AVX-512 code, and from concurrent launches of
+// one kernel (and of its copy).
+TEST(Api, SameBitsAcrossThreadsIsaAndConcurrentLaunches) {
+  const std::string shape = "1,8,2,3,333,64,48";
+  std::vector<kiln::Options> variants = {kiln::Options(), kiln::Options().set("threads", "2"),
+                                         kiln::Options().set("isa", "avx2")};
+  if (__builtin_cpu_supports("avx512f")) variants.push_back(kiln::Options().set("isa", "avx512"));
+  std::vector<std::vector<float>> inputs;
+  std::vector<std::vector<float>> outs;
+  for (const kiln::Options& o : variants) {
+    auto k = kiln::Kernel::library("attention", shape, {{"mask", "causal"}}, o);
+    ASSERT_TRUE(k) << k.message();
+    if (inputs.empty())
+      for (const kiln::Param& p : k->params())
+        if (!p.written) inputs.push_back(ramp(p.elements(), 0.01f * static_cast<float>(inputs.size() + 1)));
+    const kiln::Param* out = k->param("o");
+    ASSERT_NE(out, nullptr);
+    auto launchInto = [&](const kiln::Kernel& kernel, std::vector<float>& o) {
+      o.assign(out->elements(), 0.0f);
+      std::vector<kiln::Arg> args;
+      size_t next = 0;
+      for (const kiln::Param& p : kernel.params())
+        args.push_back(p.written ? kiln::Arg::output(o) : kiln::Arg::input(inputs[next++]));
+      return kernel.launch(args);
+    };
+    outs.emplace_back();
+    ASSERT_TRUE(launchInto(*k, outs.back()));
+    kiln::Kernel copy = *k;
+    std::vector<std::vector<float>> conc(4);
+    std::vector<kiln::Status> st(4);
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; ++t) ts.emplace_back([&, t] { st[t] = launchInto(t % 2 ? copy : *k, conc[t]); });
+    for (std::thread& t : ts) t.join();
+    for (int t = 0; t < 4; ++t) {
+      ASSERT_TRUE(st[t]) << st[t].message();
+      ASSERT_EQ(std::memcmp(conc[t].data(), outs.back().data(), 4 * conc[t].size()), 0) << "concurrent launch " << t;
+    }
+  }
+  for (size_t v = 1; v < outs.size(); ++v)
+    EXPECT_EQ(std::memcmp(outs[v].data(), outs[0].data(), 4 * outs[0].size()), 0) << "variant " << v;
+}
+
+TEST(Api, ObjectCache) {
+  const std::string dir = std::filesystem::temp_directory_path() / ("kiln-api-cache-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(kiln::useObjectCache(dir));
+  auto a = kiln::Kernel::compile(axpb(77));
+  auto b = kiln::Kernel::compile(axpb(77));
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(a->report().find("\"miss\""), std::string::npos) << a->report();
+  EXPECT_NE(b->report().find("\"hit\""), std::string::npos) << b->report();
+  EXPECT_FALSE(kiln::useObjectCache(dir, 0));
+  ASSERT_TRUE(kiln::useObjectCache("off"));
+  auto c = kiln::Kernel::compile(axpb(77));
+  ASSERT_TRUE(c);
+  EXPECT_NE(c->report().find("\"off\""), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Api, MovedFromKernelIsAnError) {
+  auto k = kiln::Kernel::compile(axpb(10));
+  ASSERT_TRUE(k);
+  kiln::Kernel moved = std::move(*k);
+  std::vector<float> x(10), y(10);
+  EXPECT_FALSE(
+      k->launch({kiln::Arg::input(x), kiln::Arg::output(y), kiln::Arg::f32(1)}));  // NOLINT(bugprone-use-after-move)
+  EXPECT_TRUE(moved.launch({kiln::Arg::input(x), kiln::Arg::output(y), kiln::Arg::f32(1)}));
+  EXPECT_NE(std::string(kiln::version()).find('.'), std::string::npos);
+  EXPECT_EQ(k->name(), "");
+  EXPECT_TRUE(k->params().empty());
+}
+
+}  // namespace
