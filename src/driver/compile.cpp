@@ -60,6 +60,7 @@ nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
   nlohmann::json conv = nlohmann::json::array();
   for (const plan::Conversion& c : lp.conversions)
     conv.push_back({{"at", where(c.at->loc)},
+                    {"made", c.after ? "once, after the definition at " + where(c.after->loc) : "before the mma"},
                     {"value", "%" + c.value->name},
                     {"kind", c.kind},
                     {"to_lane_dim", c.to_lane_dim},

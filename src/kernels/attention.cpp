@@ -85,8 +85,13 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
   View k = kb.view("k", {s.B, s.Hkv, s.K, s.D});
   View v = kb.view("v", {s.B, s.Hkv, s.K, s.Dv});
   View o = kb.view("o", {s.B, s.Hq, s.Q, s.Dv});
-  const std::vector<Dim> gm = {{"g", G}, {"m", BQ}}, gmn = {{"g", G}, {"m", BQ}, {"n", BK}};
-  const std::vector<Dim> gmdv = {{"g", G}, {"m", BQ}, {"dv", s.Dv}};
+  // Score and accumulator dims: the last one lies along the vector lanes (keys n, or queries m).
+  const bool qLanes = opt.queries_in_lanes;
+  const std::vector<Dim> gm = {{"g", G}, {"m", BQ}};
+  const std::vector<Dim> gmn =
+      qLanes ? std::vector<Dim>{{"g", G}, {"n", BK}, {"m", BQ}} : std::vector<Dim>{{"g", G}, {"m", BQ}, {"n", BK}};
+  const std::vector<Dim> gmdv = qLanes ? std::vector<Dim>{{"g", G}, {"dv", s.Dv}, {"m", BQ}}
+                                       : std::vector<Dim>{{"g", G}, {"m", BQ}, {"dv", s.Dv}};
 
   // The online softmax over KV blocks [lo, hi) of one program: its m, l and unnormalised acc.
   auto kvLoop = [&](Idx b, Idx kvh, Idx h0, Idx q0, IdxArg lo, IdxArg hi) {
@@ -152,7 +157,8 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
   });
   kb.parallel({{"b", s.B}, {"kvh", s.Hkv}, {"qb", nQB}}, [&](Idx b, Idx kvh, Idx qb) {
     Idx pi = prog(b, kvh, qb);
-    Carry m0{"m", kb.full(gm, -inf)}, l0{"l", kb.zeros(gm)}, acc0{"acc", kb.zeros(gmdv)};
+    const std::vector<Dim> merged = {{"g", G}, {"m", BQ}, {"dv", s.Dv}};  // as the partials are loaded
+    Carry m0{"m", kb.full(gm, -inf)}, l0{"l", kb.zeros(gm)}, acc0{"acc", kb.zeros(merged)};
     // m = max(m_a, m_b), alpha = e^(m_a - m), beta = e^(m_b - m), l = alpha l_a + beta l_b,
     // acc = alpha acc_a + beta acc_b; a chunk (or a row so far) with no valid key has m = -inf
     // and l = acc = 0, and m_safe keeps its factor at e^(-inf) = 0, never NaN.

@@ -32,6 +32,11 @@ struct AttentionOptions {
   // their own, whose partials a second phase merges in chunk order; 0 (or >= the number of
   // blocks): no split. The result depends on this number, never on the thread count.
   int64_t split_blocks = 0;
+  // Stacked heads: the queries of the block (dim m) along the vector lanes instead of the keys
+  // (dim n): scores are [g, n, m] and the accumulator [g, dv, m]; each key's K row is read as
+  // scalars broadcast over the queries, Q is transposed once per program, row max and sum are
+  // vertical, and a ragged K block costs no padding lanes. Same IR results (dims are named).
+  bool queries_in_lanes = false;
 };
 
 dsl::BuildResult attention(const AttentionShape& shape, const AttentionOptions& options = {});

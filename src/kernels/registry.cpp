@@ -45,6 +45,7 @@ struct Spec {
   int64_t block_q = 0, block_k = 0;  // attention
   int64_t split_blocks = 0;          // attention: KV blocks per chunk (0: no split)
   bool stack_heads = true, fused = true;
+  bool queries_in_lanes = false;  // attention --lanes
   bool causal = true;
   std::optional<double> scale;
   bool trans_b = false;  // gemm
@@ -145,6 +146,18 @@ Error optionFlag(const LibraryRequest& r, const std::string& name, bool& out) {
 
 // ---- attention ----
 
+// --lanes auto (stacked heads): the queries of a block along the lanes when there are at least
+// two vectors of them and either the keys would pad their KV blocks by more than 1/8 (a ragged
+// K: paired, 1,4,2,32,65,32,32 runs at 0.72 of the keys layout's time) or one query head per
+// program (1,8,8,128,512,64,64: 0.94). Else the keys: with several query heads per program the
+// queries layout reads a vector of P per accumulator row (1,16,8,256,256,64,64: 1.40;
+// 1,32,8,512,512,128,128 at 32x32: 1.36), and decode has too few queries to fill a vector.
+bool queriesInLanes(int64_t block_q, int64_t group, int64_t K, int64_t keys_block) {
+  if (block_q < 32 || K < 1) return false;
+  const int64_t padded = (K + keys_block - 1) / keys_block * keys_block;
+  return 8 * padded > 9 * K || (group == 1 && block_q >= 64);
+}
+
 Error attentionOptions(const LibraryRequest& r, Spec& s) {
   const int64_t Hq = s.shape[1], Hkv = s.shape[2], Q = s.shape[3];
   if (Hq % Hkv != 0)
@@ -154,6 +167,9 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
   if (auto e = optionChoice(r, "fma", {"fused", "unfused"}, fma)) return e;
   s.stack_heads = heads == "stacked";
   s.fused = fma == "fused";
+  std::string lanes = "auto";
+  if (auto e = optionChoice(r, "lanes", {"keys", "queries", "auto"}, lanes)) return e;
+  if (lanes == "queries" && !s.stack_heads) return "attention: --lanes queries needs --heads stacked";
   const int64_t widest = std::max(s.shape[5], s.shape[6]);
   if (s.stack_heads) {
     // Per shape class: a program's rows are group x BQ queries, up to 64 rows (decode: the
@@ -161,14 +177,19 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
     // kDefaultKvTileElements; never more than the keys there are (rounded up to 16).
     const int64_t group = Hq / Hkv;
     s.block_q = std::clamp<int64_t>(64 / group, 1, Q);
-    // The fewest blocks of at most that many keys, split evenly and rounded up to 16, so the
-    // last block is not mostly padding (K = 64 + 1: 2 x 48, not 64 + 1). Up to 96 keys are one
-    // block (K = 65: 1 x 80; kiln peers 1,4,2,32,65,32,32: 15.9 µs against 19.5 for 2 x 48);
-    // beyond that, blocks of 64 (decode 1,8,2,1,2053,80,96: 74 µs at 64, 79 at 112, 80 at 128).
+    // The fewest blocks of at most that many keys, split evenly. With the keys along the lanes,
+    // rounded up to 16 so the last block is not mostly padding (K = 64 + 1: 2 x 48, not 64 + 1);
+    // with the queries along the lanes keys are rows, and a block holds just the keys there are
+    // (K = 65: 1 x 65). Up to 96 keys are one block (K = 65, keys in lanes: 1 x 80; kiln peers
+    // 1,4,2,32,65,32,32: 15.9 µs against 19.5 for 2 x 48); beyond that, blocks of 64 (decode
+    // 1,8,2,1,2053,80,96: 74 µs at 64, 79 at 112, 80 at 128).
     const int64_t K = s.shape[4];
     const int64_t most = std::clamp<int64_t>(kDefaultKvTileElements / widest, 1, K <= 96 ? 96 : 64);
     const int64_t blocks = std::max<int64_t>(1, (K + most - 1) / most);
-    s.block_k = std::min(most, std::max<int64_t>(16, ((K + blocks - 1) / blocks + 15) / 16 * 16));
+    const int64_t even = (K + blocks - 1) / blocks;
+    const int64_t keysBlock = std::min(most, std::max<int64_t>(16, (even + 15) / 16 * 16));
+    s.queries_in_lanes = lanes == "auto" ? queriesInLanes(s.block_q, group, K, keysBlock) : lanes == "queries";
+    s.block_k = s.queries_in_lanes ? std::min(most, std::max<int64_t>(1, even)) : keysBlock;
   } else {
     s.block_q = Q == 1 ? 1 : 4;
     // 16 keys per block, fewer when a K or V tile of 16 rows would pass kDefaultKvTileElements.
@@ -194,6 +215,9 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
     s.block_q = *bq;
     s.block_k = *bk;
   }
+  if (r.options.count("block"))  // a given block: the rule on it
+    s.queries_in_lanes = s.stack_heads && (lanes == "auto" ? queriesInLanes(s.block_q, Hq / Hkv, s.shape[4], s.block_k)
+                                                           : lanes == "queries");
   // Split KV: a number of chunks fixed by the shape (never by the thread count).
   const int64_t nKB = (s.shape[4] + s.block_k - 1) / s.block_k;
   const int64_t programs = s.shape[0] * Hkv * ((Q + s.block_q - 1) / s.block_q);
@@ -238,6 +262,7 @@ AttentionOptions attentionOpts(const Spec& s) {
   o.stack_heads = s.stack_heads;
   o.fused = s.fused;
   o.split_blocks = s.split_blocks;
+  o.queries_in_lanes = s.queries_in_lanes;
   return o;
 }
 
@@ -280,12 +305,17 @@ const std::vector<Entry>& entries() {
                "--split N|auto|off   split the KV sequence into N chunks of whole KV blocks, run as programs of "
                "their own and merged in chunk order by a second phase (stacked heads; auto: when the kernel has "
                "fewer than 16 programs, enough chunks for 16, each of at least 4 KV blocks; default auto). The "
-               "chunks depend on the shape only, never on threads",
+               "chunks depend on the shape only, never on threads\n"
+               "--lanes keys|queries|auto   what lies along the vector lanes (stacked heads): the keys of a KV "
+               "block, or the queries of the block (scores [g,n,m]: K rows broadcast, Q transposed once per program, "
+               "no padding for a ragged K block); auto: queries when BQ >= 32 and either the keys would pad their "
+               "blocks by more than 1/8 or Hq = Hkv "
+               "(default auto). Same results either way",
                "softmax(scale q.k^T) v with GQA/MQA (query head h reads KV head h / (Hq/Hkv)); online softmax over KV "
                "blocks"},
               {"B", "Hq", "Hkv", "Q", "K", "D", "Dv"},
               {1, 1, 1, 1, 0, 1, 1},
-              {"block", "mask", "scale", "heads", "fma", "split"},
+              {"block", "mask", "scale", "heads", "fma", "split", "lanes"},
               attentionOptions,
               [](const Spec& s) {
                 AttentionShape a = attentionShape(s);
@@ -517,6 +547,7 @@ std::optional<std::string> libraryChoices(const LibraryRequest& request, std::ma
   auto origin = [&](const char* option) { return request.options.count(option) ? " (given)" : " (library default)"; };
   out["block"] = fmt::format("{}x{}{}", spec.block_q, spec.block_k, origin("block"));
   out["heads"] = spec.stack_heads ? "stacked" : "separate";
+  out["lanes"] = std::string(spec.queries_in_lanes ? "queries" : "keys") + origin("lanes");
   const int64_t nKB = (spec.shape[4] + spec.block_k - 1) / spec.block_k;
   auto split = request.options.find("split");
   const char* how = split == request.options.end() || split->second == "auto" ? " (auto)" : " (given)";

@@ -13,7 +13,8 @@
 // so those operands (through recipes) are panels.
 //
 // MMA rule: the accumulator's lane dim L. An operand holding L supplies vectors along L
-// (transposed once when L is not its last dim); an operand without L is read one element per
+// (transposed once when L is not its last dim: after its definition when that lies outside the
+// loops around the mma, else before the mma); an operand without L is read one element per
 // K step and splat (`vbroadcastss`). Accumulators form register tiles of block_rows x
 // block_chunks <= `accumulators` vectors (24 of 32 AVX-512 registers at W = 16; 12 of AVX2's 16
 // at W <= 8), each tile one K loop in ascending K: the IR's order, MUL then ADD or one FMA.
@@ -195,6 +196,8 @@ class LanePlanner {
         Conversion c;
         c.at = op;
         c.value = x;
+        // Loop-invariant operand: transposed once after its definition, not on every trip.
+        if (x->def && x->def->parent != op->parent && !ir::isLoop(x->def->kind)) c.after = x->def;
         c.kind = "transpose";
         c.to_lane_dim = m.lane_dim;
         c.rows = 1;

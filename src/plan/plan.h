@@ -77,9 +77,12 @@ struct Layout {
 };
 
 // An explicit layout change: `value` re-laid with `to_lane_dim` along the lanes (a transposed
-// panel), made once where `at` needs it.
+// panel), made once for `at`: right before it, or, when `value` is defined outside the loops
+// around `at` (e.g. a query tile read by every KV block), right after `value`'s definition
+// (`after`), so a loop reuses one panel instead of transposing it again on every trip.
 struct Conversion {
   const ir::Op* at = nullptr;
+  const ir::Op* after = nullptr;  // hoisted: emitted after this op (value's definition); null: before `at`
   const ir::Value* value = nullptr;
   std::string kind;  // "transpose"
   std::string to_lane_dim;

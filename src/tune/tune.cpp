@@ -32,7 +32,7 @@ double since(Clock::time_point t0) {
 
 // The options tuning chooses; a user who gives one of them keeps it.
 const std::set<std::string>& tunedOptions() {
-  static const std::set<std::string> s = {"block", "split"};
+  static const std::set<std::string> s = {"block", "split", "lanes"};
   return s;
 }
 
@@ -169,6 +169,11 @@ std::optional<std::string> candidates(const kernels::LibraryRequest& request, st
         if (bq > 1) add({{{"block", fmt::format("{}x{}", bq / 2, bk)}}, {}});
         if (bq * 2 <= Q) add({{{"block", fmt::format("{}x{}", bq * 2, bk)}}, {}});
       }
+    }
+    if (!request.options.count("lanes") && defaults["heads"] == "stacked" && Q > 1) {
+      // The other layout (docs/kernels.md, Lanes), with its own default blocks.
+      const bool queries = defaults["lanes"].rfind("queries", 0) == 0;
+      add({{{"lanes", queries ? "keys" : "queries"}}, {}});
     }
     if (!request.options.count("split") && defaults["heads"] == "stacked") {
       int64_t chunks = 0;

@@ -1,9 +1,9 @@
 // kiln tune: for a library kernel and shape (or a .tile kernel: knobs only), the legal candidates the library and
-// planner offer (attention: query/key blocks and the KV split; every kernel: the vector width), each checked against
-// the FP64 reference before it is timed, each timed against the current default with the bench's paired protocol
-// (A,B,B,A cycles; ratio = median of the paired ratios). A candidate is kept only when its whole ratio range is below 1
-// — a winner is never picked from noise — and the best kept one goes into the tuning database (docs/tune.md), which
-// `kiln run`, `kiln compile`, `kiln peers` and the library then use for that key.
+// planner offer (attention: query/key blocks, the KV split and the lanes layout; every kernel: the vector width), each
+// checked against the FP64 reference before it is timed, each timed against the current default with the bench's paired
+// protocol (A,B,B,A cycles; ratio = median of the paired ratios). A candidate is kept only when its whole ratio range
+// is below 1 — a winner is never picked from noise — and the best kept one goes into the tuning database
+// (docs/tune.md), which `kiln run`, `kiln compile`, `kiln peers` and the library then use for that key.
 #pragma once
 
 #include <functional>

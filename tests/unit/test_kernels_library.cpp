@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
@@ -105,7 +106,11 @@ TEST(Library, BadRequestsAreErrorsNamingTheParameter) {
       {req("attention", "1,8,2,1,16,8,8", {{"mask", "upper"}}), "--mask 'upper' is not one of causal|none"},
       {req("attention", "1,8,2,1,16,8,8", {{"scale", "inf"}}), "--scale 'inf' is not a finite number"},
       {req("attention", "1,8,2,1,16,8,8", {{"eps", "1e-5"}}),
-       "option --eps does not apply to attention (its options: --block, --mask, --scale, --heads, --fma, --split)"},
+       "option --eps does not apply to attention (its options: --block, --mask, --scale, --heads, --fma, --split, "
+       "--lanes)"},
+      {req("attention", "1,8,2,1,16,8,8", {{"lanes", "rows"}}), "--lanes 'rows' is not one of keys|queries|auto"},
+      {req("attention", "1,8,2,1,16,8,8", {{"lanes", "queries"}, {"heads", "separate"}}),
+       "--lanes queries needs --heads stacked"},
       {req("attention", "1,8,1,1,16,8,8", {{"block", "64x64"}}), "512 rows x 64 keys exceeds 16384"},
       {req("attention", "1,8,2,1,16,8,8", {{"heads", "all"}}), "--heads 'all' is not one of stacked|separate"},
       {req("attention", "1,8,2,1,16,8,8", {{"fma", "yes"}}), "--fma 'yes' is not one of fused|unfused"},
@@ -294,6 +299,46 @@ TEST(LibraryNative, AttentionEdgeCases) {
   expectNativePasses(req("attention", "1,2,2,2,5,4,4", {{"block", "2x1024"}}));  // BK > K
   expectNativePasses(req("attention", "1,4,4,6,6,7,9", {{"mask", "none"}, {"scale", "-2.5"}}));
   expectNativePasses(req("attention", "1,2,1,1,40,4096,8"));  // wide heads: default BK shrinks
+}
+
+// --lanes queries: the queries along the lanes (scores [g, n, m]). Same IR results as the keys
+// layout for the same blocks (dims are named), on every edge case; auto picks it only for
+// prefill with enough queries and a ragged K, or one query head per KV head.
+TEST(LibraryNative, AttentionQueriesInLanes) {
+  auto lanes = [](const LibraryRequest& r) {
+    std::map<std::string, std::string> c;
+    EXPECT_FALSE(libraryChoices(r, c));
+    return c["lanes"] + " " + c["block"];
+  };
+  EXPECT_EQ(lanes(req("attention", "1,4,2,32,65,32,32")), "queries (library default) 32x65 (library default)");
+  EXPECT_EQ(lanes(req("attention", "1,8,8,128,512,64,64")), "queries (library default) 64x64 (library default)");
+  EXPECT_EQ(lanes(req("attention", "1,16,8,256,256,64,64")), "keys (library default) 32x64 (library default)");
+  EXPECT_EQ(lanes(req("attention", "1,8,2,1,2053,80,96")), "keys (library default) 1x64 (library default)");
+  EXPECT_EQ(lanes(req("attention", "1,4,2,32,65,32,32", {{"lanes", "keys"}})), "keys (given) 32x80 (library default)");
+  const std::map<std::string, std::string> q = {{"lanes", "queries"}};
+  auto with = [](std::map<std::string, std::string> a, const std::map<std::string, std::string>& b) {
+    a.insert(b.begin(), b.end());
+    return a;
+  };
+  expectNativePasses(req("attention", "1,2,1,3,0,4,4", q));                                  // K = 0
+  expectNativePasses(req("attention", "1,2,1,9,4,4,4", with(q, {{"block", "4x2"}})));        // rows with no key
+  expectNativePasses(req("attention", "2,6,3,37,101,40,24", with(q, {{"block", "33x7"}})));  // ragged everything
+  expectNativePasses(req("attention", "1,4,4,70,33,16,48", with(q, {{"mask", "none"}})));
+  expectNativePasses(req("attention", "1,8,2,40,300,8,8", with(q, {{"split", "3"}})));  // split KV
+  // The same blocks in both layouts: identical bits.
+  for (const char* shape : {"1,4,2,32,65,32,32", "2,6,3,37,101,40,24"}) {
+    SCOPED_TRACE(shape);
+    std::vector<std::vector<float>> outs;
+    for (const char* l : {"keys", "queries"}) {
+      auto k = build(req("attention", shape, {{"lanes", l}, {"block", "16x32"}}));
+      ASSERT_TRUE(k);
+      std::vector<host::ParamData> in;
+      ASSERT_FALSE(host::makeInputs(*k, 3, {}, in));
+      outs.push_back(runNative(*k, in).at(outputIndex(*k)).data);
+    }
+    ASSERT_EQ(outs[0].size(), outs[1].size());
+    EXPECT_EQ(std::memcmp(outs[0].data(), outs[1].data(), 4 * outs[0].size()), 0);
+  }
 }
 
 TEST(LibraryNative, AttentionZeroKeysAndMaskedRowsGiveZeros) {

@@ -131,9 +131,29 @@ TEST(Lanes, DecodeAttentionPlan) {
   EXPECT_EQ(lanes["mma"][1]["operands"][1], "lane vectors");
   ASSERT_EQ(lanes["conversions"].size(), 1u);
   EXPECT_EQ(lanes["conversions"][0]["value"], "%kt");
+  EXPECT_EQ(lanes["conversions"][0]["made"], "before the mma");  // a new K tile every block
   EXPECT_EQ(lanes["counts_per_program_body"]["gathers"], 0);
   for (const auto& m : lanes["memory"]) EXPECT_EQ(m["access"], "vector") << m.dump();
   for (const auto& r : lanes["reductions"]) EXPECT_EQ(r["lanes_hold_partitions"], true) << r.dump();
+}
+
+TEST(Lanes, PrefillQueriesInLanesPlan) {
+  // --lanes queries: scores [g, n, m]. Q is transposed once per program (hoisted out of the KV
+  // loop, after its load), K and V rows are broadcast (no conversion), row max and sum are
+  // vertical, and the output is scattered once.
+  std::unique_ptr<kiln::ir::Kernel> k;
+  ASSERT_FALSE(kiln::kernels::buildLibraryKernel(
+      {"attention", "1,4,2,32,65,32,32", {{"mask", "none"}, {"lanes", "queries"}}}, k));
+  kiln::driver::Compilation c;
+  ASSERT_FALSE(kiln::driver::compile(*k, Knobs{}, c, kiln::driver::Stage::Plan).has_value());
+  const auto& lanes = c.report["lanes"];
+  ASSERT_EQ(lanes["conversions"].size(), 1u);
+  EXPECT_EQ(lanes["conversions"][0]["value"], "%qt");
+  EXPECT_EQ(lanes["conversions"][0]["to_lane_dim"], "m");
+  EXPECT_NE(lanes["conversions"][0]["made"].get<std::string>().find("once, after the definition"), std::string::npos);
+  for (const auto& r : lanes["reductions"]) EXPECT_EQ(r["direction"], "vertical") << r.dump();
+  EXPECT_EQ(lanes["counts_per_program_body"]["gathers"], 0);
+  EXPECT_GT(lanes["counts_per_program_body"]["scatters"], 0);
 }
 
 TEST(Lanes, StridedAccessIsAGatherAndCounted) {

@@ -26,7 +26,7 @@ struct KernelSource {
   std::string shape;
   // Library kernel options: name (without --) -> the CLI option that holds it.
   std::vector<std::pair<std::string, CLI::Option*>> kernel_options;
-  std::vector<std::string> values = std::vector<std::string>(10);
+  std::vector<std::string> values = std::vector<std::string>(11);
   bool trans_b = false;
 
   void add(CLI::App* app) {
@@ -45,6 +45,7 @@ struct KernelSource {
         {"heads", "attention: stacked (query heads of a KV head as rows) | separate"},
         {"fma", "attention, gemm: fused (mma steps rounded once) | unfused (MUL then ADD)"},
         {"split", "attention: N (KV chunks merged by a second phase) | auto | off"},
+        {"lanes", "attention: keys | queries | auto (what lies along the vector lanes)"},
     };
     for (size_t i = 0; i < std::size(opts); ++i)
       kernel_options.emplace_back(opts[i].first,

@@ -405,6 +405,8 @@ void LaneEmitter::emitRegion(const ir::Region* r) {
   for (const Op* op : r->ops) {
     if (op->kind == OpKind::Yield) continue;
     emitOp(op);
+    for (const plan::Conversion& c : lp_.conversions)
+      if (c.after == op && error_.empty()) emitConversion(c);
     if (!error_.empty()) {
       error_ = positionedError(op, error_);
       return;
@@ -424,7 +426,7 @@ void LaneEmitter::emitOp(const Op* op) {
     case OpKind::Reduce: emitReduce(op); return;
     case OpKind::Mma:
       for (const plan::Conversion& c : lp_.conversions)
-        if (c.at == op) emitConversion(c);
+        if (c.at == op && !c.after) emitConversion(c);
       emitMma(op);
       return;
     case OpKind::Extract: scalars_[op->results[0]->id] = emitExtract(op); return;
