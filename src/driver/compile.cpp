@@ -60,7 +60,9 @@ nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
   nlohmann::json conv = nlohmann::json::array();
   for (const plan::Conversion& c : lp.conversions)
     conv.push_back({{"at", where(c.at->loc)},
-                    {"made", c.after ? "once, after the definition at " + where(c.after->loc) : "before the mma"},
+                    {"made", c.fused   ? "in registers inside the mma (no panel)"
+                             : c.after ? "once, after the definition at " + where(c.after->loc)
+                                       : "before the mma"},
                     {"value", "%" + c.value->name},
                     {"kind", c.kind},
                     {"to_lane_dim", c.to_lane_dim},
@@ -73,7 +75,9 @@ nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
     const plan::LaneMma& m = lp.mma.at(op);
     nlohmann::json ops = nlohmann::json::array();
     for (int i = 0; i < 2; ++i)
-      ops.push_back(m.broadcast[i]         ? "broadcast per K step"
+      ops.push_back(m.broadcast[i] ? "broadcast per K step"
+                    : m.fused_transpose && m.conversion[i] >= 0
+                        ? "lane vectors (transposed in registers, consumed at once)"
                     : m.conversion[i] >= 0 ? "lane vectors (transposed)"
                                            : "lane vectors");
     mmas.push_back({{"at", where(op->loc)},

@@ -218,8 +218,34 @@ class LanePlanner {
         m.block_rows = std::max<int64_t>(1, std::min<int64_t>(al.rows, lp_.accumulators / m.block_chunks));
       }
       m.blocks = ((al.rows + m.block_rows - 1) / m.block_rows) * ((al.chunks + m.block_chunks - 1) / m.block_chunks);
+      planFusedTranspose(op, m);
       lp_.mma[op] = m;
     });
+  }
+
+  // Fused transpose: one operand converted before this mma (not hoisted), contracted along its
+  // own last dim (the only contracted dim) and 2-D apart from extent-1 dims; the other operand
+  // broadcast; at most 8 accumulator rows (8 accumulators + W transposed vectors + temporaries
+  // fit AVX-512's 32 registers); read from a view of at most kFusedTransposeViewBytes. Paired
+  // against the panel (AOT objects, one process): decode 1,8,2,1,2053,80,96 0.91, tail
+  // 1,6,2,1,2053,80,96 0.92, MHA decode 1,8,8,1,2048,64,64 0.95; but 1,32,8,1,4096,128,128 1.31:
+  // its 33 MB of K/V stream from DRAM, and the panel's transpose loop, loads only, keeps more
+  // of them in flight than loads interleaved with the FMA chains of a few rows.
+  void planFusedTranspose(const Op* op, LaneMma& m) {
+    int conv = -1;
+    for (int i = 0; i < 2; ++i)
+      if (m.conversion[i] >= 0) conv = i;
+    if (conv < 0 || m.conversion[1 - conv] >= 0 || !m.broadcast[1 - conv] || op->dims.size() != 1) return;
+    Conversion& c = lp_.conversions[m.conversion[conv]];
+    const Value* x = op->operands[conv];
+    if (c.after || c.rows != x->type.dims.back().extent || x->type.dims.back().name != op->dims[0]) return;
+    const Layout& al = L(op->operands[2]);
+    if (al.rows > 8 || p_.knobs.packet_width != 16 || lp_.register_lanes != 16) return;
+    if (!x->def || x->def->kind != OpKind::Load) return;
+    constexpr int64_t kFusedTransposeViewBytes = int64_t{8} << 20;
+    if (4 * x->def->operands[0]->type.numElements() > kFusedTransposeViewBytes) return;
+    m.fused_transpose = true;
+    c.fused = true;
   }
 
   void needLarge(const Value* v) {
@@ -369,7 +395,8 @@ class LanePlanner {
           L(r).slot = slot(L(r).vectors(), r->type.elem);
       }
     });
-    for (Conversion& c : lp_.conversions) c.slot = slot(c.rows * c.chunks, c.value->type.elem);
+    for (Conversion& c : lp_.conversions)
+      if (!c.fused) c.slot = slot(c.rows * c.chunks, c.value->type.elem);
   }
 
   void count(const ir::Region* r) {

@@ -83,6 +83,7 @@ struct Layout {
 struct Conversion {
   const ir::Op* at = nullptr;
   const ir::Op* after = nullptr;  // hoisted: emitted after this op (value's definition); null: before `at`
+  bool fused = false;             // consumed in registers by its mma (LaneMma::fused_transpose): no panel
   const ir::Value* value = nullptr;
   std::string kind;  // "transpose"
   std::string to_lane_dim;
@@ -99,6 +100,10 @@ struct LaneMma {
   int64_t blocks = 0;
   bool k_rolled = true;  // K walked by a loop per register tile (else unrolled)
   std::string k_reason;
+  // The transposed operand is not stored as a panel: per lane chunk of the accumulator, W x W
+  // blocks are loaded, transposed in registers and consumed at once by that chunk's rows (few
+  // rows, as decode attention's Q·Kᵀ); K still ascends for every accumulator element.
+  bool fused_transpose = false;
 };
 
 struct LaneReduce {

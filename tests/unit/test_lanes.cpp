@@ -95,6 +95,12 @@ TEST(Lanes, LibraryKernelsAreBitexactOnEveryWidthIsaAndThreadCount) {
       {"attention", "1,8,2,1,37,80,96", {{"mask", "none"}}},
       {"attention", "2,6,2,7,33,17,9", {{"mask", "causal"}}},
       {"attention", "1,3,3,5,1,8,8", {{"mask", "causal"}}},
+      // Decode with a fused transpose on 16-lane machines (few rows, a ragged last K chunk of D),
+      // the panel on 8-lane ones: the same bits.
+      {"attention", "1,16,2,1,50,130,8", {{"mask", "none"}, {"split", "off"}}},
+      {"attention", "1,3,1,1,70,40,24", {{"mask", "causal"}, {"split", "off"}, {"block", "1x48"}}},
+      // Prefill with the queries along the lanes (Q transposed once per program).
+      {"attention", "1,4,2,33,21,24,8", {{"mask", "causal"}, {"lanes", "queries"}}},
       {"attention", "1,4,1,3,19,16,24", {{"heads", "separate"}, {"fma", "unfused"}, {"block", "2x8"}}},
       {"gemm", "37,20,45", {}},
       {"gemm", "9,33,17", {{"trans-b", "true"}}},
@@ -126,12 +132,21 @@ TEST(Lanes, DecodeAttentionPlan) {
   const auto& lanes = c.report["lanes"];
   ASSERT_EQ(lanes["mma"].size(), 2u);
   EXPECT_EQ(lanes["mma"][0]["form"], "outer_product");
-  EXPECT_EQ(lanes["mma"][0]["operands"][1], "lane vectors (transposed)");
+  // Four rows: each 16x16 block of K is transposed in registers and consumed at once (on a
+  // 16-lane machine; the panel elsewhere), with the same bits.
+  const bool fused = __builtin_cpu_supports("avx512f");
+  EXPECT_EQ(lanes["mma"][0]["operands"][1],
+            fused ? "lane vectors (transposed in registers, consumed at once)" : "lane vectors (transposed)");
   EXPECT_EQ(lanes["mma"][0]["step"], "fma");
   EXPECT_EQ(lanes["mma"][1]["operands"][1], "lane vectors");
   ASSERT_EQ(lanes["conversions"].size(), 1u);
   EXPECT_EQ(lanes["conversions"][0]["value"], "%kt");
-  EXPECT_EQ(lanes["conversions"][0]["made"], "before the mma");  // a new K tile every block
+  EXPECT_EQ(lanes["conversions"][0]["made"], fused ? "in registers inside the mma (no panel)" : "before the mma");
+  Knobs avx2;
+  avx2.isa = "avx2";
+  kiln::driver::Compilation c2;
+  ASSERT_FALSE(kiln::driver::compile(*k, avx2, c2, kiln::driver::Stage::Plan).has_value());
+  EXPECT_EQ(c2.report["lanes"]["conversions"][0]["made"], "before the mma");  // 8-lane registers: the panel
   EXPECT_EQ(lanes["counts_per_program_body"]["gathers"], 0);
   for (const auto& m : lanes["memory"]) EXPECT_EQ(m["access"], "vector") << m.dump();
   for (const auto& r : lanes["reductions"]) EXPECT_EQ(r["lanes_hold_partitions"], true) << r.dump();

@@ -288,7 +288,9 @@ void LaneEmitter::emitMma(const Op* op) {
   std::vector<const Op*> direct;
   for (int i = 0; i < 2; ++i) {
     const ir::Value* x = op->operands[i];
-    if (lp_.layout[x->id].rep == LaneRep::Direct && lp_.mma.at(op).conversion[i] < 0) direct.push_back(x->def);
+    const plan::LaneMma& lm = lp_.mma.at(op);
+    if (lp_.layout[x->id].rep == LaneRep::Direct && (lm.conversion[i] < 0 || lm.fused_transpose))
+      direct.push_back(x->def);
   }
   const ir::Value* r = op->results[0];
   if (direct.empty() || r->type.isScalar()) {
@@ -322,7 +324,80 @@ void LaneEmitter::emitMma(const Op* op) {
   }
 }
 
+// Fused transpose (decode's Q·Kᵀ): for each lane chunk of the accumulator (W values of L), the
+// converted operand x[L, K] is read W x W at a time, transposed in registers, and each of the
+// W transposed vectors (one K value, W values of L) is consumed at once by every accumulator row
+// of that chunk: acc = fma(splat(other[row, k]), t, acc), K ascending for every element, the
+// same operations as the panel path in the same order, without the panel's stores and loads.
+void LaneEmitter::emitMmaFusedTranspose(const Op* op) {
+  const plan::LaneMma& lm = lp_.mma.at(op);
+  const int xi = lm.conversion[0] >= 0 ? 0 : 1;
+  const ir::Value* x = op->operands[xi];
+  const ir::Value* y = op->operands[1 - xi];
+  const ir::Value* acc = op->operands[2];
+  const ir::Value* r = op->results[0];
+  const ir::Type& xt = x->type;
+  const ir::Type& at = acc->type;
+  const plan::Conversion& c = lp_.conversions[lm.conversion[xi]];
+  const plan::Layout& al = lp_.layout[acc->id];
+  const plan::Layout& rl = lp_.layout[r->id];
+  const int li = xt.findDim(c.to_lane_dim), last = xt.rank() - 1;
+  const int64_t extL = xt.dims[li].extent, K = xt.dims[last].extent;
+  const int64_t full = K / w_, tail = K % w_;
+  ir::Type ct = ir::Type::tile(Elem::F32, {});  // the contracted dim
+  ct.dims.push_back(xt.dims[last]);
+  if (rl.rep == LaneRep::Vectors) vecs_[r->id].assign(rl.vectors(), nullptr);
+  std::vector<Coords> rcs;
+  for (int64_t row = 0; row < al.rows; ++row) rcs.push_back(rowCoords(at, Ix{nullptr, row}));
+  for (int64_t lb = 0; lb < al.chunks; ++lb) {
+    // The W x W block of x for this lane chunk and K chunk kc, transposed: vector j holds K
+    // value kc*W + j for W values of L (dims of extent 1 at 0).
+    auto block = [&](Ix kc) {
+      std::vector<llvm::Value*> v(w_);
+      Coords xcs(xt.rank(), Ix{nullptr, 0});
+      for (unsigned i = 0; i < w_; ++i) {
+        xcs[li] = Ix{nullptr, std::min<int64_t>(lb * w_ + i, extL - 1)};
+        v[i] = vec(x, rowOf(xt, xcs), kc);
+      }
+      transposeInRegisters(v);
+      return v;
+    };
+    auto steps = [&](Ix kc, int64_t count, std::vector<llvm::Value*> s) {
+      std::vector<llvm::Value*> t = block(kc);
+      for (int64_t j = 0; j < count; ++j) {
+        Coords kcoord = {add(mul(kc, w_), Ix{nullptr, j})};
+        for (int64_t row = 0; row < al.rows; ++row) {
+          llvm::Value* other = y->type.isScalar() ? scalar(y) : elem(y, mapCoords(y->type, at, rcs[row], &kcoord, &ct));
+          s[row] = ew_.multiplyAdd(splat(other), t[j], s[row], op->mma_policy);
+        }
+      }
+      return s;
+    };
+    std::vector<llvm::Value*> cur;
+    for (int64_t row = 0; row < al.rows; ++row) cur.push_back(vec(acc, Ix{nullptr, row}, Ix{nullptr, lb}));
+    if (lm.k_rolled && full > 1) {
+      cur = loop(b_.getInt64(0), b_.getInt64(full), 1, cur, [&](llvm::Value* kc, const std::vector<llvm::Value*>& s) {
+        return steps(Ix{kc, 0}, w_, s);
+      });
+    } else {
+      for (int64_t kc = 0; kc < full; ++kc) cur = steps(Ix{nullptr, kc}, w_, cur);
+    }
+    if (tail > 0) cur = steps(Ix{nullptr, full}, tail, cur);
+    for (int64_t row = 0; row < al.rows; ++row) {
+      const int64_t vi = row * al.chunks + lb;
+      if (rl.rep == LaneRep::Vectors)
+        vecs_[r->id][vi] = cur[row];
+      else
+        b_.CreateStore(cur[row], slotPtr(rl.slot, Elem::F32, Ix{nullptr, vi}));
+    }
+  }
+}
+
 void LaneEmitter::emitMmaTiles(const Op* op) {
+  if (lp_.mma.at(op).fused_transpose) {
+    emitMmaFusedTranspose(op);
+    return;
+  }
   const ir::Value* a = op->operands[0];
   const ir::Value* bv = op->operands[1];
   const ir::Value* acc = op->operands[2];

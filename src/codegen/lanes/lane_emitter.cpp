@@ -426,7 +426,7 @@ void LaneEmitter::emitOp(const Op* op) {
     case OpKind::Reduce: emitReduce(op); return;
     case OpKind::Mma:
       for (const plan::Conversion& c : lp_.conversions)
-        if (c.at == op && !c.after) emitConversion(c);
+        if (c.at == op && !c.after && !c.fused) emitConversion(c);
       emitMma(op);
       return;
     case OpKind::Extract: scalars_[op->results[0]->id] = emitExtract(op); return;

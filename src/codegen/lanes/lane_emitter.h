@@ -81,6 +81,7 @@ class LaneEmitter {
   void emitReduce(const ir::Op* op);
   void emitMma(const ir::Op* op);
   void emitMmaTiles(const ir::Op* op);
+  void emitMmaFusedTranspose(const ir::Op* op);  // LaneMma::fused_transpose
   void emitConversion(const plan::Conversion& c);
   void emitLoop(const ir::Op* op);
   llvm::Value* emitExtract(const ir::Op* op);
