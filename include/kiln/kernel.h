@@ -139,6 +139,7 @@ class Kernel {
 
  private:
   explicit Kernel(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  static Result<Kernel> fromImpl(Result<std::shared_ptr<const Impl>> impl);
   std::shared_ptr<const Impl> impl_;
 };
 

@@ -49,7 +49,17 @@ std::optional<std::string> knobsFrom(const Options& options, plan::Knobs& knobs)
   return std::nullopt;
 }
 
-Param::Kind kindOf(runtime::ParamKind k) {
+// Param::Kind mirrors runtime::ParamKind (the public header cannot include the runtime's).
+runtime::ParamKind runtimeKind(Param::Kind k) {
+  switch (k) {
+    case Param::Kind::View: return runtime::ParamKind::View;
+    case Param::Kind::I64: return runtime::ParamKind::I64;
+    case Param::Kind::F32: return runtime::ParamKind::F32;
+  }
+  return runtime::ParamKind::View;
+}
+
+Param::Kind publicKind(runtime::ParamKind k) {
   switch (k) {
     case runtime::ParamKind::View: return Param::Kind::View;
     case runtime::ParamKind::I64: return Param::Kind::I64;
@@ -59,17 +69,12 @@ Param::Kind kindOf(runtime::ParamKind k) {
 }
 
 const char* kindName(Param::Kind k) {
-  switch (k) {
-    case Param::Kind::View: return "view";
-    case Param::Kind::I64: return "i64 scalar";
-    case Param::Kind::F32: return "f32 scalar";
-  }
-  return "?";
+  return runtime::paramKindName(runtimeKind(k));
 }
 
 // Compiles and loads a verified kernel; `library` (optional) adds the library's choices to the report.
-Result<Kernel> build(const ir::Kernel& kernel, const Options& options, const kernels::LibraryRequest* library,
-                     const std::function<Result<Kernel>(std::shared_ptr<const Kernel::Impl>)>& wrap) {
+Result<std::shared_ptr<const Kernel::Impl>> build(const ir::Kernel& kernel, const Options& options,
+                                                  const kernels::LibraryRequest* library) {
   plan::Knobs knobs;
   if (auto e = knobsFrom(options, knobs)) return Error(*e);
   driver::Compilation c;
@@ -89,7 +94,7 @@ Result<Kernel> build(const ir::Kernel& kernel, const Options& options, const ker
   for (const runtime::ParamSpec& spec : impl->loaded->params()) {
     Param p;
     p.name = spec.name;
-    p.kind = kindOf(spec.kind);
+    p.kind = publicKind(spec.kind);
     p.shape = spec.shape;
     auto named = [&](const std::vector<ir::Value*>& vs) {
       return std::any_of(vs.begin(), vs.end(), [&](const ir::Value* v) { return v->name == spec.name; });
@@ -98,7 +103,7 @@ Result<Kernel> build(const ir::Kernel& kernel, const Options& options, const ker
     p.written = named(outs);
     impl->params.push_back(std::move(p));
   }
-  return wrap(std::move(impl));
+  return std::shared_ptr<const Kernel::Impl>(std::move(impl));
 }
 
 }  // namespace
@@ -114,9 +119,7 @@ int64_t Param::elements() const {
 }
 
 std::string Param::type() const {
-  if (kind == Kind::I64) return "i64";
-  if (kind == Kind::F32) return "f32";
-  return fmt::format("f32[{}]", fmt::join(shape, ","));
+  return runtime::describe(runtime::ParamSpec{name, runtimeKind(kind), shape, 0});
 }
 
 Arg Arg::input(const float* data, std::size_t elements) {
@@ -150,6 +153,11 @@ Arg Arg::f32(float value) {
 
 Kernel::~Kernel() = default;
 
+Result<Kernel> Kernel::fromImpl(Result<std::shared_ptr<const Impl>> impl) {
+  if (!impl) return impl.error();
+  return Kernel(std::move(*impl));
+}
+
 Result<Kernel> Kernel::compile(const dsl::BuildResult& built, const Options& options) {
   return guarded<Result<Kernel>>("kiln::Kernel::compile", [&]() -> Result<Kernel> {
     if (!built.kernel) {
@@ -157,7 +165,7 @@ Result<Kernel> Kernel::compile(const dsl::BuildResult& built, const Options& opt
       while (!m.empty() && m.back() == '\n') m.pop_back();
       return Error(m.empty() ? "the DSL build produced no kernel" : "the DSL build failed:\n" + m);
     }
-    return build(*built.kernel, options, nullptr, [](auto impl) { return Kernel(std::move(impl)); });
+    return fromImpl(build(*built.kernel, options, nullptr));
   });
 }
 
@@ -170,7 +178,7 @@ Result<Kernel> Kernel::fromText(std::string_view tile_text, const Options& optio
       while (!m.empty() && m.back() == '\n') m.pop_back();
       return Error(m);
     }
-    return build(*kernel, options, nullptr, [](auto impl) { return Kernel(std::move(impl)); });
+    return fromImpl(build(*kernel, options, nullptr));
   });
 }
 
@@ -183,7 +191,7 @@ Result<Kernel> Kernel::library(std::string_view name, std::string_view shape,
     request.options = library_options;
     std::unique_ptr<ir::Kernel> kernel;
     if (auto e = kernels::buildLibraryKernel(request, kernel)) return Error(*e);
-    return build(*kernel, options, &request, [](auto impl) { return Kernel(std::move(impl)); });
+    return fromImpl(build(*kernel, options, &request));
   });
 }
 

@@ -51,20 +51,19 @@ std::string cHeader(const ir::Kernel& kernel, const plan::Knobs& knobs, const st
                     const nlohmann::json& report, const std::string& object_name) {
   const std::string P = prefix, U = upper(prefix);
   const jit::HostTarget& host = jit::hostTarget();
-  std::string cpu, features;
+  const jit::TargetCpu target = jit::targetCpu(knobs.isa);
+  const std::string& cpu = target.cpu;
+  std::string features;
   if (knobs.isa == "avx2") {
-    cpu = "x86-64-v3";
     features = "AVX2, FMA, BMI1/2, F16C, LZCNT, MOVBE (x86-64-v3)";
   } else if (knobs.isa == "avx512") {
-    cpu = "x86-64-v4";
     features = "AVX-512 F/BW/CD/DQ/VL and all of x86-64-v3 (x86-64-v4)";
   } else {
-    cpu = host.cpu;
-    features = "those of the compiling machine (" + host.cpu + "):";
+    features = "those of the compiling machine (" + cpu + "):";
     size_t at = 0;
-    while (at < host.features.size()) {  // the "+name" entries of the sorted list
-      size_t end = std::min(host.features.find(',', at), host.features.size());
-      if (host.features[at] == '+') features += " " + host.features.substr(at + 1, end - at - 1) + ",";
+    while (at < target.features.size()) {  // the "+name" entries of the sorted list
+      size_t end = std::min(target.features.find(',', at), target.features.size());
+      if (target.features[at] == '+') features += " " + target.features.substr(at + 1, end - at - 1) + ",";
       at = end + 1;
     }
     if (features.back() == ',') features.pop_back();

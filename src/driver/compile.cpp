@@ -207,9 +207,7 @@ void objectFacts(const plan::Knobs& knobs, const codegen::Lowered& lowered, cons
   r["object"] = {{"bytes", obj.object_bytes.size()}, {"sha256", obj.object_sha256}};
   const jit::HostTarget& host = jit::hostTarget();
   r["target"] = {{"triple", host.triple},
-                 {"cpu", knobs.isa == "avx2"     ? "x86-64-v3"
-                         : knobs.isa == "avx512" ? "x86-64-v4"
-                                                 : host.cpu},
+                 {"cpu", jit::targetCpu(knobs.isa).cpu},
                  {"isa", knobs.isa},
                  {"llvm_version", host.llvm_version}};
   r["precision"] = knobs.fast_math ? "fast_math" : "precise";
@@ -335,7 +333,8 @@ jit::ObjectCacheKey cacheKey(const ir::Kernel& kernel, const plan::Knobs& knobs,
   if (exports.symbol_prefix != ExportOptions().symbol_prefix)
     key.knobs += "symbol_prefix=" + exports.symbol_prefix + "\n";
   const jit::HostTarget& host = jit::hostTarget();
-  key.cpu = knobs.isa == "avx2" ? "x86-64-v3" : knobs.isa == "avx512" ? "x86-64-v4" : host.cpu + " " + host.features;
+  const jit::TargetCpu target = jit::targetCpu(knobs.isa);
+  key.cpu = target.features.empty() ? target.cpu : target.cpu + " " + target.features;
   key.llvm_version = host.llvm_version;
   key.kiln_version = jit::kilnBuildId();
   return key;

@@ -115,6 +115,13 @@ int64_t compilationsInThisProcess() {
   return compilations.load();
 }
 
+TargetCpu targetCpu(const std::string& isa) {
+  if (isa == "native") return {hostTarget().cpu, hostTarget().features};
+  if (isa == "avx2") return {"x86-64-v3", ""};
+  if (isa == "avx512") return {"x86-64-v4", ""};
+  return {};
+}
+
 llvm::Expected<CompiledObject> compileToObject(std::unique_ptr<llvm::Module> module, const JitOptions& options) {
   compilations.fetch_add(1);
   initializeNativeTarget();
@@ -125,18 +132,10 @@ llvm::Expected<CompiledObject> compileToObject(std::unique_ptr<llvm::Module> mod
   std::string lookup_error;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, lookup_error);
   if (!target) return error("no LLVM target for host triple '" + host.triple + "': " + lookup_error);
-  std::string cpu = host.cpu, features = host.features;
-  if (options.isa == "avx2") {
-    cpu = "x86-64-v3";
-    features.clear();
-  } else if (options.isa == "avx512") {
-    if (host.features.find("+avx512f") == std::string::npos)
-      return error("isa=avx512: this host's CPU (" + host.cpu + ") has no AVX-512F; use isa=avx2 or isa=native");
-    cpu = "x86-64-v4";
-    features.clear();
-  } else if (options.isa != "native") {
-    return error("unknown isa '" + options.isa + "' (legal: native, avx2, avx512)");
-  }
+  const auto [cpu, features] = targetCpu(options.isa);
+  if (cpu.empty()) return error("unknown isa '" + options.isa + "' (legal: native, avx2, avx512)");
+  if (options.isa == "avx512" && host.features.find("+avx512f") == std::string::npos)
+    return error("isa=avx512: this host's CPU (" + host.cpu + ") has no AVX-512F; use isa=avx2 or isa=native");
   std::unique_ptr<llvm::TargetMachine> machine(
       target->createTargetMachine(triple, cpu, features, targetOptions(options), llvm::Reloc::PIC_,
                                   llvm::CodeModel::Small, llvm::CodeGenOptLevel::Default));

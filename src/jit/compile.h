@@ -38,6 +38,14 @@ struct HostTarget {
 };
 const HostTarget& hostTarget();
 
+// The CPU an `isa` compiles for: "native" → the host's CPU name and features; "avx2" →
+// x86-64-v3 and "avx512" → x86-64-v4 (features empty: the level's own). Other names: cpu "".
+struct TargetCpu {
+  std::string cpu;
+  std::string features;
+};
+TargetCpu targetCpu(const std::string& isa);
+
 // Registers the native target, its asm printer and parser; thread-safe, idempotent.
 void initializeNativeTarget();
 

@@ -198,6 +198,26 @@ void LaneEmitter::transposeInRegisters(std::vector<llvm::Value*>& r) {
 
 // ---------------------------------------------------------------- mma
 
+// W values of x's dim `li` from lb*W (clamped to its last index), at coords `xcs` otherwise,
+// chunk xc of x's lane dim: W vectors loaded, then transposed in registers, so vector j holds
+// lane-dim value xc*W + j for W consecutive values of dim li.
+std::vector<llvm::Value*> LaneEmitter::transposedBlock(const ir::Value* x, int li, Ix lb, Coords xcs, Ix xc) {
+  const ir::Type& xt = x->type;
+  const int64_t extL = xt.dims[li].extent;
+  std::vector<llvm::Value*> r(w_);
+  for (unsigned i = 0; i < w_; ++i) {
+    Ix l = add(mul(lb, w_), Ix{nullptr, i});
+    if (l.isConst())
+      l.c = std::min(l.c, extL - 1);
+    else
+      l = Ix{b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, l.v, b_.getInt64(extL - 1)), 0};
+    xcs[li] = l;
+    r[i] = vec(x, rowOf(xt, xcs), xc);
+  }
+  transposeInRegisters(r);
+  return r;
+}
+
 // Transpose of `x` so that `to_lane_dim` (L) lies along the lanes: W source vectors (W
 // consecutive values of L, one chunk of x's own lane dim) are loaded, transposed in registers
 // (log2 W stages of two-source shuffles, each swapping the off-diagonal blocks) and stored as
@@ -208,7 +228,7 @@ void LaneEmitter::emitConversion(const plan::Conversion& c) {
   const plan::Layout& xl = lp_.layout[x->id];
   const int li = xt.findDim(c.to_lane_dim);
   const int last = xt.rank() - 1;
-  const int64_t extL = xt.dims[li].extent, extLast = xt.dims[last].extent;
+  const int64_t extLast = xt.dims[last].extent;
   ir::Type outerT = ir::Type::tile(xt.elem, {});
   for (int d = 0; d < last; ++d)
     if (d != li) outerT.dims.push_back(xt.dims[d]);
@@ -242,17 +262,7 @@ void LaneEmitter::emitConversion(const plan::Conversion& c) {
       Ix lb = rem(rest, lBlocks), o = div(rest, lBlocks);
       Coords oc = rowCoords(outerT, o);
       Coords xcs = mapCoords(xt, outerT, oc);
-      std::vector<llvm::Value*> r(w_);
-      for (unsigned i = 0; i < w_; ++i) {
-        Ix l = add(mul(lb, w_), Ix{nullptr, i});
-        if (l.isConst())
-          l.c = std::min(l.c, extL - 1);
-        else
-          l = Ix{b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, l.v, b_.getInt64(extL - 1)), 0};
-        xcs[li] = l;
-        r[i] = vec(x, rowOf(xt, xcs), xc);
-      }
-      transposeInRegisters(r);
+      std::vector<llvm::Value*> r = transposedBlock(x, li, lb, xcs, xc);
       // Target row: x's dims without L, row-major (x's lane dim innermost); target chunk: lb.
       Ix oRow = rowOf(outerT, oc);
       for (unsigned t = 0; t < w_; ++t) {
@@ -342,7 +352,7 @@ void LaneEmitter::emitMmaFusedTranspose(const Op* op) {
   const plan::Layout& al = lp_.layout[acc->id];
   const plan::Layout& rl = lp_.layout[r->id];
   const int li = xt.findDim(c.to_lane_dim), last = xt.rank() - 1;
-  const int64_t extL = xt.dims[li].extent, K = xt.dims[last].extent;
+  const int64_t K = xt.dims[last].extent;
   const int64_t full = K / w_, tail = K % w_;
   ir::Type ct = ir::Type::tile(Elem::F32, {});  // the contracted dim
   ct.dims.push_back(xt.dims[last]);
@@ -350,20 +360,9 @@ void LaneEmitter::emitMmaFusedTranspose(const Op* op) {
   std::vector<Coords> rcs;
   for (int64_t row = 0; row < al.rows; ++row) rcs.push_back(rowCoords(at, Ix{nullptr, row}));
   for (int64_t lb = 0; lb < al.chunks; ++lb) {
-    // The W x W block of x for this lane chunk and K chunk kc, transposed: vector j holds K
-    // value kc*W + j for W values of L (dims of extent 1 at 0).
-    auto block = [&](Ix kc) {
-      std::vector<llvm::Value*> v(w_);
-      Coords xcs(xt.rank(), Ix{nullptr, 0});
-      for (unsigned i = 0; i < w_; ++i) {
-        xcs[li] = Ix{nullptr, std::min<int64_t>(lb * w_ + i, extL - 1)};
-        v[i] = vec(x, rowOf(xt, xcs), kc);
-      }
-      transposeInRegisters(v);
-      return v;
-    };
     auto steps = [&](Ix kc, int64_t count, std::vector<llvm::Value*> s) {
-      std::vector<llvm::Value*> t = block(kc);
+      // Vector j: K value kc*W + j for the W values of L of this chunk (other dims of extent 1).
+      std::vector<llvm::Value*> t = transposedBlock(x, li, Ix{nullptr, lb}, Coords(xt.rank(), Ix{nullptr, 0}), kc);
       for (int64_t j = 0; j < count; ++j) {
         Coords kcoord = {add(mul(kc, w_), Ix{nullptr, j})};
         for (int64_t row = 0; row < al.rows; ++row) {

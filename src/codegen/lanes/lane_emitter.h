@@ -108,6 +108,7 @@ class LaneEmitter {
   std::map<int, llvm::Value*> spilled_;
   bool spillable(const ir::Value* v) const;
   void transposeInRegisters(std::vector<llvm::Value*>& vectors);  // W x W, in place
+  std::vector<llvm::Value*> transposedBlock(const ir::Value* x, int li, Ix lb, Coords xcs, Ix xc);
   void spill(const ir::Value* v);
   std::string error_;
   std::vector<const ir::Op*> inside_;  // loads known (by a branch) to lie inside their views
