@@ -408,13 +408,9 @@ void Emitter::emitLoop(const Op* op) {
     // A carried snapshot yielded in another's place (e.g. a swap) is staged in a temporary
     // first, so that no copy reads storage an earlier copy has overwritten.
     std::vector<std::pair<size_t, llvm::Value*>> staged;
-    for (size_t i = 0; i < nc; ++i) {
-      const ir::Value* arg = body->args[i + 1];
+    for (size_t i : p_.staged_carries.at(op)) {
       const ir::Value* y = yield->operands[i];
-      if (p_.repOf(arg) != plan::Rep::Snapshot || y == arg || y->origin != ir::Value::Origin::RegionArg ||
-          y->region != body)
-        continue;
-      int64_t n = arg->type.numElements();
+      int64_t n = body->args[i + 1]->type.numElements();
       llvm::IRBuilder<>::InsertPointGuard guard(b_);
       b_.SetInsertPoint(&f_->getEntryBlock(), f_->getEntryBlock().getFirstInsertionPt());
       auto* tmp = b_.CreateAlloca(llvm::ArrayType::get(vecTy(y->type.elem), static_cast<uint64_t>(n)));

@@ -4,6 +4,8 @@
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/IntrinsicInst.h>
+#include <llvm/IR/Operator.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -29,6 +31,62 @@ void realized(const llvm::Function& body, Lowered& out) {
       if (llvm::isa<llvm::AllocaInst>(i)) ++out.realized_allocas;
   }
 }
+
+}  // namespace
+
+plan::LaneCode realizedLaneCode(const llvm::Function& program, int64_t w) {
+  plan::LaneCode n;
+  // Lanes of a vector type (0 for scalars and one-lane vectors).
+  auto lanes = [](const llvm::Type* t) -> int64_t {
+    const auto* v = llvm::dyn_cast<llvm::FixedVectorType>(t);
+    return v && v->getNumElements() > 1 ? v->getNumElements() : 0;
+  };
+  // View memory: an address not derived from a private array.
+  auto view = [](const llvm::Value* ptr) {
+    while (const auto* g = llvm::dyn_cast<llvm::GEPOperator>(ptr)) ptr = g->getPointerOperand();
+    return !llvm::isa<llvm::AllocaInst>(ptr);
+  };
+  int64_t loadLanes = 0, storeLanes = 0, gatherLanes = 0, scatterLanes = 0;
+  for (const llvm::BasicBlock& bb : program) {
+    if (bb.getName().starts_with(kLoopHeaderName)) ++n.loops;
+    for (const llvm::Instruction& i : bb) {
+      if (llvm::isa<llvm::AllocaInst>(i)) ++n.allocas;
+      if (const auto* l = llvm::dyn_cast<llvm::LoadInst>(&i)) {
+        if (view(l->getPointerOperand())) loadLanes += lanes(l->getType());
+      } else if (const auto* s = llvm::dyn_cast<llvm::StoreInst>(&i)) {
+        if (view(s->getPointerOperand())) storeLanes += lanes(s->getValueOperand()->getType());
+      } else if (const auto* sh = llvm::dyn_cast<llvm::ShuffleVectorInst>(&i)) {
+        const bool twoSources =
+            !llvm::isa<llvm::UndefValue>(sh->getOperand(0)) && !llvm::isa<llvm::UndefValue>(sh->getOperand(1));
+        if (twoSources && lanes(sh->getType()) == w && lanes(sh->getOperand(0)->getType()) == w) ++n.shuffles;
+      } else if (const auto* call = llvm::dyn_cast<llvm::IntrinsicInst>(&i)) {
+        switch (call->getIntrinsicID()) {
+          case llvm::Intrinsic::masked_load:
+            if (view(call->getArgOperand(0))) loadLanes += lanes(call->getType());
+            break;
+          case llvm::Intrinsic::masked_store:
+            if (view(call->getArgOperand(1))) storeLanes += lanes(call->getArgOperand(0)->getType());
+            break;
+          case llvm::Intrinsic::masked_gather: gatherLanes += lanes(call->getType()); break;
+          case llvm::Intrinsic::masked_scatter: scatterLanes += lanes(call->getArgOperand(0)->getType()); break;
+          case llvm::Intrinsic::fma:
+            if (lanes(call->getType()) > 0) ++n.fmas;
+            break;
+          default: break;
+        }
+      }
+    }
+  }
+  // W-lane vectors (a register-wide piece of a split load is a fraction of one; rounded up).
+  auto vectors = [w](int64_t l) { return (l + w - 1) / w; };
+  n.vector_loads = vectors(loadLanes);
+  n.vector_stores = vectors(storeLanes);
+  n.gathers = vectors(gatherLanes);
+  n.scatters = vectors(scatterLanes);
+  return n;
+}
+
+namespace {
 
 // void NAME(ptr params, i64 begin, i64 end, ptr record): the blocks of one root domain.
 // `masked` runs `w` programs from `first` (lanes past the domain masked); `full` (optional) the
@@ -182,6 +240,8 @@ std::optional<std::string> lowerDomain(const ir::Kernel& kernel, const plan::Pla
     llvm::Function* body = lanes.emitProgram(prefix + "kiln_program", error);
     if (!body) return error;
     realized(*body, out);
+    out.lanes = true;
+    out.lane_code = realizedLaneCode(*body, plan.knobs.packet_width);
     out.full_packet_decision = "not_applicable";
     blocks = emitBlocks(m, plan, nullptr, body, 1, name, exported);
     return std::nullopt;

@@ -29,7 +29,14 @@ struct Lowered {
   // What the emitted (pre-optimisation) masked body realizes, for checking the plan.
   int64_t realized_allocas = 0;
   int64_t realized_loops = 0;
+  // The lane realization: what the emitted program's code holds (plan::LaneCode), counted in
+  // the LLVM IR before optimisation.
+  bool lanes = false;
+  plan::LaneCode lane_code;
 };
+
+// What a lane program's emitted code holds (plan::LaneCode), for W-lane vectors.
+plan::LaneCode realizedLaneCode(const llvm::Function& program, int64_t w);
 
 std::optional<std::string> lower(const ir::Kernel& kernel, const plan::Plan& plan, llvm::LLVMContext& ctx,
                                  Lowered& out);

@@ -73,6 +73,7 @@ std::optional<std::string> check(const ir::Kernel& kernel, const plan::Knobs& kn
   Compilation c;
   if (auto e = compile(kernel, knobs, c, Stage::Obj)) return e;
   out.compile_ms = c.report.value("compile_ms", 0.0);
+  if (auto e = planDisagreesWithCode(c.report)) out.plan_vs_code = *e;
   if (c.report.contains("cache")) {
     out.cache = c.report["cache"].value("status", "off");
     out.cache_saved_ms = c.report["cache"].value("saved_ms", 0.0);

@@ -37,6 +37,9 @@ struct CheckResult {
   double compile_ms = 0.0;      // compile() time (a cache hit: reading the entry)
   std::string cache = "off";    // the object cache: hit | miss | off
   double cache_saved_ms = 0.0;  // hit: the compile time the entry recorded
+  // Where the plan's prediction of the code differs from the emitted code
+  // (planDisagreesWithCode); empty when they agree. Tests require it empty.
+  std::string plan_vs_code;
   // Every parameter after the native launch (its outputs written): `kiln run --output`.
   std::vector<host::ParamData> native;
 };

@@ -38,8 +38,19 @@ nlohmann::json knobsJson(const plan::Knobs& k) {
   return j;
 }
 
+nlohmann::json laneCodeJson(const plan::LaneCode& n) {
+  return {{"vector_loads", n.vector_loads},
+          {"vector_stores", n.vector_stores},
+          {"gathers", n.gathers},
+          {"scatters", n.scatters},
+          {"fma_vectors", n.fmas},
+          {"shuffles", n.shuffles},
+          {"loops", n.loops},
+          {"allocas", n.allocas}};
+}
+
 // The lane realization's decisions: every tile value's layout, the conversions, the mma
-// register tiles, the reductions and loads/stores, and the per-program vector work.
+// register tiles, the reductions and loads/stores, and the code they make per program.
 nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
   const plan::LanePlan& lp = p.lanes;
   nlohmann::json j;
@@ -109,18 +120,43 @@ nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
                    {"access", lp.access.at(op) == plan::LaneAccess::Vector ? "vector" : "gather"}});
   });
   j["memory"] = acc;
-  const plan::LaneCounts& n = lp.counts;
-  j["counts_per_program_body"] = {{"vector_loads", n.vector_loads},
-                                  {"vector_stores", n.vector_stores},
-                                  {"gathers", n.gathers},
-                                  {"scatters", n.scatters},
-                                  {"fma_vectors", n.fmas},
-                                  {"transposed_vectors", n.conversions_vectors},
-                                  {"note", "per execution of each op (loop bodies once)"}};
+  j["code_per_program"] = {
+      {"predicted", laneCodeJson(lp.code)},
+      {"note",
+       "the code of one program: each loop body once, both copies of an edge split; memory in W-lane "
+       "vectors of view memory; shuffles = two-source W-lane permutations (transposes)"}};
   return j;
 }
 
 }  // namespace
+
+std::optional<std::string> planDisagreesWithCode(const nlohmann::json& report) {
+  auto one = [](const nlohmann::json& r, const std::string& where) -> std::optional<std::string> {
+    if (r.contains("resources") && r["resources"].contains("realized_loops") &&
+        r["resources"].contains("runtime_loops")) {
+      const nlohmann::json& res = r["resources"];
+      for (auto [predicted, realized] :
+           {std::pair{"runtime_loops", "realized_loops"}, std::pair{"snapshot_allocas", "realized_allocas"}})
+        if (res[predicted] != res[realized])
+          return fmt::format("{}{} {} predicted, {} realized", where, predicted, res[predicted].dump(),
+                             res[realized].dump());
+    }
+    if (r.contains("lanes") && r["lanes"].contains("code_per_program") &&
+        r["lanes"]["code_per_program"].contains("realized")) {
+      const nlohmann::json& c = r["lanes"]["code_per_program"];
+      for (const auto& [key, value] : c["predicted"].items())
+        if (c["realized"].value(key, nlohmann::json()) != value)
+          return fmt::format("{}lane code {}: {} predicted, {} realized", where, key, value.dump(),
+                             c["realized"].value(key, nlohmann::json()).dump());
+    }
+    return std::nullopt;
+  };
+  if (auto e = one(report, "")) return e;
+  if (report.contains("phases"))
+    for (const nlohmann::json& ph : report["phases"])
+      if (auto e = one(ph, fmt::format("phase {}: ", ph.value("phase", 0)))) return e;
+  return std::nullopt;
+}
 
 nlohmann::json planJson(const ir::Kernel& kernel, const plan::Plan& p) {
   nlohmann::json j;
@@ -311,6 +347,7 @@ std::optional<std::string> compilePhased(const ir::Kernel& kernel, const plan::K
     pr["resources"]["realized_allocas"] = perPhase[i].realized_allocas;
     pr["resources"]["realized_loops"] = perPhase[i].realized_loops;
     pr["full_packet"] = loweringFacts(knobs, perPhase[i]);
+    if (perPhase[i].lanes) pr["lanes"]["code_per_program"]["realized"] = laneCodeJson(perPhase[i].lane_code);
   }
   objectFacts(knobs, lowered, *obj, ms, r);
   return std::nullopt;
@@ -432,6 +469,7 @@ std::optional<std::string> compileUncached(const ir::Kernel& kernel, const plan:
   nlohmann::json& r = out.report;
   r["work"]["clone"] = lowered.full_packet_decision == "selected";
   r["full_packet"] = loweringFacts(knobs, lowered);
+  if (lowered.lanes) r["lanes"]["code_per_program"]["realized"] = laneCodeJson(lowered.lane_code);
   objectFacts(knobs, lowered, *obj, ms, r);
   return std::nullopt;
 }

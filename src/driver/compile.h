@@ -52,6 +52,13 @@ std::optional<std::string> checkSymbolPrefix(const std::string& prefix);
 std::optional<std::string> compile(const ir::Kernel& kernel, const plan::Knobs& knobs, Compilation& out,
                                    Stage until = Stage::Report, const ExportOptions& exports = {});
 
+// Where a full compilation's report says the plan predicted other code than the lowering
+// emitted: loops and private arrays (every realization), and the lane realization's
+// code counts (vector loads, gathers, FMAs, shuffles, ...), per phase. nullopt: they agree (or
+// the report holds no realized facts: a stage before lowering). Used by tests and the
+// differential fuzzer.
+std::optional<std::string> planDisagreesWithCode(const nlohmann::json& report);
+
 // The plan as JSON (part of the report; also `--emit plan`).
 nlohmann::json planJson(const ir::Kernel& kernel, const plan::Plan& plan);
 

@@ -50,6 +50,8 @@ Outcome runInProcess(const ir::Kernel& kernel, const plan::Knobs& knobs, const I
   driver::Compilation c;
   if (auto e = driver::compile(kernel, knobs, c, driver::Stage::Obj))
     return {isRefusal(*e) ? Verdict::Refused : Verdict::Error, "compile: " + oneLine(*e)};
+  // The plan's prediction of the code is part of what is checked (docs/backend.md).
+  if (auto e = driver::planDisagreesWithCode(c.report)) return {Verdict::Mismatch, "plan vs code: " + *e};
   std::unique_ptr<runtime::LoadedKernel> loaded;
   if (auto e = driver::load(c.object, kernel, static_cast<int>(knobs.threads), loaded))
     return {Verdict::Error, "load: " + oneLine(*e)};

@@ -66,6 +66,7 @@ class LanePlanner {
     tieLoops();
     planAccess();
     planDirectLoads();
+    planEmission();
     assignSlots();
     int64_t bytes = 0;
     for (size_t s = 0; s < lp_.slot_vectors.size(); ++s) bytes += lp_.slot_vectors[s] * w * elemBytes(lp_.slot_elem[s]);
@@ -76,7 +77,10 @@ class LanePlanner {
           "panel bytes per program {} exceed knob 'max_local_bytes' = {} (legal 0..16777216); raise "
           "max_local_bytes or use smaller tiles",
           bytes, p_.knobs.max_local_bytes);
-    count(k_.body);
+    lp_.code = predictLaneCode(k_, p_);
+    lp_.code.allocas += static_cast<int64_t>(lp_.slot_vectors.size());
+    p_.snapshot_allocas = lp_.code.allocas;
+    p_.runtime_loops = lp_.code.loops;
     return std::nullopt;
   }
 
@@ -374,6 +378,76 @@ class LanePlanner {
     });
   }
 
+  // How the code walks what the decisions above laid out: every loop the emitter makes, every
+  // copy of code for tiles inside their views, every private array besides the panels.
+  void planEmission() {
+    const int64_t w = p_.knobs.packet_width;
+    for (const auto& v : k_.values) {
+      Layout& l = L(v.get());
+      l.chunk_loop = l.large && l.chunks > lp_.max_unrolled_chunks;
+    }
+    for (Conversion& c : lp_.conversions) {
+      const ir::Type& xt = c.value->type;
+      const int li = xt.findDim(c.to_lane_dim);
+      int64_t outer = 1;
+      for (int d = 0; d + 1 < xt.rank(); ++d)
+        if (d != li) outer *= xt.dims[d].extent;
+      c.iterations = outer * c.chunks * L(c.value).chunks;
+      c.rolled = c.iterations > lp_.max_unrolled_transposes;
+      c.edge_copy = L(c.value).rep == LaneRep::Direct;
+    }
+    for (auto& [op, m] : lp_.mma) {
+      const MmaPlan& mp = p_.mma.at(op);
+      if (m.fused_transpose) {
+        const Value* x = op->operands[m.conversion[0] >= 0 ? 0 : 1];
+        m.k_loop = m.k_rolled && x->type.dims.back().extent / w > 1;
+      } else {
+        m.k_loop = m.k_rolled && mp.k > 1;
+      }
+      const Value* r = op->results[0];
+      if (r->type.isScalar()) continue;
+      for (int i = 0; i < 2; ++i)
+        if (L(op->operands[i]).rep == LaneRep::Direct && (m.conversion[i] < 0 || m.fused_transpose)) m.edge_copy = true;
+      if (m.fused_transpose) continue;
+      // Tiles at a runtime row read every operand at a runtime row: stack panels, memory,
+      // scalars, recipes of those, or register values copied to the stack (not i1: bit-packed).
+      std::vector<const Value*> spill;
+      std::function<bool(const Value*)> readable = [&](const Value* x) {
+        if (x->type.isScalar()) return true;
+        const LaneRep rep = L(x).rep;
+        if (rep == LaneRep::Recipe) return std::all_of(x->def->operands.begin(), x->def->operands.end(), readable);
+        if (rep == LaneRep::Vectors && x->type.elem != ir::Elem::I1) {
+          if (std::find(spill.begin(), spill.end(), x) == spill.end()) spill.push_back(x);
+          return true;
+        }
+        return rep == LaneRep::Panel || rep == LaneRep::Direct || rep == LaneRep::Scalar || rep == LaneRep::Splat;
+      };
+      const Layout& al = L(op->operands[2]);
+      m.full_tiles = al.rows / m.block_rows;
+      bool ok = m.full_tiles >= 2 && L(r).rep == LaneRep::Panel && readable(op->operands[2]);
+      for (int i = 0; i < 2 && ok; ++i) ok = m.conversion[i] >= 0 || readable(op->operands[i]);
+      m.tiles_rolled = ok;
+      if (ok) m.spilled = spill;
+    }
+    for (auto& [op, r] : lp_.reduce) {
+      const ReducePlan& rp = p_.reduce.at(op);
+      r.loop = r.vector_partitions ? r.rolled : r.rolled && rp.contributions / rp.partitions > 1;
+    }
+    ir::walk(k_.body, [&](const Op* op) {
+      if (!ir::isLoop(op->kind)) return;
+      LaneLoop lo;
+      const ir::Region* body = op->regions[0];
+      const Op* yield = body->ops.empty() ? nullptr : body->ops.back();
+      if (yield && yield->kind == OpKind::Yield)
+        for (size_t i = 0; i < op->results.size(); ++i) {
+          const Value* y = yield->operands[i];
+          if (L(body->args[i + 1]).rep != LaneRep::Panel || y == body->args[i + 1]) continue;
+          if (y->origin == ir::Value::Origin::RegionArg && y->region == body) lo.staged.push_back(i);
+        }
+      lp_.loops[op] = lo;
+    });
+  }
+
   void assignSlots() {
     auto slot = [&](int64_t vectors, ir::Elem e) {
       lp_.slot_vectors.push_back(std::max<int64_t>(vectors, 1));
@@ -397,28 +471,6 @@ class LanePlanner {
     });
     for (Conversion& c : lp_.conversions)
       if (!c.fused) c.slot = slot(c.rows * c.chunks, c.value->type.elem);
-  }
-
-  void count(const ir::Region* r) {
-    LaneCounts& n = lp_.counts;
-    for (const Op* op : r->ops) {
-      if (op->kind == OpKind::Load || op->kind == OpKind::Store) {
-        const Value* t = op->kind == OpKind::Load ? op->results[0] : op->operands[1];
-        int64_t v = L(t).vectors();
-        bool vec = lp_.access.at(op) == LaneAccess::Vector;
-        if (op->kind == OpKind::Load)
-          (vec ? n.vector_loads : n.gathers) += v;
-        else
-          (vec ? n.vector_stores : n.scatters) += v;
-      } else if (op->kind == OpKind::Mma) {
-        const LaneMma& m = lp_.mma.at(op);
-        const MmaPlan& mp = p_.mma.at(op);
-        n.fmas += m.form == "outer_product" ? L(op->operands[2]).vectors() * mp.k : mp.k;
-        for (int c : m.conversion)
-          if (c >= 0) n.conversions_vectors += lp_.conversions[c].rows * lp_.conversions[c].chunks;
-      }
-      for (const ir::Region* sub : op->regions) count(sub);
-    }
   }
 
   const ir::Kernel& k_;

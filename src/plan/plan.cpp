@@ -302,6 +302,20 @@ class Planner {
         p_.runtime_loops += 1;
         for (size_t i = 0; i < op->results.size(); ++i)
           if (p_.rep[op->results[i]->id] == Rep::Snapshot) p_.runtime_loops += 2;  // init copy, yield copy
+        // A swap: one more copy loop and one private temporary per staged carry.
+        const ir::Region* body = op->regions[0];
+        const Op* yield = body->ops.empty() ? nullptr : body->ops.back();
+        std::vector<size_t>& staged = p_.staged_carries[op];
+        if (yield && yield->kind == OpKind::Yield)
+          for (size_t i = 0; i < op->results.size(); ++i) {
+            const Value* arg = body->args[i + 1];
+            const Value* y = yield->operands[i];
+            if (p_.rep[arg->id] == Rep::Snapshot && y != arg && y->origin == ir::Value::Origin::RegionArg &&
+                y->region == body)
+              staged.push_back(i);
+          }
+        p_.runtime_loops += static_cast<int64_t>(staged.size());
+        p_.snapshot_allocas += static_cast<int64_t>(staged.size());
       } else if (op->kind == OpKind::Store) {
         if (large(op->operands[1]->type.numElements())) p_.runtime_loops += 1;
       } else if (!op->results.empty() && op->kind != OpKind::Parallel) {

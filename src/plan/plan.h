@@ -73,7 +73,13 @@ struct Layout {
   int64_t chunks = 1;    // vectors per row: ceil(lane extent / W)
   int slot = -1;         // Panel: storage slot
   bool large = false;    // defined by a runtime loop over its vectors (rows x chunks > cap)
+  // Walked by a runtime loop over its rows (`large`), its chunks unrolled inside up to
+  // LanePlan::max_unrolled_chunks, else by a second, inner loop (`chunk_loop`).
+  bool chunk_loop = false;
   int64_t vectors() const { return rows * chunks; }
+  // Copies of a per-vector body in the code of one walk over this layout.
+  int64_t walkCopies() const { return large ? (chunk_loop ? 1 : chunks) : rows * chunks; }
+  int64_t walkLoops() const { return large ? (chunk_loop ? 2 : 1) : 0; }
 };
 
 // An explicit layout change: `value` re-laid with `to_lane_dim` along the lanes (a transposed
@@ -89,6 +95,13 @@ struct Conversion {
   std::string to_lane_dim;
   int64_t rows = 0, chunks = 0;
   int slot = -1;
+  // W x W blocks to transpose: (x's rows without the new lane dim) x blocks of it x x's chunks;
+  // walked by one runtime loop when more than LanePlan::max_unrolled_transposes (`rolled`).
+  int64_t iterations = 0;
+  bool rolled = false;
+  // Read straight from its view (a Direct load): a copy of the transpose for a tile wholly
+  // inside its view (plain loads) and the guarded copy for edges.
+  bool edge_copy = false;
 };
 
 struct LaneMma {
@@ -104,18 +117,44 @@ struct LaneMma {
   // blocks are loaded, transposed in registers and consumed at once by that chunk's rows (few
   // rows, as decode attention's Q·Kᵀ); K still ascends for every accumulator element.
   bool fused_transpose = false;
+  bool k_loop = false;  // a runtime K loop is emitted (k_rolled and more than one K step / K block)
+  // Operands read straight from their views (Direct, not converted): the mma's code twice, a
+  // copy for tiles wholly inside their views and the guarded copy.
+  bool edge_copy = false;
+  // Full register tiles walked by a runtime loop over tiles (every value they read is
+  // addressable at a runtime row); register values on the way are copied to the stack first
+  // (`spilled`, one private array each per copy of the code).
+  bool tiles_rolled = false;
+  int64_t full_tiles = 0;
+  std::vector<const ir::Value*> spilled;
 };
 
 struct LaneReduce {
   bool horizontal = false;         // the lane dim is reduced
   bool vector_partitions = false;  // unordered_tree with P a multiple of W: lanes hold partitions
   bool rolled = false;             // contributions walked by a loop (else unrolled)
+  bool loop = false;               // a runtime loop is emitted per fold (rolled, more than one step)
+};
+
+// A serial/pipeline loop's carried panels yielded from another carried panel of the same loop
+// (a swap): staged through a private temporary so that no copy reads overwritten storage.
+struct LaneLoop {
+  std::vector<size_t> staged;  // carried indices
 };
 
 enum class LaneAccess : uint8_t { Vector, Gather };
 
-struct LaneCounts {  // per execution of each op, summed over one program's ops (loop bodies once)
-  int64_t vector_loads = 0, vector_stores = 0, gathers = 0, scatters = 0, fmas = 0, conversions_vectors = 0;
+// What the code of one program holds (each loop body once; both copies of an edge split):
+// predicted from the plan's decisions (src/plan/lane_code.cpp), realized by counting the
+// emitted LLVM IR before optimisation (codegen/lower.cpp); tests hold them equal. Memory
+// counts are in W-lane vectors of view memory (a 16-lane load split into two 8-lane pieces
+// on AVX2 is one); private panels are not memory here.
+struct LaneCode {
+  int64_t vector_loads = 0, vector_stores = 0, gathers = 0, scatters = 0;
+  int64_t fmas = 0;      // vector llvm.fma (fused mma steps)
+  int64_t shuffles = 0;  // two-source W-lane permutations (in-register transposes)
+  int64_t loops = 0, allocas = 0;
+  bool operator==(const LaneCode&) const = default;
 };
 
 struct LanePlan {
@@ -124,6 +163,7 @@ struct LanePlan {
   std::map<const ir::Op*, LaneMma> mma;
   std::map<const ir::Op*, LaneReduce> reduce;
   std::map<const ir::Op*, LaneAccess> access;  // load / store
+  std::map<const ir::Op*, LaneLoop> loops;     // serial / pipeline
   std::vector<int64_t> slot_vectors;           // per storage slot
   std::vector<ir::Elem> slot_elem;
   int64_t vector_cap = 32;    // Vectors rep up to this many vectors
@@ -132,7 +172,9 @@ struct LanePlan {
   // this host's). A W-lane vector wider than this is split by the emitter where LLVM's own
   // split is wrong (masked loads, see lane_memory.cpp).
   int64_t register_lanes = 16;
-  LaneCounts counts;
+  int64_t max_unrolled_chunks = 8;      // a large layout's chunks unrolled per row up to this many
+  int64_t max_unrolled_transposes = 4;  // a conversion's W x W blocks unrolled up to this many
+  LaneCode code;                        // predicted
 };
 
 struct Plan {
@@ -148,6 +190,9 @@ struct Plan {
   std::vector<int64_t> storage_elements;  // per storage slot: elements (per lane)
   std::map<const ir::Op*, MmaPlan> mma;
   std::map<const ir::Op*, ReducePlan> reduce;
+  // Serial/pipeline loops: carried snapshots yielded from another carried snapshot of the same
+  // loop (a swap), staged through a private temporary by a copy loop (local_lanes = 1).
+  std::map<const ir::Op*, std::vector<size_t>> staged_carries;
 
   int64_t snapshot_bytes_per_worker = 0;
   int64_t snapshot_allocas = 0;  // predicted private arrays in the packet body
@@ -168,6 +213,8 @@ struct Plan {
 
 // The lane realization's decisions (src/plan/lanes.cpp); called by buildPlan.
 std::optional<std::string> planLanes(const ir::Kernel& kernel, Plan& p);
+// The code those decisions make (src/plan/lane_code.cpp); called by planLanes.
+LaneCode predictLaneCode(const ir::Kernel& kernel, const Plan& p);
 
 // Builds the plan. Error: a message naming the knob or limit (e.g. max_local_bytes).
 std::optional<std::string> buildPlan(const ir::Kernel& kernel, const Knobs& knobs, Plan& out);

@@ -329,9 +329,52 @@ TEST(Codegen, ResourceAnalysisEqualsTheRealizedIR) {
       const auto& res = c.report["resources"];
       EXPECT_EQ(res["snapshot_allocas"], res["realized_allocas"]) << f;
       EXPECT_EQ(res["runtime_loops"], res["realized_loops"]) << f;
+      EXPECT_EQ(kiln::driver::planDisagreesWithCode(c.report), std::nullopt) << f;
       EXPECT_EQ(c.report["work"]["clone"].get<bool>(), c.report["full_packet"]["decision"] == "selected");
     }
   }
+}
+
+// A loop yielding its carried snapshots in each other's place stages them through temporaries:
+// one more copy loop and one more private array each, predicted by the plan.
+TEST(Codegen, SwappedSnapshotsAreCountedLoopsAndArrays) {
+  auto k = parse(R"(kernel @swap(%o: view<f32>[2, 8]) {
+  parallel (%p) in (1) {
+    %n = iota along d : i64[d:8]
+    %a = cast %n : f32[d:8]
+    %b = const 1 : f32[d:8]
+    %x, %y = serial %i = 0 to 3 step 1 iter(%ca = %a, %cb = %b) : f32[d:8], f32[d:8] {
+      yield %cb, %ca
+    }
+    store %x, %o[0, 0] as [_, d:8]
+    store %y, %o[1, 0] as [_, d:8]
+  }
+})");
+  ASSERT_TRUE(k);
+  kiln::driver::Compilation c;
+  ASSERT_FALSE(kiln::driver::compile(*k, knobs({"max_unrolled_tile_elements=1"}), c).has_value());
+  const auto& res = c.report["resources"];
+  EXPECT_EQ(res["snapshot_allocas"], res["realized_allocas"]);
+  EXPECT_EQ(res["runtime_loops"], res["realized_loops"]);
+  EXPECT_GE(res["realized_allocas"].get<int>(), 4);  // two carried snapshots, two temporaries
+  checkBoth(*k, knobs({"max_unrolled_tile_elements=1"}));
+}
+
+// The check itself: any predicted count that differs from the realized one is named.
+TEST(Codegen, PlanDisagreesWithCodeNamesTheCount) {
+  nlohmann::json r = {
+      {"resources", {{"runtime_loops", 3}, {"realized_loops", 3}, {"snapshot_allocas", 1}, {"realized_allocas", 1}}}};
+  EXPECT_EQ(kiln::driver::planDisagreesWithCode(r), std::nullopt);
+  r["resources"]["realized_allocas"] = 2;
+  EXPECT_EQ(kiln::driver::planDisagreesWithCode(r).value_or(""), "snapshot_allocas 1 predicted, 2 realized");
+  r["resources"]["realized_allocas"] = 1;
+  nlohmann::json code = {{"vector_loads", 4}, {"shuffles", 64}};
+  r["phases"] = nlohmann::json::array(
+      {nlohmann::json{{"phase", 1}, {"lanes", {{"code_per_program", {{"predicted", code}, {"realized", code}}}}}}});
+  EXPECT_EQ(kiln::driver::planDisagreesWithCode(r), std::nullopt);
+  r["phases"][0]["lanes"]["code_per_program"]["realized"]["shuffles"] = 60;
+  EXPECT_EQ(kiln::driver::planDisagreesWithCode(r).value_or(""),
+            "phase 1: lane code shuffles: 64 predicted, 60 realized");
 }
 
 TEST(Codegen, KnobErrorsNameTheKnobAndItsRange) {

@@ -1,6 +1,7 @@
 // The lane realization (local_lanes = W): results are defined by the IR alone, so every vector
 // width, ISA and thread count gives the strict-FP32 interpreter's bits; the plan's layout,
-// conversion and mma decisions are visible in the report.
+// conversion and mma decisions are visible in the report, and the code they predict is the
+// code emitted.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -37,6 +38,8 @@ void expectBitexact(const kiln::ir::Kernel& k, const Knobs& kn, const std::strin
   auto err = kiln::driver::check(k, kn, o, r);
   ASSERT_FALSE(err.has_value()) << what << ": " << *err;
   EXPECT_TRUE(r.pass) << what << ": bitexact mismatch, max_abs " << r.max_abs_err;
+  // The code the plan predicts (loads, gathers, FMAs, shuffles, loops, ...) is the code emitted.
+  EXPECT_EQ(r.plan_vs_code, "") << what;
 }
 
 std::unique_ptr<kiln::ir::Kernel> parseFile(const std::string& path) {
@@ -147,7 +150,7 @@ TEST(Lanes, DecodeAttentionPlan) {
   kiln::driver::Compilation c2;
   ASSERT_FALSE(kiln::driver::compile(*k, avx2, c2, kiln::driver::Stage::Plan).has_value());
   EXPECT_EQ(c2.report["lanes"]["conversions"][0]["made"], "before the mma");  // 8-lane registers: the panel
-  EXPECT_EQ(lanes["counts_per_program_body"]["gathers"], 0);
+  EXPECT_EQ(lanes["code_per_program"]["predicted"]["gathers"], 0);
   for (const auto& m : lanes["memory"]) EXPECT_EQ(m["access"], "vector") << m.dump();
   for (const auto& r : lanes["reductions"]) EXPECT_EQ(r["lanes_hold_partitions"], true) << r.dump();
 }
@@ -167,8 +170,8 @@ TEST(Lanes, PrefillQueriesInLanesPlan) {
   EXPECT_EQ(lanes["conversions"][0]["to_lane_dim"], "m");
   EXPECT_NE(lanes["conversions"][0]["made"].get<std::string>().find("once, after the definition"), std::string::npos);
   for (const auto& r : lanes["reductions"]) EXPECT_EQ(r["direction"], "vertical") << r.dump();
-  EXPECT_EQ(lanes["counts_per_program_body"]["gathers"], 0);
-  EXPECT_GT(lanes["counts_per_program_body"]["scatters"], 0);
+  EXPECT_EQ(lanes["code_per_program"]["predicted"]["gathers"], 0);
+  EXPECT_GT(lanes["code_per_program"]["predicted"]["scatters"], 0);
 }
 
 TEST(Lanes, StridedAccessIsAGatherAndCounted) {
@@ -186,7 +189,7 @@ kernel @t(%x: view<f32>[5, 9], %y: view<f32>[9, 5]) {
   ASSERT_TRUE(k) << diag.str();
   kiln::driver::Compilation c;
   ASSERT_FALSE(kiln::driver::compile(*k, Knobs{}, c, kiln::driver::Stage::Plan).has_value());
-  EXPECT_EQ(c.report["lanes"]["counts_per_program_body"]["gathers"], 1);
+  EXPECT_EQ(c.report["lanes"]["code_per_program"]["predicted"]["gathers"], 1);
   EXPECT_EQ(c.report["lanes"]["memory"][0]["access"], "gather");
   EXPECT_EQ(c.report["lanes"]["memory"][1]["access"], "vector");
   expectBitexact(*k, Knobs{}, "strided");

@@ -45,7 +45,7 @@ void LaneEmitter::emitReduce(const Op* op) {
         cur[q] = ew_.combine(op->reduce, cur[q], contribution(add(base, Ix{nullptr, q})), e);
       return cur;
     };
-    if (lr.rolled && full > 1) {
+    if (lr.loop) {
       part =
           loop(b_.getInt64(1), b_.getInt64(full), 1, part, [&](llvm::Value* t, const std::vector<llvm::Value*>& cur) {
             return step(mul(Ix{t, 0}, P), cur);
@@ -103,7 +103,7 @@ void LaneEmitter::emitReduce(const Op* op) {
         cur[a] = ew_.combine(op->reduce, cur[a], vector(add(mul(t, A), Ix{nullptr, a})), e);
       return cur;
     };
-    if (lr.rolled)
+    if (lr.loop)
       acc = loop(b_.getInt64(1), b_.getInt64(vectors / A), 1, acc,
                  [&](llvm::Value* t, const std::vector<llvm::Value*>& cur) {
                    return step(Ix{t, 0}, cur);
@@ -188,8 +188,10 @@ void LaneEmitter::transposeInRegisters(std::vector<llvm::Value*>& r) {
     for (unsigned i = 0; i < w_; ++i) {
       if (i & s) continue;
       unsigned j = i | s;
-      llvm::Value* ni = b_.CreateShuffleVector(r[i], r[j], lo);
-      llvm::Value* nj = b_.CreateShuffleVector(r[i], r[j], hi);
+      // Inserted as instructions, never constant-folded by the builder: the code holds every
+      // shuffle the plan counts (plan::LaneCode), whatever the operands; LLVM folds later.
+      llvm::Value* ni = b_.Insert(new llvm::ShuffleVectorInst(r[i], r[j], lo));
+      llvm::Value* nj = b_.Insert(new llvm::ShuffleVectorInst(r[i], r[j], hi));
       r[i] = ni;
       r[j] = nj;
     }
@@ -232,15 +234,12 @@ void LaneEmitter::emitConversion(const plan::Conversion& c) {
   ir::Type outerT = ir::Type::tile(xt.elem, {});
   for (int d = 0; d < last; ++d)
     if (d != li) outerT.dims.push_back(xt.dims[d]);
-  int64_t outer = 1;
-  for (const ir::Dim& d : outerT.dims) outer *= d.extent;
   outerT.dims.push_back(ir::Dim{"", 1});  // the lane slot rowCoords/rowOf skip
   const int64_t lBlocks = c.chunks, xChunks = xl.chunks;
-  const int64_t iterations = outer * lBlocks * xChunks;
   Elem e = xt.elem;
   // A tile read straight from its view: a fast copy of the transpose when the whole tile lies
   // inside the view (no per-row bounds), the guarded one otherwise.
-  const Op* load = xl.rep == LaneRep::Direct ? x->def : nullptr;
+  const Op* load = c.edge_copy ? x->def : nullptr;
   llvm::BasicBlock* done = nullptr;
   llvm::BasicBlock* slow = nullptr;
   if (load) {
@@ -257,7 +256,7 @@ void LaneEmitter::emitConversion(const plan::Conversion& c) {
       b_.SetInsertPoint(slow);
       inside_.clear();
     }
-    forEach(iterations, iterations > 4, [&](Ix it) {
+    forEach(c.iterations, c.rolled, [&](Ix it) {
       Ix xc = rem(it, xChunks), rest = div(it, xChunks);
       Ix lb = rem(rest, lBlocks), o = div(rest, lBlocks);
       Coords oc = rowCoords(outerT, o);
@@ -295,17 +294,17 @@ void LaneEmitter::emitConversion(const plan::Conversion& c) {
 // where every such tile lies inside its view (plain loads and broadcasts from memory), and the
 // guarded copy for edges; registers meet in phis.
 void LaneEmitter::emitMma(const Op* op) {
+  const plan::LaneMma& lm = lp_.mma.at(op);
+  const ir::Value* r = op->results[0];
+  if (!lm.edge_copy) {
+    emitMmaTiles(op);
+    return;
+  }
   std::vector<const Op*> direct;
   for (int i = 0; i < 2; ++i) {
     const ir::Value* x = op->operands[i];
-    const plan::LaneMma& lm = lp_.mma.at(op);
     if (lp_.layout[x->id].rep == LaneRep::Direct && (lm.conversion[i] < 0 || lm.fused_transpose))
       direct.push_back(x->def);
-  }
-  const ir::Value* r = op->results[0];
-  if (direct.empty() || r->type.isScalar()) {
-    emitMmaTiles(op);
-    return;
   }
   llvm::Value* in = b_.getTrue();
   for (const Op* l : direct) in = b_.CreateAnd(in, tileInside(l));
@@ -374,7 +373,7 @@ void LaneEmitter::emitMmaFusedTranspose(const Op* op) {
     };
     std::vector<llvm::Value*> cur;
     for (int64_t row = 0; row < al.rows; ++row) cur.push_back(vec(acc, Ix{nullptr, row}, Ix{nullptr, lb}));
-    if (lm.k_rolled && full > 1) {
+    if (lm.k_loop) {
       cur = loop(b_.getInt64(0), b_.getInt64(full), 1, cur, [&](llvm::Value* kc, const std::vector<llvm::Value*>& s) {
         return steps(Ix{kc, 0}, w_, s);
       });
@@ -422,7 +421,7 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
       llvm::Value* bw = bv->type.isScalar() ? scalar(bv) : elem(bv, mapCoords(bv->type, ct, kc));
       return ew_.multiplyAdd(av, bw, c, op->mma_policy);
     };
-    if (lm.k_rolled && mp.k > 1) {
+    if (lm.k_loop) {
       s = loop(b_.getInt64(0), b_.getInt64(mp.k), 1, {s}, [&](llvm::Value* k, const std::vector<llvm::Value*>& cur) {
         return std::vector<llvm::Value*>{step(Ix{k, 0}, cur[0])};
       })[0];
@@ -489,7 +488,7 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
           }
         return s;
       };
-      if (lm.k_rolled && mp.k > 1) {
+      if (lm.k_loop) {
         cur = loop(b_.getInt64(0), b_.getInt64(mp.k), 1, cur, [&](llvm::Value* k, const std::vector<llvm::Value*>& s) {
           return body(Ix{k, 0}, s);
         });
@@ -506,37 +505,15 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
         }
     }
   };
-  // The full register tiles run as a loop over tiles when every value they touch can be read
-  // at a runtime row (stack panels, memory, scalars): one copy of the tile's code instead of
-  // one per tile. Values in registers need constant indices: then the tiles are unrolled.
-  // Register values on the way (e.g. a per-row rescale broadcast into the accumulator) are
-  // copied to the stack before the loop and read there.
-  std::vector<const ir::Value*> toSpill;
-  std::function<bool(const ir::Value*)> readable = [&](const ir::Value* x) {
-    if (x->type.isScalar()) return true;
-    const LaneRep rep = lp_.layout[x->id].rep;
-    if (rep == LaneRep::Recipe) {  // recomputed from its operands at the row
-      for (const ir::Value* o : x->def->operands)
-        if (!readable(o)) return false;
-      return true;
-    }
-    if (rep == LaneRep::Vectors && spillable(x)) {
-      toSpill.push_back(x);
-      return true;
-    }
-    return rep == LaneRep::Panel || rep == LaneRep::Direct || rep == LaneRep::Scalar || rep == LaneRep::Splat;
-  };
-  auto atRuntimeRow = [&](const ir::Value* x, int i) { return (i >= 0 && lm.conversion[i] >= 0) || readable(x); };
-  const int64_t fullTiles = al.rows / lm.block_rows;
-  const bool rolled =
-      fullTiles >= 2 && rl.rep == LaneRep::Panel && atRuntimeRow(acc, -1) && atRuntimeRow(a, 0) && atRuntimeRow(bv, 1);
+  // The full register tiles run as a loop over tiles when the plan says so (LaneMma::tiles_rolled):
+  // one copy of the tile's code instead of one per tile. Register values on the way (e.g. a
+  // per-row rescale broadcast into the accumulator) are copied to the stack before the loop.
   int64_t r0 = 0;
-  if (rolled) {
-    for (const ir::Value* x : toSpill)
-      if (!spilled_.count(x->id)) spill(x);
-    forEach(fullTiles, true, [&](Ix t) { tileRows(mul(t, lm.block_rows), lm.block_rows); });
-    for (const ir::Value* x : toSpill) spilled_.erase(x->id);
-    r0 = fullTiles * lm.block_rows;
+  if (lm.tiles_rolled) {
+    for (const ir::Value* x : lm.spilled) spill(x);
+    forEach(lm.full_tiles, true, [&](Ix t) { tileRows(mul(t, lm.block_rows), lm.block_rows); });
+    for (const ir::Value* x : lm.spilled) spilled_.erase(x->id);
+    r0 = lm.full_tiles * lm.block_rows;
   }
   for (; r0 < al.rows; r0 += lm.block_rows) tileRows(Ix{nullptr, r0}, std::min(lm.block_rows, al.rows - r0));
 }

@@ -131,20 +131,20 @@ void LaneEmitter::forEach(int64_t n, bool runtime, const std::function<void(Ix)>
   });
 }
 
-void LaneEmitter::forEachVector(int64_t rows, int64_t chunks, bool runtime, const std::function<void(Ix, Ix)>& body) {
-  if (rows <= 0 || chunks <= 0) return;
-  if (!runtime) {
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < chunks; ++c) body(Ix{nullptr, r}, Ix{nullptr, c});
+void LaneEmitter::forEachVector(const plan::Layout& l, const std::function<void(Ix, Ix)>& body) {
+  if (l.rows <= 0 || l.chunks <= 0) return;
+  if (!l.large) {
+    for (int64_t r = 0; r < l.rows; ++r)
+      for (int64_t c = 0; c < l.chunks; ++c) body(Ix{nullptr, r}, Ix{nullptr, c});
     return;
   }
-  if (chunks <= 8) {
-    forEach(rows, true, [&](Ix r) {
-      for (int64_t c = 0; c < chunks; ++c) body(r, Ix{nullptr, c});
-    });
-    return;
-  }
-  forEach(rows, true, [&](Ix r) { forEach(chunks, true, [&](Ix c) { body(r, c); }); });
+  forEach(l.rows, true, [&](Ix r) {
+    if (l.chunk_loop) {
+      forEach(l.chunks, true, [&](Ix c) { body(r, c); });
+      return;
+    }
+    for (int64_t c = 0; c < l.chunks; ++c) body(r, Ix{nullptr, c});
+  });
 }
 
 // ---------------------------------------------------------------- values
@@ -233,12 +233,6 @@ llvm::Value* LaneEmitter::elem(const ir::Value* v, const Coords& cs) {
   return nullptr;
 }
 
-bool LaneEmitter::spillable(const ir::Value* v) const {
-  const plan::Layout& l = lp_.layout[v->id];
-  return l.rep == LaneRep::Vectors && v->type.elem != Elem::I1 &&
-         static_cast<int64_t>(vecs_[v->id].size()) == l.vectors();
-}
-
 void LaneEmitter::spill(const ir::Value* v) {
   const plan::Layout& l = lp_.layout[v->id];
   llvm::Value* buf = nullptr;
@@ -286,7 +280,7 @@ void LaneEmitter::define(const ir::Value* v, const VecGen& gen) {
     vecs_[v->id] = std::move(vs);
   } else if (l.rep == LaneRep::Panel) {
     Elem e = v->type.elem;
-    forEachVector(l.rows, l.chunks, l.large, [&](Ix row, Ix chunk) {
+    forEachVector(l, [&](Ix row, Ix chunk) {
       llvm::Value* x = gen(row, chunk);
       if (e == Elem::I1) x = b_.CreateZExt(x, llvm::FixedVectorType::get(b_.getInt8Ty(), w_));
       b_.CreateStore(x, slotPtr(l.slot, e, vindex(v, row, chunk)));
@@ -475,7 +469,7 @@ void LaneEmitter::emitLoop(const Op* op) {
   auto copyPanel = [&](const ir::Value* dst, const std::function<llvm::Value*(Ix, Ix)>& src) {
     const plan::Layout& l = lp_.layout[dst->id];
     Elem e = dst->type.elem;
-    forEachVector(l.rows, l.chunks, l.large, [&](Ix row, Ix chunk) {
+    forEachVector(l, [&](Ix row, Ix chunk) {
       Ix vi = vindex(dst, row, chunk);
       llvm::Value* x = src(row, chunk);
       if (e == Elem::I1) x = b_.CreateZExt(x, llvm::FixedVectorType::get(b_.getInt8Ty(), w_));
@@ -527,22 +521,18 @@ void LaneEmitter::emitLoop(const Op* op) {
     // Panels: a yielded value that is another carried panel of this loop (a swap) goes
     // through a temporary first, so no copy reads storage an earlier copy overwrote.
     std::vector<std::pair<size_t, llvm::Value*>> staged;
-    for (size_t i = 0; i < nc; ++i) {
-      const plan::Layout& l = layoutOf(i);
+    for (size_t i : lp_.loops.at(op).staged) {
       const ir::Value* y = yield->operands[i];
-      if (l.rep != LaneRep::Panel || y == body->args[i + 1]) continue;
-      bool carried = y->origin == ir::Value::Origin::RegionArg && y->region == body;
-      if (!carried) continue;
       llvm::IRBuilder<>::InsertPointGuard g(b_);
       b_.SetInsertPoint(entry_, entry_->getFirstInsertionPt());
       Elem e = y->type.elem == Elem::I1 ? Elem::I64 : y->type.elem;
-      auto* tmp = b_.CreateAlloca(llvm::ArrayType::get(vty(e), static_cast<uint64_t>(l.vectors())));
+      auto* tmp = b_.CreateAlloca(llvm::ArrayType::get(vty(e), static_cast<uint64_t>(layoutOf(i).vectors())));
       staged.push_back({i, tmp});
     }
     for (auto& [i, tmp] : staged) {
       const ir::Value* y = yield->operands[i];
       Elem e = y->type.elem == Elem::I1 ? Elem::I64 : y->type.elem;
-      forEachVector(layoutOf(i).rows, layoutOf(i).chunks, layoutOf(i).large, [&](Ix row, Ix chunk) {
+      forEachVector(layoutOf(i), [&](Ix row, Ix chunk) {
         Ix vi = vindex(y, row, chunk);
         llvm::Value* x = vec(y, row, chunk);
         if (y->type.elem == Elem::I1) x = b_.CreateZExt(x, vty(Elem::I64));

@@ -52,9 +52,8 @@ class LaneEmitter {
   std::vector<llvm::Value*> loop(llvm::Value* lo, llvm::Value* hi, int64_t step, const std::vector<llvm::Value*>& init,
                                  const LoopBody& body);
   void forEach(int64_t n, bool runtime, const std::function<void(Ix)>& body);
-  // Every vector of a rows x chunks layout: rows by a runtime loop when `runtime` (chunks
-  // unrolled up to 8), else unrolled.
-  void forEachVector(int64_t rows, int64_t chunks, bool runtime, const std::function<void(Ix row, Ix chunk)>& body);
+  // Every vector of a layout, walked as the plan says (Layout::large, Layout::chunk_loop).
+  void forEachVector(const plan::Layout& l, const std::function<void(Ix row, Ix chunk)>& body);
 
   // values
   llvm::Value* slotPtr(int slot, ir::Elem e, Ix vi);
@@ -106,7 +105,6 @@ class LaneEmitter {
   // Register values copied to the stack for a loop that reads them at runtime rows (a rolled
   // mma): value id -> [vectors x <W x T>] alloca. Valid while that loop is emitted.
   std::map<int, llvm::Value*> spilled_;
-  bool spillable(const ir::Value* v) const;
   void transposeInRegisters(std::vector<llvm::Value*>& vectors);  // W x W, in place
   std::vector<llvm::Value*> transposedBlock(const ir::Value* x, int li, Ix lb, Coords xcs, Ix xc);
   void spill(const ir::Value* v);

@@ -191,7 +191,7 @@ void LaneEmitter::emitStore(const Op* op) {
   LaneAxis ax = laneAxis(op, lane);
   llvm::Value* origin = indexValue(op->indices[ax.k]);
   bool vector = lp_.access.at(op) == plan::LaneAccess::Vector;
-  forEachVector(l.rows, l.chunks, l.large, [&](Ix row, Ix chunk) {
+  forEachVector(l, [&](Ix row, Ix chunk) {
     Coords cs = rowCoords(tt, row);
     Ix first = mul(chunk, w_);
     llvm::Value* inb = nullptr;

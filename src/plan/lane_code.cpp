@@ -1,0 +1,306 @@
+// The code of one program that the lane plan's decisions make (plan.h, LaneCode): loops,
+// private arrays, view loads/stores/gathers/scatters, fused multiply-adds and transposing
+// shuffles. Every number follows from a decision recorded in the LanePlan (layout walks,
+// Conversion::rolled/edge_copy, LaneMma::k_loop/tiles_rolled/edge_copy/spilled,
+// LaneReduce::loop, LaneLoop::staged); the emitter executes those decisions and
+// codegen::realizedLaneCode counts what it emitted. Tests hold the two equal, so a change to
+// either side that the other does not follow fails at once.
+//
+// How values are read: a Recipe is recomputed at each vector its consumer reads, a Direct load
+// is read from its view at each vector; every other representation reads registers or
+// private panels (not view memory). An element read (`elem`) never makes a vector instruction.
+#include <algorithm>
+
+#include "plan/plan.h"
+
+namespace kiln::plan {
+namespace {
+
+using ir::Op;
+using ir::OpKind;
+using ir::Value;
+
+int64_t log2Of(int64_t w) {
+  int64_t s = 0;
+  while ((int64_t{1} << s) < w) ++s;
+  return s;
+}
+
+class CodeModel {
+ public:
+  CodeModel(const ir::Kernel& k, const Plan& p)
+      : k_(k), p_(p), lp_(p.lanes), w_(p.knobs.packet_width), transpose_(p.knobs.packet_width * log2Of(w_)) {}
+
+  LaneCode run() {
+    region(k_.root()->regions[0]);
+    return code_;
+  }
+
+ private:
+  const Layout& L(const Value* v) const { return lp_.layout[v->id]; }
+  void add(int64_t LaneCode::*field, int64_t n) { code_.*field += n * copies_; }
+
+  // Code emitted `n` times over (unrolled copies, or the two copies of an edge split).
+  template <class F>
+  void times(int64_t n, F&& f) {
+    if (n <= 0) return;
+    const int64_t saved = copies_;
+    copies_ *= n;
+    f();
+    copies_ = saved;
+  }
+
+  // One vector of `v` read by its consumer.
+  void read(const Value* v) {
+    if (v->type.isScalar()) return;
+    const Layout& l = L(v);
+    if (l.rep == LaneRep::Recipe) genVec(v->def);
+    if (l.rep == LaneRep::Direct) loadVector(v->def);
+  }
+
+  void loadVector(const Op* load) {
+    add(lp_.access.at(load) == LaneAccess::Vector ? &LaneCode::vector_loads : &LaneCode::gathers, 1);
+  }
+
+  void genVec(const Op* op) {
+    if (op->kind == OpKind::Const || op->kind == OpKind::Iota) return;
+    if (op->kind == OpKind::Broadcast) {
+      // Along the lanes only when the operand's own lane dim is the result's; else element-wise.
+      const Value* x = op->operands[0];
+      const std::string& lane = op->results[0]->type.dims.back().name;
+      if (!x->type.isScalar() && x->type.findDim(lane) == x->type.rank() - 1) read(x);
+      return;
+    }
+    for (const Value* x : op->operands) read(x);
+  }
+
+  // A value defined vector by vector: `gen(chunk)` per vector (chunk = -1: a runtime chunk).
+  template <class G>
+  void define(const Value* v, G&& gen) {
+    const Layout& l = L(v);
+    if (l.rep == LaneRep::Vectors) {
+      for (int64_t i = 0; i < l.vectors(); ++i) gen(i % l.chunks);
+    } else if (l.rep == LaneRep::Panel) {
+      walk(l, gen);
+    }
+  }
+
+  template <class G>
+  void walk(const Layout& l, G&& gen) {
+    add(&LaneCode::loops, l.walkLoops());
+    if (l.large && l.chunk_loop) {
+      gen(-1);
+      return;
+    }
+    if (l.large) {
+      for (int64_t c = 0; c < l.chunks; ++c) gen(c);
+      return;
+    }
+    for (int64_t i = 0; i < l.vectors(); ++i) gen(i % l.chunks);
+  }
+
+  void region(const ir::Region* r) {
+    for (const Op* op : r->ops) {
+      if (op->kind == OpKind::Yield) continue;
+      emitOp(op);
+      for (const Conversion& c : lp_.conversions)
+        if (c.after == op) conversion(c);
+    }
+  }
+
+  void emitOp(const Op* op) {
+    switch (op->kind) {
+      case OpKind::Stage:
+      case OpKind::Yield:
+      case OpKind::Extract: return;
+      case OpKind::Load:
+        if (op->results[0]->type.isScalar() || L(op->results[0]).rep == LaneRep::Direct) return;
+        define(op->results[0], [&](int64_t) { loadVector(op); });
+        return;
+      case OpKind::Store: store(op); return;
+      case OpKind::Serial:
+      case OpKind::Pipeline: loop(op); return;
+      case OpKind::Reduce: reduce(op); return;
+      case OpKind::Mma:
+        for (const Conversion& c : lp_.conversions)
+          if (c.at == op && !c.after && !c.fused) conversion(c);
+        times(lp_.mma.at(op).edge_copy ? 2 : 1, [&] { mmaTiles(op); });
+        return;
+      default: break;
+    }
+    if (op->results.empty() || L(op->results[0]).rep == LaneRep::Scalar) return;
+    define(op->results[0], [&](int64_t) { genVec(op); });
+  }
+
+  void store(const Op* op) {
+    const Value* t = op->operands[1];
+    if (t->type.isScalar()) return;  // one element: a one-lane masked store
+    const bool vector = lp_.access.at(op) == LaneAccess::Vector;
+    walk(L(t), [&](int64_t) {
+      add(vector ? &LaneCode::vector_stores : &LaneCode::scatters, 1);
+      read(t);
+    });
+  }
+
+  void loop(const Op* op) {
+    const ir::Region* body = op->regions[0];
+    const Op* yield = body->ops.empty() ? nullptr : body->ops.back();
+    const LaneLoop& lo = lp_.loops.at(op);
+    add(&LaneCode::allocas, static_cast<int64_t>(lo.staged.size()));
+    add(&LaneCode::loops, 1);
+    for (size_t i = 0; i < op->results.size(); ++i) {
+      const Layout& l = L(body->args[i + 1]);
+      if (l.rep == LaneRep::Vectors)
+        for (int64_t v = 0; v < l.vectors(); ++v) read(op->operands[i]);
+      else if (l.rep == LaneRep::Panel)
+        walk(l, [&](int64_t) { read(op->operands[i]); });
+    }
+    region(body);
+    if (!yield || yield->kind != OpKind::Yield) return;
+    for (size_t i = 0; i < op->results.size(); ++i) {
+      const Layout& l = L(body->args[i + 1]);
+      if (l.rep == LaneRep::Vectors)
+        for (int64_t v = 0; v < l.vectors(); ++v) read(yield->operands[i]);
+    }
+    for (size_t i : lo.staged) walk(L(body->args[i + 1]), [&](int64_t) { read(yield->operands[i]); });
+    for (size_t i = 0; i < op->results.size(); ++i) {
+      const Layout& l = L(body->args[i + 1]);
+      const Value* y = yield->operands[i];
+      if (l.rep != LaneRep::Panel || y == body->args[i + 1]) continue;
+      const bool staged = std::find(lo.staged.begin(), lo.staged.end(), i) != lo.staged.end();
+      walk(l, [&](int64_t) {
+        if (!staged) read(y);
+      });
+    }
+  }
+
+  void reduce(const Op* op) {
+    const Value* x = op->operands[0];
+    const Value* init = op->operands[1];
+    const Value* r = op->results[0];
+    const ReducePlan& rp = p_.reduce.at(op);
+    const LaneReduce& lr = lp_.reduce.at(op);
+    const int64_t n = rp.contributions, P = rp.partitions;
+    // One fold in the defined order; `contribution` reads one contribution.
+    auto fold = [&](auto&& contribution) {
+      if (n == 0) return;
+      const int64_t parts = std::min(P, n), full = n / P;
+      int64_t reads = parts + (lr.loop ? parts : std::max<int64_t>(full - 1, 0) * parts);
+      reads += std::max<int64_t>(n - std::max<int64_t>(full, 1) * P, 0);
+      add(&LaneCode::loops, lr.loop ? 1 : 0);
+      for (int64_t i = 0; i < reads; ++i) contribution();
+    };
+    // Lanes hold partitions: A accumulators over n / W vectors of x.
+    auto lanePartials = [&] {
+      const int64_t A = P / w_, steps = n / w_ / A;
+      add(&LaneCode::loops, lr.loop ? 1 : 0);
+      const int64_t reads = A + (lr.loop ? A : std::max<int64_t>(steps - 1, 0) * A);
+      for (int64_t i = 0; i < reads; ++i) read(x);
+    };
+    auto element = [&] {
+      if (lr.vector_partitions)
+        lanePartials();
+      else
+        fold([] {});  // scalar contributions: element reads
+    };
+    if (!lr.horizontal) {
+      define(r, [&](int64_t) {
+        read(init);
+        fold([&] { read(x); });
+      });
+      return;
+    }
+    if (r->type.isScalar()) {
+      element();
+      return;
+    }
+    const int64_t laneExt = r->type.dims.back().extent;
+    if (lr.vector_partitions && laneExt >= w_) {
+      define(r, [&](int64_t) {
+        for (int64_t j = 0; j < w_; ++j) lanePartials();
+        read(init);
+        add(&LaneCode::shuffles, (P / w_) * transpose_);
+      });
+      return;
+    }
+    define(r, [&](int64_t chunk) {
+      const int64_t e = chunk < 0 ? w_ : std::min(w_, laneExt - chunk * w_);
+      for (int64_t j = 0; j < e; ++j) element();
+    });
+  }
+
+  void conversion(const Conversion& c) {
+    times(c.edge_copy ? 2 : 1, [&] {
+      add(&LaneCode::loops, c.rolled ? 1 : 0);
+      times(c.rolled ? 1 : c.iterations, [&] {
+        for (int64_t i = 0; i < w_; ++i) read(c.value);
+        add(&LaneCode::shuffles, transpose_);
+      });
+    });
+  }
+
+  void mmaTiles(const Op* op) {
+    const LaneMma& m = lp_.mma.at(op);
+    const MmaPlan& mp = p_.mma.at(op);
+    const int64_t fma = op->mma_policy.fused ? 1 : 0;
+    if (m.form == "scalar") {
+      add(&LaneCode::loops, m.k_loop ? 1 : 0);
+      return;
+    }
+    const Value* acc = op->operands[2];
+    const Layout& al = L(acc);
+    if (m.fused_transpose) {
+      const Value* x = op->operands[m.conversion[0] >= 0 ? 0 : 1];
+      const int64_t K = x->type.dims.back().extent, full = K / w_, tail = K % w_;
+      for (int64_t lb = 0; lb < al.chunks; ++lb) {
+        for (int64_t row = 0; row < al.rows; ++row) read(acc);
+        add(&LaneCode::loops, m.k_loop ? 1 : 0);
+        auto steps = [&](int64_t count) {
+          for (int64_t i = 0; i < w_; ++i) read(x);
+          add(&LaneCode::shuffles, transpose_);
+          add(&LaneCode::fmas, fma * count * al.rows);
+        };
+        times(m.k_loop ? 1 : full, [&] { steps(w_); });
+        if (tail > 0) steps(tail);
+      }
+      return;
+    }
+    auto tileRows = [&](int64_t nr) {
+      for (int64_t c0 = 0; c0 < al.chunks; c0 += m.block_chunks) {
+        const int64_t nc = std::min(m.block_chunks, al.chunks - c0);
+        for (int64_t i = 0; i < nr * nc; ++i) read(acc);
+        add(&LaneCode::loops, m.k_loop ? 1 : 0);
+        times(m.k_loop ? 1 : mp.k, [&] {
+          for (int i = 0; i < 2; ++i)
+            if (!m.broadcast[i] && m.conversion[i] < 0)
+              for (int64_t t = 0; t < nr * nc; ++t) read(op->operands[i]);
+          add(&LaneCode::fmas, fma * nr * nc);
+        });
+      }
+    };
+    int64_t r0 = 0;
+    if (m.tiles_rolled) {
+      add(&LaneCode::allocas, static_cast<int64_t>(m.spilled.size()));
+      add(&LaneCode::loops, 1);
+      tileRows(m.block_rows);
+      r0 = m.full_tiles * m.block_rows;
+    }
+    for (; r0 < al.rows; r0 += m.block_rows) tileRows(std::min(m.block_rows, al.rows - r0));
+  }
+
+  const ir::Kernel& k_;
+  const Plan& p_;
+  const LanePlan& lp_;
+  const int64_t w_;
+  const int64_t transpose_;  // shuffles of one W x W transpose in registers: W log2 W
+  int64_t copies_ = 1;
+  LaneCode code_;
+};
+
+}  // namespace
+
+LaneCode predictLaneCode(const ir::Kernel& kernel, const Plan& p) {
+  return CodeModel(kernel, p).run();
+}
+
+}  // namespace kiln::plan
