@@ -76,6 +76,10 @@ struct MmaFlags {
   bool allow_reassociation = false;
   bool allow_fma = false;
   bool fused = false;  // one fused multiply-add per K step, rounded once (exact, reproducible)
+  // 1..16: the partitioned order of docs/ir.md (contribution k in partition k mod P, then the
+  // accumulator merges the partitions in order), which vector lanes run as a dot product; 0:
+  // ascending K.
+  int partitions = 0;
 };
 inline constexpr MmaFlags fusedMma{false, false, true};
 

@@ -136,6 +136,24 @@ llvm::Value* Elementwise::combine(ir::ReduceKind k, llvm::Value* a, llvm::Value*
   return a;
 }
 
+namespace {
+llvm::Value* withPolicy(llvm::Value* v, const ir::MmaPolicy& p) {
+  if (auto* i = llvm::dyn_cast<llvm::Instruction>(v)) {
+    if (p.allow_fma) i->setHasAllowContract(true);
+    if (p.allow_reassociation) i->setHasAllowReassoc(true);
+  }
+  return v;
+}
+}  // namespace
+
+llvm::Value* Elementwise::mmaProduct(llvm::Value* a, llvm::Value* b, const ir::MmaPolicy& p) {
+  return withPolicy(b_.CreateFMul(a, b), p);
+}
+
+llvm::Value* Elementwise::mmaMerge(llvm::Value* c, llvm::Value* part, const ir::MmaPolicy& p) {
+  return withPolicy(b_.CreateFAdd(c, part), p);
+}
+
 llvm::Value* Elementwise::multiplyAdd(llvm::Value* a, llvm::Value* b, llvm::Value* c, const ir::MmaPolicy& p) {
   if (p.fused) return b_.CreateIntrinsic(llvm::Intrinsic::fma, {a->getType()}, {a, b, c});
   llvm::Value* prod = b_.CreateFMul(a, b);

@@ -30,6 +30,10 @@ class Elementwise {
   llvm::Value* cmp(ir::CmpPred p, llvm::Value* a, llvm::Value* b, ir::Elem e);
   llvm::Value* cast(llvm::Value* x, ir::Elem from, ir::Elem to, std::string& error);
   llvm::Value* combine(ir::ReduceKind k, llvm::Value* a, llvm::Value* b, ir::Elem e);
+  // A partitioned mma's pieces (ir::MmaPolicy::partitions): a partition's first product, and
+  // the merge of a partition into the accumulator; the policy's flags as in multiplyAdd.
+  llvm::Value* mmaProduct(llvm::Value* a, llvm::Value* b, const ir::MmaPolicy& p);
+  llvm::Value* mmaMerge(llvm::Value* c, llvm::Value* part, const ir::MmaPolicy& p);
   // One mma step: c + a*b (MUL then ADD, flags per the policy) or fma(a, b, c) when fused.
   llvm::Value* multiplyAdd(llvm::Value* a, llvm::Value* b, llvm::Value* c, const ir::MmaPolicy& p);
 

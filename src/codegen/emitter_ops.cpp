@@ -238,8 +238,10 @@ std::vector<llvm::Value*> Emitter::genMmaGroup(const Op* op, Ix first, int64_t g
   const std::string inner = at.dims.empty() ? std::string() : at.dims.back().name;
   bool aShared = group > 1 && a->type.findDim(inner) < 0;
   bool bShared = group > 1 && bv->type.findDim(inner) < 0;
-  auto body = [&](Ix k, std::vector<llvm::Value*> cur) {
+  // The operand pairs of the group's outputs at contraction index k.
+  auto terms = [&](Ix k) {
     std::vector<Ix> kc = coords(ct, k);
+    std::vector<std::pair<llvm::Value*, llvm::Value*>> t;
     llvm::Value* a0 = nullptr;
     llvm::Value* b0 = nullptr;
     for (int64_t r = 0; r < group; ++r) {
@@ -247,10 +249,45 @@ std::vector<llvm::Value*> Emitter::genMmaGroup(const Op* op, Ix first, int64_t g
       llvm::Value* bw = bShared && b0 ? b0 : read(bv, operandIndex(bv, ocs[r], kc));
       a0 = av;
       b0 = bw;
-      cur[r] = ew_.multiplyAdd(av, bw, cur[r], op->mma_policy);
+      t.push_back({av, bw});
     }
+    return t;
+  };
+  auto body = [&](Ix k, std::vector<llvm::Value*> cur) {
+    auto t = terms(k);
+    for (int64_t r = 0; r < group; ++r) cur[r] = ew_.multiplyAdd(t[r].first, t[r].second, cur[r], op->mma_policy);
     return cur;
   };
+  if (const int64_t P = op->mma_policy.partitions; P > 0) {
+    // docs/ir.md, MMA: partition q = k mod P (part[r * P + q]), each from its first product;
+    // later contributions fold in ascending k, whole rounds of P by a loop when rolled; then
+    // each output merges its partitions in order.
+    const int64_t parts = std::min(P, mp.k), rounds = mp.k / P;
+    std::vector<llvm::Value*> part(group * P);
+    for (int64_t q = 0; q < parts; ++q) {
+      auto t = terms(Ix{nullptr, q});
+      for (int64_t r = 0; r < group; ++r) part[r * P + q] = ew_.mmaProduct(t[r].first, t[r].second, op->mma_policy);
+    }
+    auto fold = [&](Ix k, int64_t q, std::vector<llvm::Value*>& cur) {
+      auto t = terms(k);
+      for (int64_t r = 0; r < group; ++r)
+        cur[r * P + q] = ew_.multiplyAdd(t[r].first, t[r].second, cur[r * P + q], op->mma_policy);
+    };
+    int64_t next = parts;
+    if (mp.contraction_rolled && rounds > 1) {
+      part =
+          loop(b_.getInt64(1), b_.getInt64(rounds), 1, part, [&](llvm::Value* t, const std::vector<llvm::Value*>& c) {
+            std::vector<llvm::Value*> cur = c;
+            for (int64_t q = 0; q < P; ++q) fold(add(mul(Ix{t, 0}, P), Ix{nullptr, q}), q, cur);
+            return cur;
+          });
+      next = rounds * P;
+    }
+    for (int64_t k = next; k < mp.k; ++k) fold(Ix{nullptr, k}, k % P, part);
+    for (int64_t r = 0; r < group; ++r)
+      for (int64_t q = 0; q < parts; ++q) s[r] = ew_.mmaMerge(s[r], part[r * P + q], op->mma_policy);
+    return s;
+  }
   if (mp.contraction_rolled)
     return loop(b_.getInt64(0), b_.getInt64(mp.k), 1, s, [&](llvm::Value* k, const std::vector<llvm::Value*>& cur) {
       return body(Ix{k, 0}, cur);

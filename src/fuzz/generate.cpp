@@ -469,6 +469,11 @@ class Gen {
     std::string flags;
     if (rng_.chance(1, 8)) flags += " allow_reassociation";
     if (rng_.chance(1, 6)) flags += " allow_fma";
+    if (rng_.chance(1, 4)) flags += " fused";
+    if (rng_.chance(1, 4)) {
+      static constexpr int kPartitions[] = {1, 2, 3, 4, 8, 16, 16};
+      flags += fmt::format(" partitions({})", kPartitions[rng_.below(7)]);
+    }
     work_ += elems(s) * std::max<int64_t>(elems(k), 1) * trips_;
     return emit(fmt::format("mma {}, {}, {} contract [{}]{}", av, bv, acc, contract, flags), Elem::F32, s);
   }

@@ -468,7 +468,23 @@ void Machine<F>::execMma(const Step& s) {
     const F* ao = a.data() + s.map0[o];
     const F* bo = b.data() + s.map1[o];
     F c = acc[o];
-    if (op.mma_policy.fused) {
+    if (const int64_t P = op.mma_policy.partitions; P > 0) {
+      // docs/ir.md, MMA: partition q = k mod P, each from its first product; then acc merges
+      // partitions 0..min(P, K)-1 in order.
+      const int64_t parts = std::min(P, terms);
+      F part[16];
+      for (int64_t q = 0; q < parts; ++q) part[q] = ao[ak[q]] * bo[bk[q]];
+      for (int64_t k = parts; k < terms; ++k) {
+        F& pq = part[k % P];
+        if (op.mma_policy.fused) {
+          pq = std::fma(ao[ak[k]], bo[bk[k]], pq);
+        } else {
+          const F p = ao[ak[k]] * bo[bk[k]];
+          pq = pq + p;
+        }
+      }
+      for (int64_t q = 0; q < parts; ++q) c = c + part[q];
+    } else if (op.mma_policy.fused) {
       for (int64_t k = 0; k < terms; ++k) c = std::fma(ao[ak[k]], bo[bk[k]], c);  // rounded once
     } else {
       for (int64_t k = 0; k < terms; ++k) {

@@ -116,6 +116,12 @@ struct MmaPolicy {
   // Every K step is one fused multiply-add rounded once (c = fma(a, b, c)), still in ascending
   // K order: exact and reproducible, like MUL then ADD, but a different (more accurate) result.
   bool fused = false;
+  // Partitioned order (`partitions(P)`, P in 1..16; 0 = ascending K): contribution k goes to
+  // partition k mod P; each partition starts from its first product a*b and folds its later
+  // contributions in ascending k (MUL then ADD, or one FMA when fused); then acc is merged with
+  // partitions 0..min(P, K)-1 in order, ((acc + p0) + p1) + ... — the order a dot product
+  // across P lanes executes, defined independently of the machine.
+  int partitions = 0;
   bool operator==(const MmaPolicy&) const = default;
 };
 

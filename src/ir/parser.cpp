@@ -835,7 +835,23 @@ class Parser {
     expectWord("contract", "'contract' and the contracted dims");
     auto dims = parseDimNames("the contracted dims");
     MmaPolicy policy;
-    while (atWord("allow_reassociation") || atWord("allow_fma") || atWord("fused")) {
+    while (atWord("allow_reassociation") || atWord("allow_fma") || atWord("fused") || atWord("partitions")) {
+      if (atWord("partitions")) {
+        Token at = tok_;
+        bump();
+        if (policy.partitions != 0) error(loc(at), "policy", "mma policy partitions is given twice");
+        expect(Tok::LParen, "'(' and a partition count 1..16 after 'partitions'");
+        Token p = expectInt("a partition count 1..16");
+        auto v = toInt(p);
+        if (v && (*v < 1 || *v > 16)) {
+          error(loc(p), "policy", fmt::format("mma partition count {} is outside 1..16", *v));
+          v.reset();
+        }
+        if (!v) bad = true;
+        policy.partitions = static_cast<int>(v.value_or(1));
+        expect(Tok::RParen, "')' after the partition count");
+        continue;
+      }
       bool& flag = atWord("allow_fma") ? policy.allow_fma : atWord("fused") ? policy.fused : policy.allow_reassociation;
       if (flag) error(loc(tok_), "policy", fmt::format("mma flag {} is given twice", tok_.text));
       flag = true;

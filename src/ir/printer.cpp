@@ -177,6 +177,7 @@ class Printer {
         if (op.mma_policy.allow_reassociation) flags += " allow_reassociation";
         if (op.mma_policy.allow_fma) flags += " allow_fma";
         if (op.mma_policy.fused) flags += " fused";
+        if (op.mma_policy.partitions > 0) flags += fmt::format(" partitions({})", op.mma_policy.partitions);
         line(depth, fmt::format("{}mma {} contract {}{}{}", lhs, args(0), dimNames(op.dims), flags, type));
         return;
       }

@@ -15,6 +15,12 @@ float attentionScale(const AttentionShape& s, const AttentionOptions& opt) {
 
 namespace {
 
+// The q.k^T mma's flags: the kernel's, in the partitioned order when asked.
+MmaFlags qkFlags(MmaFlags flags, const AttentionOptions& opt) {
+  flags.partitions = opt.qk_partitions;
+  return flags;
+}
+
 // One program per (batch, query head, query block): the seed's kernel.
 BuildResult separateHeads(KernelBuilder& kb, const AttentionShape& s, const AttentionOptions& opt, MmaFlags flags) {
   const int64_t BQ = opt.block_q, BK = opt.block_k;
@@ -40,7 +46,7 @@ BuildResult separateHeads(KernelBuilder& kb, const AttentionShape& s, const Atte
       Idx k0 = (j * BK).as("k0");
       Tile kt = load(k, {b, kvh, k0, 0}, {_, _, {"n", BK}, {"d", s.D}}).as("kt");
       Tile vt = load(v, {b, kvh, k0, 0}, {_, _, {"n", BK}, {"dv", s.Dv}}).as("vt");
-      Tile qk = mma(qt, kt, kb.zeros(mn), {"d"}, flags).as("qk");
+      Tile qk = mma(qt, kt, kb.zeros(mn), {"d"}, qkFlags(flags, opt)).as("qk");
       Tile scores = (qk * attentionScale(s, opt)).as("scores");
       Tile valid = lt((kb.iota(mn, "n") + k0).as("kidx"), limit).as("valid");
       scores = select(valid, scores, -inf).as("masked");
@@ -106,7 +112,7 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
       Idx k0 = (j * BK).as("k0");
       Tile kt = load(k, {b, kvh, k0, 0}, {_, _, {"n", BK}, {"d", s.D}}).as("kt");
       Tile vt = load(v, {b, kvh, k0, 0}, {_, _, {"n", BK}, {"dv", s.Dv}}).as("vt");
-      Tile qk = mma(qt, kt, kb.zeros(gmn), {"d"}, flags).as("qk");
+      Tile qk = mma(qt, kt, kb.zeros(gmn), {"d"}, qkFlags(flags, opt)).as("qk");
       Tile scores = (qk * attentionScale(s, opt)).as("scores");
       Tile valid = lt((kb.iota(gmn, "n") + k0).as("kidx"), limit).as("valid");
       scores = select(valid, scores, -inf).as("masked");

@@ -37,6 +37,10 @@ struct AttentionOptions {
   // scalars broadcast over the queries, Q is transposed once per program, row max and sum are
   // vertical, and a ragged K block costs no padding lanes. Same IR results (dims are named).
   bool queries_in_lanes = false;
+  // q.k^T in the partitioned order partitions(P) (docs/ir.md, MMA): with D a multiple of P and
+  // of the vector width, the lane realization runs it as a dot product over D (the `dot`
+  // form). 0: ascending D (an outer product over the keys). A different, equally defined result.
+  int qk_partitions = 0;
 };
 
 dsl::BuildResult attention(const AttentionShape& shape, const AttentionOptions& options = {});

@@ -46,6 +46,7 @@ struct Spec {
   int64_t split_blocks = 0;          // attention: KV blocks per chunk (0: no split)
   bool stack_heads = true, fused = true;
   bool queries_in_lanes = false;  // attention --lanes
+  bool qk_dot = false;            // attention --qk dot: q.k^T in partitions(16)
   bool causal = true;
   std::optional<double> scale;
   bool trans_b = false;  // gemm
@@ -238,6 +239,14 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
     s.split_blocks = (nKB + chunks - 1) / chunks;
     if (s.split_blocks >= nKB) s.split_blocks = 0;
   }
+  // --qk auto: the dot form where a program has one score row (MHA decode: no other row shares
+  // a K load, so the outer product has nothing to reuse) and D fills whole 16-lane partitions.
+  // Paired (AOT objects, 1 thread): MHA decode 1,32,32,1,1024,128,128 0.85, 1,8,8,1,2048,64,64
+  // 0.82; GQA decode 1,8,2,1,2053,80,96 1.35 (four rows share each K row), so keep the outer product there.
+  std::string qk = "auto";
+  if (auto e = optionChoice(r, "qk", {"outer", "dot", "auto"}, qk)) return e;
+  const int64_t rows = (s.stack_heads ? Hq / Hkv : 1) * s.block_q;
+  s.qk_dot = qk == "auto" ? rows == 1 && s.shape[5] % 16 == 0 : qk == "dot";
   std::string mask = "causal";
   if (auto e = optionChoice(r, "mask", {"causal", "none"}, mask)) return e;
   s.causal = mask == "causal";
@@ -263,6 +272,7 @@ AttentionOptions attentionOpts(const Spec& s) {
   o.fused = s.fused;
   o.split_blocks = s.split_blocks;
   o.queries_in_lanes = s.queries_in_lanes;
+  o.qk_partitions = s.qk_dot ? 16 : 0;
   return o;
 }
 
@@ -310,12 +320,16 @@ const std::vector<Entry>& entries() {
                "block, or the queries of the block (scores [g,n,m]: K rows broadcast, Q transposed once per program, "
                "no padding for a ragged K block); auto: queries when BQ >= 32 and either the keys would pad their "
                "blocks by more than 1/8 or Hq = Hkv "
-               "(default auto). Same results either way",
+               "(default auto). Same results either way\n"
+               "--qk outer|dot|auto   q.k^T in ascending D (an outer product over the keys), or in the "
+               "partitions(16) order of docs/ir.md, which the lanes run as a dot product over D when D is a multiple "
+               "of 16; auto: dot when a program has one score row (Hq = Hkv with one query per block) and D is a "
+               "multiple of 16 (default auto). A different, equally defined result",
                "softmax(scale q.k^T) v with GQA/MQA (query head h reads KV head h / (Hq/Hkv)); online softmax over KV "
                "blocks"},
               {"B", "Hq", "Hkv", "Q", "K", "D", "Dv"},
               {1, 1, 1, 1, 0, 1, 1},
-              {"block", "mask", "scale", "heads", "fma", "split", "lanes"},
+              {"block", "mask", "scale", "heads", "fma", "split", "lanes", "qk"},
               attentionOptions,
               [](const Spec& s) {
                 AttentionShape a = attentionShape(s);
@@ -548,6 +562,7 @@ std::optional<std::string> libraryChoices(const LibraryRequest& request, std::ma
   out["block"] = fmt::format("{}x{}{}", spec.block_q, spec.block_k, origin("block"));
   out["heads"] = spec.stack_heads ? "stacked" : "separate";
   out["lanes"] = std::string(spec.queries_in_lanes ? "queries" : "keys") + origin("lanes");
+  out["qk"] = std::string(spec.qk_dot ? "dot" : "outer") + origin("qk");
   const int64_t nKB = (spec.shape[4] + spec.block_k - 1) / spec.block_k;
   auto split = request.options.find("split");
   const char* how = split == request.options.end() || split->second == "auto" ? " (auto)" : " (given)";

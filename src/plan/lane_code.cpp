@@ -243,11 +243,41 @@ class CodeModel {
     const LaneMma& m = lp_.mma.at(op);
     const MmaPlan& mp = p_.mma.at(op);
     const int64_t fma = op->mma_policy.fused ? 1 : 0;
+    const Value* acc = op->operands[2];
+    const int64_t P = op->mma_policy.partitions;
+    // Partitioned element by element (scalars): a loop over whole rounds per element when planned.
+    auto element = [&] {
+      if (mp.k > 0) add(&LaneCode::loops, m.k_loop ? 1 : 0);
+    };
     if (m.form == "scalar") {
-      add(&LaneCode::loops, m.k_loop ? 1 : 0);
+      if (P > 0)
+        element();
+      else
+        add(&LaneCode::loops, m.k_loop ? 1 : 0);
       return;
     }
-    const Value* acc = op->operands[2];
+    if (m.form == "elements") {
+      const int64_t laneExt = acc->type.dims.back().extent;
+      define(op->results[0], [&](int64_t chunk) {
+        const int64_t e = chunk < 0 ? w_ : std::min(w_, laneExt - chunk * w_);
+        for (int64_t j = 0; j < e; ++j) element();
+      });
+      return;
+    }
+    if (m.form == "dot") {
+      const int64_t A = P / w_, rounds = mp.k / P;
+      const int64_t folds = m.k_loop ? A : (rounds - 1) * A;  // vectors folded after the first A
+      define(op->results[0], [&](int64_t) {
+        for (int64_t j = 0; j < w_; ++j) {
+          add(&LaneCode::loops, m.k_loop ? 1 : 0);
+          for (int64_t i = 0; i < A + folds; ++i) read(op->operands[0]), read(op->operands[1]);
+          add(&LaneCode::fmas, fma * folds);
+        }
+        read(acc);
+        add(&LaneCode::shuffles, A * transpose_);
+      });
+      return;
+    }
     const Layout& al = L(acc);
     if (m.fused_transpose) {
       const Value* x = op->operands[m.conversion[0] >= 0 ? 0 : 1];

@@ -175,6 +175,33 @@ class LanePlanner {
         lp_.mma[op] = m;
         return;
       }
+      if (const int64_t P = op->mma_policy.partitions; P > 0) {
+        // A partitioned order (docs/ir.md): the dot form when the lanes can hold the
+        // partitions — one contracted dim, the last dim of both operands (vectors along K),
+        // P a multiple of W and K a multiple of P; else element by element in that order.
+        const int64_t w = p_.knobs.packet_width;
+        const std::string& kd = op->dims[0];
+        const Value* a = op->operands[0];
+        const Value* b = op->operands[1];
+        const bool dot = op->dims.size() == 1 && a->type.dims.back().name == kd && b->type.dims.back().name == kd &&
+                         P % w == 0 && mp.k > 0 && mp.k % P == 0;
+        m.form = dot ? "dot" : "elements";
+        if (dot) {  // K / W vectors per output: unrolled up to 16, else one loop per output
+          m.k_rolled = mp.k / w > 16;
+          // Read at runtime K vectors (a loop) or runtime rows (a large result's row loop): memory.
+          if (m.k_rolled || L(op->results[0]).large) materialize(a), materialize(b);
+        }
+        m.lane_dim = dot ? kd : acc->type.dims.back().name;
+        m.k_reason = dot ? fmt::format(
+                               "partitions({}): lanes along {} hold the partitions, {} vector(s) each; {} "
+                               "vectors of K per output {}",
+                               P, kd, P / w, mp.k / w, mp.k / w > 16 ? "in a loop" : "unrolled")
+                         : fmt::format("partitions({}): element by element (the lanes cannot hold the partitions)", P);
+        if (!dot)
+          for (int i = 0; i < 2; ++i) materialize(op->operands[i]);
+        lp_.mma[op] = m;
+        return;
+      }
       m.form = "outer_product";
       m.lane_dim = acc->type.dims.back().name;
       for (int i = 0; i < 2; ++i) {
@@ -367,11 +394,18 @@ class LanePlanner {
       auto pos = [&](const Op* o) { return std::find(r->ops.begin(), r->ops.end(), o) - r->ops.begin(); };
       const auto at = pos(op);
       auto last = at;
-      for (const Op* u : users_[op->results[0]->id]) {
-        const Op* a = ancestorIn(u, r);
-        if (!a || a->kind == OpKind::Yield) return;
-        last = std::max(last, pos(a));
-      }
+      // Every op that reads the load: its users, and through recipes (recomputed where they are
+      // consumed) their consumers' (fuzz: a load negated in place read after the store began).
+      std::vector<const Value*> read = {op->results[0]};
+      for (size_t i = 0; i < read.size(); ++i)
+        for (const Op* u : users_[read[i]->id]) {
+          const Op* a = ancestorIn(u, r);
+          if (!a || a->kind == OpKind::Yield) return;
+          last = std::max(last, pos(a));
+          if (!u->results.empty() && L(u->results[0]).rep == LaneRep::Recipe &&
+              std::find(read.begin(), read.end(), u->results[0]) == read.end())
+            read.push_back(u->results[0]);
+        }
       for (auto i = at + 1; i <= last; ++i)
         if (hasStore(r->ops[i])) return;
       L(op->results[0]).rep = LaneRep::Direct;
@@ -398,6 +432,10 @@ class LanePlanner {
     }
     for (auto& [op, m] : lp_.mma) {
       const MmaPlan& mp = p_.mma.at(op);
+      if (const int64_t P = op->mma_policy.partitions; P > 0) {
+        m.k_loop = m.k_rolled && mp.k / P > 1;  // whole rounds of P contributions
+        continue;
+      }
       if (m.fused_transpose) {
         const Value* x = op->operands[m.conversion[0] >= 0 ? 0 : 1];
         m.k_loop = m.k_rolled && x->type.dims.back().extent / w > 1;

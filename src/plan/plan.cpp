@@ -326,7 +326,10 @@ class Planner {
           p_.runtime_loops += snap ? 1 : res->type.numElements();
         if (op->kind == OpKind::Mma) {
           const MmaPlan& m = p_.mma[op];
-          if (m.contraction_rolled && m.outputs > 0) p_.runtime_loops += snap ? 1 : m.outputs / m.output_block;
+          // A partitioned mma loops over whole rounds of P, only when there are two or more.
+          const int64_t P = op->mma_policy.partitions;
+          const bool loops = m.contraction_rolled && m.k > 0 && (P == 0 || m.k / P > 1);
+          if (loops && m.outputs > 0) p_.runtime_loops += snap ? 1 : m.outputs / m.output_block;
         }
       }
       for (const ir::Region* sub : op->regions) countLoops(sub);

@@ -105,7 +105,9 @@ struct Conversion {
 };
 
 struct LaneMma {
-  std::string form;                          // "outer_product" | "scalar"
+  // "outer_product" | "scalar" | "dot" (a partitioned order: lanes along K hold the
+  // partitions) | "elements" (a partitioned order the lanes cannot hold: element by element)
+  std::string form;
   std::string lane_dim;                      // acc's lane dim (outer product)
   int conversion[2] = {-1, -1};              // per operand a, b: index into conversions (-1 = none)
   bool broadcast[2] = {false, false};        // operand read as a scalar per K step, splat over the lanes

@@ -80,8 +80,8 @@ struct K {
   Value* reduce(ir::ReduceKind kind, Value* x, std::vector<std::string> dims, Value* init, ir::ReducePolicy p) {
     return b.reduce(kind, x, std::move(dims), init, p, loc);
   }
-  Value* mma(Value* a, Value* bb, Value* acc, std::vector<std::string> contract) {
-    return b.mma(a, bb, acc, std::move(contract), {}, loc);
+  Value* mma(Value* a, Value* bb, Value* acc, std::vector<std::string> contract, ir::MmaPolicy policy = {}) {
+    return b.mma(a, bb, acc, std::move(contract), policy, loc);
   }
   // Verifies; returns the diagnostics (empty when valid).
   std::string verify() {
@@ -268,6 +268,38 @@ TEST(Interp, MmaSumsKInAscendingOrderWithRoundedProducts) {
   EXPECT_EQ(run(k.k, ps, 1, Mode::StrictF32)[0], 0.0f);
   ps[0].data = {-1e8f, 1e8f, 1};
   EXPECT_EQ(run(k.k, ps, 1, Mode::StrictF32)[0], 1.0f);
+}
+
+TEST(Interp, MmaPartitionsFoldEachPartitionThenMergeInOrder) {
+  // partitions(2), K = 5, b = 1, acc = 0: p0 = (a0 + a2) + a4, p1 = a1 + a3, c = (0 + p0) + p1.
+  // a = {1e8, 1, -1e8, 1, 1}: p0 = (1e8 - 1e8) + 1 = 1, p1 = 2, c = 3, where ascending K gives
+  // ((((1e8 + 1) - 1e8) + 1) + 1) = 2 in f32.
+  K k;
+  Value* x = k.view("x", {5});
+  Value* y = k.view("y", {1});
+  k.body();
+  Value* a = k.load(x, {I(0)}, {{"k", 5}});
+  ir::MmaPolicy part;
+  part.partitions = 2;
+  Value* c = k.mma(a, k.cf(1, {{"k", 5}}), k.cf(0), {"k"}, part);
+  k.store(k.b.broadcast(c, f32({{"o", 1}}), k.loc), y, {I(0)}, {{"o", 1}});
+  ASSERT_EQ(k.verify(), "");
+  auto ps = paramsFor(k.k);
+  ps[0].data = {1e8f, 1, -1e8f, 1, 1};
+  EXPECT_EQ(run(k.k, ps, 1, Mode::StrictF32)[0], 3.0f);
+  // P >= K: one product per partition, merged in order: ((0 + 1e8) + 1) - 1e8 = 0, as ascending K.
+  ir::MmaPolicy wide;
+  wide.partitions = 16;
+  K k2;
+  Value* x2 = k2.view("x", {3});
+  Value* y2 = k2.view("y", {1});
+  k2.body();
+  Value* c2 = k2.mma(k2.load(x2, {I(0)}, {{"k", 3}}), k2.cf(1, {{"k", 3}}), k2.cf(0), {"k"}, wide);
+  k2.store(k2.b.broadcast(c2, f32({{"o", 1}}), k2.loc), y2, {I(0)}, {{"o", 1}});
+  ASSERT_EQ(k2.verify(), "");
+  auto ps2 = paramsFor(k2.k);
+  ps2[0].data = {1e8f, 1, -1e8f};
+  EXPECT_EQ(run(k2.k, ps2, 1, Mode::StrictF32)[0], 0.0f);
 }
 
 TEST(Interp, MmaIsNotFused) {

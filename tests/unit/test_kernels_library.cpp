@@ -107,8 +107,9 @@ TEST(Library, BadRequestsAreErrorsNamingTheParameter) {
       {req("attention", "1,8,2,1,16,8,8", {{"scale", "inf"}}), "--scale 'inf' is not a finite number"},
       {req("attention", "1,8,2,1,16,8,8", {{"eps", "1e-5"}}),
        "option --eps does not apply to attention (its options: --block, --mask, --scale, --heads, --fma, --split, "
-       "--lanes)"},
+       "--lanes, --qk)"},
       {req("attention", "1,8,2,1,16,8,8", {{"lanes", "rows"}}), "--lanes 'rows' is not one of keys|queries|auto"},
+      {req("attention", "1,8,2,1,16,8,8", {{"qk", "inner"}}), "--qk 'inner' is not one of outer|dot|auto"},
       {req("attention", "1,8,2,1,16,8,8", {{"lanes", "queries"}, {"heads", "separate"}}),
        "--lanes queries needs --heads stacked"},
       {req("attention", "1,8,1,1,16,8,8", {{"block", "64x64"}}), "512 rows x 64 keys exceeds 16384"},

@@ -105,6 +105,10 @@ TEST(Lanes, LibraryKernelsAreBitexactOnEveryWidthIsaAndThreadCount) {
       // Prefill with the queries along the lanes (Q transposed once per program).
       {"attention", "1,4,2,33,21,24,8", {{"mask", "causal"}, {"lanes", "queries"}}},
       {"attention", "1,4,1,3,19,16,24", {{"heads", "separate"}, {"fma", "unfused"}, {"block", "2x8"}}},
+      // Q.K^T in partitions(16): the dot form (MHA decode, D = 32; auto), and element by element
+      // where D is not a multiple of 16.
+      {"attention", "1,3,3,1,70,32,24", {{"mask", "causal"}, {"split", "off"}}},
+      {"attention", "1,2,2,3,20,9,8", {{"mask", "none"}, {"qk", "dot"}, {"fma", "unfused"}}},
       {"gemm", "37,20,45", {}},
       {"gemm", "9,33,17", {{"trans-b", "true"}}},
       {"softmax", "5,1030", {}},
@@ -172,6 +176,36 @@ TEST(Lanes, PrefillQueriesInLanesPlan) {
   for (const auto& r : lanes["reductions"]) EXPECT_EQ(r["direction"], "vertical") << r.dump();
   EXPECT_EQ(lanes["code_per_program"]["predicted"]["gathers"], 0);
   EXPECT_GT(lanes["code_per_program"]["predicted"]["scatters"], 0);
+}
+
+// MHA decode: Q.K^T in the partitions(16) order as a dot product along D, K read as it lies in
+// memory (no transpose), the 16 partitions of 16 scores merged after one in-register transpose.
+TEST(Lanes, MhaDecodeQkIsADotProduct) {
+  std::unique_ptr<kiln::ir::Kernel> k;
+  auto err = kiln::kernels::buildLibraryKernel({"attention", "1,4,4,1,64,32,32", {{"split", "off"}}}, k);
+  ASSERT_FALSE(err.has_value()) << *err;
+  kiln::driver::Compilation c;
+  ASSERT_FALSE(kiln::driver::compile(*k, knobs({"isa=avx512", "packet_width=16"}), c).has_value());
+  const auto& lanes = c.report["lanes"];
+  EXPECT_EQ(lanes["mma"][0]["form"], "dot");
+  EXPECT_EQ(lanes["mma"][1]["form"], "outer_product");  // P.V: ascending keys
+  EXPECT_TRUE(lanes["conversions"].empty()) << lanes["conversions"].dump();
+  const auto& code = lanes["code_per_program"];
+  EXPECT_EQ(code["predicted"], code["realized"]);
+  EXPECT_EQ(code["predicted"]["gathers"], 0);
+  // Per vector of 16 scores: one 16x16 transpose (64 shuffles) of the 16 partial vectors.
+  EXPECT_EQ(code["predicted"]["shuffles"].get<int>() % 64, 0);
+  EXPECT_GT(code["predicted"]["shuffles"].get<int>(), 0);
+  for (const char* qk : {"outer", "dot"}) {
+    std::unique_ptr<kiln::ir::Kernel> kq;
+    ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"attention", "1,4,4,1,64,32,32", {{"qk", qk}}}, kq).has_value());
+    expectBitexact(*kq, knobs({"packet_width=8", "isa=avx2"}), std::string("qk ") + qk);
+  }
+  // The partitioned order in the seed's realization (one program per lane), unrolled and rolled.
+  auto part = parseFile(std::string(KILN_SOURCE_DIR) + "/tests/ir/mma_partitioned.tile");
+  ASSERT_TRUE(part);
+  for (const char* unroll : {"max_unrolled_tile_elements=64", "max_unrolled_tile_elements=1"})
+    expectBitexact(*part, knobs({"local_lanes=1", "packet_width=8", unroll}), std::string("local_lanes=1 ") + unroll);
 }
 
 TEST(Lanes, StridedAccessIsAGatherAndCounted) {

@@ -26,7 +26,7 @@ struct KernelSource {
   std::string shape;
   // Library kernel options: name (without --) -> the CLI option that holds it.
   std::vector<std::pair<std::string, CLI::Option*>> kernel_options;
-  std::vector<std::string> values = std::vector<std::string>(11);
+  std::vector<std::string> values;  // one per option; sized before CLI11 holds references into it
   bool trans_b = false;
 
   void add(CLI::App* app) {
@@ -46,7 +46,11 @@ struct KernelSource {
         {"fma", "attention, gemm: fused (mma steps rounded once) | unfused (MUL then ADD)"},
         {"split", "attention: N (KV chunks merged by a second phase) | auto | off"},
         {"lanes", "attention: keys | queries | auto (what lies along the vector lanes)"},
+        {"qk",
+         "attention: outer | dot | auto (q.k^T as an outer product in ascending D, or a dot product over D "
+         "in the partitions(16) order)"},
     };
+    values.assign(std::size(opts), std::string());
     for (size_t i = 0; i < std::size(opts); ++i)
       kernel_options.emplace_back(opts[i].first,
                                   app->add_option(std::string("--") + opts[i].first, values[i], opts[i].second));

@@ -391,9 +391,155 @@ void LaneEmitter::emitMmaFusedTranspose(const Op* op) {
   }
 }
 
+Ix LaneEmitter::lanePosition(Ix chunk, unsigned j, int64_t extent) {
+  Ix at = add(mul(chunk, w_), Ix{nullptr, j});
+  // Lanes past the extent repeat the last element (their results are never stored).
+  if (at.isConst()) return Ix{nullptr, std::min<int64_t>(at.c, extent - 1)};
+  return Ix{b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, at.v, b_.getInt64(extent - 1)), 0};
+}
+
+// docs/ir.md, MMA, partitions(P): partition q = k mod P starts from its first product; later
+// contributions fold in ascending k (whole rounds of P by a loop when LaneMma::k_loop); then
+// the accumulator merges partitions 0..min(P, K)-1 in order.
+llvm::Value* LaneEmitter::partitionedElement(const Op* op, llvm::Value* acc, const Coords& rc) {
+  const ir::Value* a = op->operands[0];
+  const ir::Value* bv = op->operands[1];
+  const ir::Type& at = op->operands[2]->type;
+  const plan::MmaPlan& mp = p_.mma.at(op);
+  const plan::LaneMma& lm = lp_.mma.at(op);
+  const ir::MmaPolicy& pol = op->mma_policy;
+  const int64_t P = pol.partitions, K = mp.k, parts = std::min(P, K), rounds = K / P;
+  if (K == 0) return acc;
+  ir::Type ct = ir::Type::tile(Elem::F32, {});
+  for (const std::string& d : op->dims) ct.dims.push_back(a->type.dims[a->type.findDim(d)]);
+  auto term = [&](Ix k) {
+    Coords kc(ct.dims.size(), Ix{nullptr, 0});
+    for (int i = static_cast<int>(ct.dims.size()) - 1; i >= 0; --i) {
+      kc[i] = rem(k, ct.dims[i].extent);
+      k = div(k, ct.dims[i].extent);
+    }
+    auto one = [&](const ir::Value* x) {
+      return x->type.isScalar() ? scalar(x) : elem(x, mapCoords(x->type, at, rc, &kc, &ct));
+    };
+    return std::pair{one(a), one(bv)};
+  };
+  std::vector<llvm::Value*> part(parts);
+  for (int64_t q = 0; q < parts; ++q) {
+    auto [x, y] = term(Ix{nullptr, q});
+    part[q] = ew_.mmaProduct(x, y, pol);
+  }
+  auto fold = [&](Ix k, int64_t q, std::vector<llvm::Value*>& cur) {
+    auto [x, y] = term(k);
+    cur[q] = ew_.multiplyAdd(x, y, cur[q], pol);
+  };
+  int64_t next = parts;
+  if (lm.k_loop) {
+    part = loop(b_.getInt64(1), b_.getInt64(rounds), 1, part, [&](llvm::Value* t, const std::vector<llvm::Value*>& c) {
+      std::vector<llvm::Value*> cur = c;
+      for (int64_t q = 0; q < P; ++q) fold(add(mul(Ix{t, 0}, P), Ix{nullptr, q}), q, cur);
+      return cur;
+    });
+    next = rounds * P;
+  }
+  for (int64_t k = next; k < K; ++k) fold(Ix{nullptr, k}, k % P, part);
+  for (int64_t q = 0; q < parts; ++q) acc = ew_.mmaMerge(acc, part[q], pol);
+  return acc;
+}
+
+// Form "elements": each output element in the partitioned order, as scalars.
+void LaneEmitter::emitMmaElements(const Op* op) {
+  const ir::Value* acc = op->operands[2];
+  const ir::Value* r = op->results[0];
+  const ir::Type& at = acc->type;
+  const int64_t laneExt = at.dims.back().extent;
+  define(r, [&](Ix row, Ix chunk) {
+    Coords rc = rowCoords(at, row);
+    llvm::Value* v = llvm::Constant::getNullValue(vty(Elem::F32));
+    for (unsigned j = 0; j < w_; ++j) {
+      if (chunk.isConst() && chunk.c * static_cast<int64_t>(w_) + j >= laneExt) break;
+      rc.back() = lanePosition(chunk, j, laneExt);
+      v = b_.CreateInsertElement(v, partitionedElement(op, elem(acc, rc), rc), uint64_t(j));
+    }
+    return v;
+  });
+}
+
+// Form "dot" (docs/backend.md): lanes along K hold the partitions. For each of the W outputs of
+// an accumulator vector, A = P/W accumulators over K's vectors (lane k of accumulator a' holds
+// partition a'*W + k): the first A vectors' products, then later vectors folded in ascending
+// order; the W outputs' accumulators are transposed in registers so that vector k holds
+// partition k of each output, and the accumulator vector merges them in order: per lane the
+// partitioned element's operations in its order, W outputs per instruction.
+void LaneEmitter::emitMmaDot(const Op* op) {
+  const ir::Value* a = op->operands[0];
+  const ir::Value* bv = op->operands[1];
+  const ir::Value* acc = op->operands[2];
+  const ir::Value* r = op->results[0];
+  const ir::Type& at = acc->type;
+  const plan::MmaPlan& mp = p_.mma.at(op);
+  const plan::LaneMma& lm = lp_.mma.at(op);
+  const ir::MmaPolicy& pol = op->mma_policy;
+  const int64_t P = pol.partitions, A = P / w_, rounds = mp.k / P;
+  const int64_t laneExt = at.dims.back().extent;
+  ir::Type ct = ir::Type::tile(Elem::F32, {});
+  ct.dims.push_back(a->type.dims.back());
+  auto alongK = [&](const ir::Value* x, const Coords& rc, Ix v) {
+    Coords kc = {Ix{nullptr, 0}};
+    Coords xc = mapCoords(x->type, at, rc, &kc, &ct);
+    return vec(x, rowOf(x->type, xc), v);
+  };
+  auto partials = [&](const Coords& rc) {
+    std::vector<llvm::Value*> p(A);
+    for (int64_t i = 0; i < A; ++i)
+      p[i] = ew_.mmaProduct(alongK(a, rc, Ix{nullptr, i}), alongK(bv, rc, Ix{nullptr, i}), pol);
+    auto step = [&](Ix t, std::vector<llvm::Value*> cur) {
+      for (int64_t i = 0; i < A; ++i) {
+        Ix v = add(mul(t, A), Ix{nullptr, i});
+        cur[i] = ew_.multiplyAdd(alongK(a, rc, v), alongK(bv, rc, v), cur[i], pol);
+      }
+      return cur;
+    };
+    if (lm.k_loop)
+      return loop(b_.getInt64(1), b_.getInt64(rounds), 1, p, [&](llvm::Value* t, const std::vector<llvm::Value*>& cur) {
+        return step(Ix{t, 0}, cur);
+      });
+    for (int64_t t = 1; t < rounds; ++t) p = step(Ix{nullptr, t}, p);
+    return p;
+  };
+  define(r, [&](Ix row, Ix chunk) {
+    Coords rc = rowCoords(at, row);
+    std::vector<std::vector<llvm::Value*>> parts(w_);
+    for (unsigned j = 0; j < w_; ++j) {
+      rc.back() = lanePosition(chunk, j, laneExt);
+      parts[j] = partials(rc);
+    }
+    llvm::Value* s = vec(acc, row, chunk);
+    for (int64_t i = 0; i < A; ++i) {
+      std::vector<llvm::Value*> block(w_);
+      for (unsigned j = 0; j < w_; ++j) block[j] = parts[j][i];
+      transposeInRegisters(block);
+      for (unsigned k = 0; k < w_; ++k) s = ew_.mmaMerge(s, block[k], pol);
+    }
+    return s;
+  });
+}
+
 void LaneEmitter::emitMmaTiles(const Op* op) {
-  if (lp_.mma.at(op).fused_transpose) {
+  const plan::LaneMma& form = lp_.mma.at(op);
+  if (form.fused_transpose) {
     emitMmaFusedTranspose(op);
+    return;
+  }
+  if (form.form == "dot") {
+    emitMmaDot(op);
+    return;
+  }
+  if (form.form == "elements") {
+    emitMmaElements(op);
+    return;
+  }
+  if (form.form == "scalar" && op->mma_policy.partitions > 0) {
+    scalars_[op->results[0]->id] = partitionedElement(op, scalar(op->operands[2]), {});
     return;
   }
   const ir::Value* a = op->operands[0];

@@ -81,6 +81,11 @@ class LaneEmitter {
   void emitMma(const ir::Op* op);
   void emitMmaTiles(const ir::Op* op);
   void emitMmaFusedTranspose(const ir::Op* op);  // LaneMma::fused_transpose
+  void emitMmaDot(const ir::Op* op);             // form "dot"
+  void emitMmaElements(const ir::Op* op);        // form "elements"
+  // One output element (coords rc) of a partitioned mma, from the accumulator's element.
+  llvm::Value* partitionedElement(const ir::Op* op, llvm::Value* acc, const Coords& rc);
+  Ix lanePosition(Ix chunk, unsigned j, int64_t extent);  // lane j of a chunk, clamped to extent - 1
   void emitConversion(const plan::Conversion& c);
   void emitLoop(const ir::Op* op);
   llvm::Value* emitExtract(const ir::Op* op);
