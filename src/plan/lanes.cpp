@@ -199,6 +199,8 @@ class LanePlanner {
                          : fmt::format("partitions({}): element by element (the lanes cannot hold the partitions)", P);
         if (!dot)
           for (int i = 0; i < 2; ++i) materialize(op->operands[i]);
+        // A result walked by a row loop reads the accumulator at runtime rows (fuzz seed 13).
+        if (L(op->results[0]).large) needMemory(acc);
         lp_.mma[op] = m;
         return;
       }
