@@ -806,15 +806,7 @@ class Parser {
       policy.kind = ReducePolicy::Kind::UnorderedTree;
       if (tok_.kind == Tok::LParen) {
         bump();
-        Token p = expectInt("a partition count 1..16");
-        auto v = toInt(p);
-        if (v && (*v < 1 || *v > 16)) {
-          error(loc(p), "policy", fmt::format("unordered_tree partition count {} is outside 1..16", *v));
-          v.reset();
-        }
-        if (!v) bad = true;
-        policy.partitions = static_cast<int>(v.value_or(1));
-        expect(Tok::RParen, "')' after the partition count");
+        policy.partitions = partitionCount("unordered_tree", bad);
       }
     } else if (atWord("ordered")) {
       bump();
@@ -829,6 +821,20 @@ class Parser {
     build(op, names, bad, declared, typeLoc, false);
   }
 
+  // A policy's partition count after its '(': an integer 1..16 and ')'. Out of range or
+  // missing: an error naming `what` (the policy), `bad` set, 1 returned.
+  int partitionCount(const char* what, bool& bad) {
+    Token p = expectInt("a partition count 1..16");
+    auto v = toInt(p);
+    if (v && (*v < 1 || *v > 16)) {
+      error(loc(p), "policy", fmt::format("{} partition count {} is outside 1..16", what, *v));
+      v.reset();
+    }
+    if (!v) bad = true;
+    expect(Tok::RParen, "')' after the partition count");
+    return static_cast<int>(v.value_or(1));
+  }
+
   void parseMma(const std::vector<Token>& names, const Token& opTok) {
     bool bad = !checkResultCount(names, 1, opTok);
     auto operands = valuesOf(parseOperands(), "mma", bad);
@@ -841,15 +847,7 @@ class Parser {
         bump();
         if (policy.partitions != 0) error(loc(at), "policy", "mma policy partitions is given twice");
         expect(Tok::LParen, "'(' and a partition count 1..16 after 'partitions'");
-        Token p = expectInt("a partition count 1..16");
-        auto v = toInt(p);
-        if (v && (*v < 1 || *v > 16)) {
-          error(loc(p), "policy", fmt::format("mma partition count {} is outside 1..16", *v));
-          v.reset();
-        }
-        if (!v) bad = true;
-        policy.partitions = static_cast<int>(v.value_or(1));
-        expect(Tok::RParen, "')' after the partition count");
+        policy.partitions = partitionCount("mma", bad);
         continue;
       }
       bool& flag = atWord("allow_fma") ? policy.allow_fma : atWord("fused") ? policy.fused : policy.allow_reassociation;

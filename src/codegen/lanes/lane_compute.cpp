@@ -132,12 +132,6 @@ void LaneEmitter::emitReduce(const Op* op) {
     return;
   }
   const int64_t laneExt = rt.dims.back().extent;
-  auto lanePosition = [&](Ix chunk, unsigned j) {
-    Ix at = add(mul(chunk, w_), Ix{nullptr, j});
-    // Lanes past the extent repeat the last element (their results are never stored).
-    if (at.isConst()) return Ix{nullptr, std::min<int64_t>(at.c, laneExt - 1)};
-    return Ix{b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, at.v, b_.getInt64(laneExt - 1)), 0};
-  };
   if (lr.vector_partitions && laneExt >= static_cast<int64_t>(w_)) {
     // W result elements at once (when there are at least W along the lanes): the accumulators of W neighbouring
     // results, transposed in registers, so that vector k holds partition k of every result; then init merges the
@@ -147,7 +141,7 @@ void LaneEmitter::emitReduce(const Op* op) {
       Coords rc = rowCoords(rt, row);
       std::vector<std::vector<llvm::Value*>> partials(w_);
       for (unsigned j = 0; j < w_; ++j) {
-        rc.back() = lanePosition(chunk, j);
+        rc.back() = lanePosition(chunk, j, laneExt);
         partials[j] = lanePartials(rc);
       }
       llvm::Value* s = init->type.isScalar() ? splat(scalar(init)) : vec(init, row, chunk);
@@ -391,6 +385,22 @@ void LaneEmitter::emitMmaFusedTranspose(const Op* op) {
   }
 }
 
+ir::Type LaneEmitter::contractedType(const Op* op) {
+  const ir::Type& at = op->operands[0]->type;
+  ir::Type ct = ir::Type::tile(Elem::F32, {});
+  for (const std::string& d : op->dims) ct.dims.push_back(at.dims[at.findDim(d)]);
+  return ct;
+}
+
+LaneEmitter::Coords LaneEmitter::contractionCoords(const ir::Type& ct, Ix k) {
+  Coords kc(ct.dims.size(), Ix{nullptr, 0});
+  for (int i = static_cast<int>(ct.dims.size()) - 1; i >= 0; --i) {
+    kc[i] = rem(k, ct.dims[i].extent);
+    k = div(k, ct.dims[i].extent);
+  }
+  return kc;
+}
+
 Ix LaneEmitter::lanePosition(Ix chunk, unsigned j, int64_t extent) {
   Ix at = add(mul(chunk, w_), Ix{nullptr, j});
   // Lanes past the extent repeat the last element (their results are never stored).
@@ -410,14 +420,9 @@ llvm::Value* LaneEmitter::partitionedElement(const Op* op, llvm::Value* acc, con
   const ir::MmaPolicy& pol = op->mma_policy;
   const int64_t P = pol.partitions, K = mp.k, parts = std::min(P, K), rounds = K / P;
   if (K == 0) return acc;
-  ir::Type ct = ir::Type::tile(Elem::F32, {});
-  for (const std::string& d : op->dims) ct.dims.push_back(a->type.dims[a->type.findDim(d)]);
+  const ir::Type ct = contractedType(op);
   auto term = [&](Ix k) {
-    Coords kc(ct.dims.size(), Ix{nullptr, 0});
-    for (int i = static_cast<int>(ct.dims.size()) - 1; i >= 0; --i) {
-      kc[i] = rem(k, ct.dims[i].extent);
-      k = div(k, ct.dims[i].extent);
-    }
+    Coords kc = contractionCoords(ct, k);
     auto one = [&](const ir::Value* x) {
       return x->type.isScalar() ? scalar(x) : elem(x, mapCoords(x->type, at, rc, &kc, &ct));
     };
@@ -549,16 +554,8 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
   const ir::Type& at = acc->type;
   const plan::MmaPlan& mp = p_.mma.at(op);
   const plan::LaneMma& lm = lp_.mma.at(op);
-  ir::Type ct = ir::Type::tile(Elem::F32, {});
-  for (const std::string& d : op->dims) ct.dims.push_back(a->type.dims[a->type.findDim(d)]);
-  auto kCoords = [&](Ix k) {
-    Coords kc(ct.dims.size(), Ix{nullptr, 0});
-    for (int i = static_cast<int>(ct.dims.size()) - 1; i >= 0; --i) {
-      kc[i] = rem(k, ct.dims[i].extent);
-      k = div(k, ct.dims[i].extent);
-    }
-    return kc;
-  };
+  const ir::Type ct = contractedType(op);
+  auto kCoords = [&](Ix k) { return contractionCoords(ct, k); };
   if (lm.form == "scalar") {
     llvm::Value* s = scalar(acc);
     auto step = [&](Ix k, llvm::Value* c) {

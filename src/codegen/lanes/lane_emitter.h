@@ -86,6 +86,10 @@ class LaneEmitter {
   // One output element (coords rc) of a partitioned mma, from the accumulator's element.
   llvm::Value* partitionedElement(const ir::Op* op, llvm::Value* acc, const Coords& rc);
   Ix lanePosition(Ix chunk, unsigned j, int64_t extent);  // lane j of a chunk, clamped to extent - 1
+  // An mma's contracted dims as a type (from operand a), and the coords of contraction index k
+  // in it (row-major over the contracted dims in the order listed).
+  ir::Type contractedType(const ir::Op* op);
+  Coords contractionCoords(const ir::Type& ct, Ix k);
   void emitConversion(const plan::Conversion& c);
   void emitLoop(const ir::Op* op);
   llvm::Value* emitExtract(const ir::Op* op);
