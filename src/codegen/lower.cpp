@@ -5,11 +5,13 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/IntrinsicInst.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/Operator.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include "codegen/emitter.h"
+#include "codegen/gpu_threads.h"
 #include "codegen/lanes/lane_emitter.h"
 #include "runtime/abi.h"
 
@@ -165,6 +167,46 @@ llvm::Function* emitBlocks(llvm::Module& m, const plan::Plan& p, llvm::Function*
   return f;
 }
 
+// Target nvptx: the PTX kernel `name`, void (ptr params): GPU thread g = ctaid.x * ntid.x +
+// tid.x takes part in call c = g / threads_per_program of `body`, on programs from
+// c * programs_per_thread, when g < launch.threads.
+// The body stays the CPU's (the lane program, or the masked packet body, which masks the
+// programs past the domain itself); only the traversal differs.
+llvm::Function* emitGpuEntry(llvm::Module& m, const plan::Plan& p, llvm::Function* body, const std::string& name,
+                             int64_t threadsPerProgram) {
+  const plan::GpuLaunch launch = plan::gpuLaunch(p, threadsPerProgram);
+  llvm::LLVMContext& c = m.getContext();
+  llvm::IRBuilder<> b(c);
+  auto* i64 = b.getInt64Ty();
+  auto* f = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy()}, false),
+                                   llvm::Function::ExternalLinkage, name, m);
+  f->setCallingConv(llvm::CallingConv::PTX_Kernel);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  auto* entry = llvm::BasicBlock::Create(c, "entry", f);
+  auto* run = llvm::BasicBlock::Create(c, "thread.run", f);
+  auto* done = llvm::BasicBlock::Create(c, "done", f);
+  b.SetInsertPoint(entry);
+  auto sreg = [&](llvm::Intrinsic::ID id) {
+    return b.CreateZExt(b.CreateIntrinsic(b.getInt32Ty(), id, llvm::ArrayRef<llvm::Value*>{}), i64);
+  };
+  llvm::Value* g = b.CreateAdd(
+      b.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x)),
+      sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), "thread");
+  // The W threads of a program's segment (aligned in the warp) leave or stay together.
+  llvm::Value* call = b.CreateUDiv(g, b.getInt64(launch.threads_per_program), "call");
+  b.CreateCondBr(b.CreateICmpSLT(g, b.getInt64(launch.threads)), run, done);
+  b.SetInsertPoint(run);
+  b.CreateCall(body, {f->getArg(0), b.CreateMul(call, b.getInt64(launch.programs_per_thread), "first")});
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  b.CreateRetVoid();
+  // Inlined, so the entry's PTX (and the driver's register count) is the whole program's.
+  body->setLinkage(llvm::Function::InternalLinkage);
+  body->removeFnAttr(llvm::Attribute::NoInline);
+  body->addFnAttr(llvm::Attribute::AlwaysInline);
+  return f;
+}
+
 // Phase dispatch: void kiln_blocks(ptr params, i64 begin, i64 end, ptr record) over the
 // concatenated block ranges of the phases; each phase's part of [begin, end) goes to its own
 // block loop. The runtime never hands one call blocks of two phases at once when it runs
@@ -234,6 +276,7 @@ std::optional<std::string> lowerDomain(const ir::Kernel& kernel, const plan::Pla
                                        const std::string& prefix, const std::string& name, bool exported, Lowered& out,
                                        llvm::Function*& blocks) {
   std::string error;
+  const bool gpu = plan.knobs.target == "nvptx";
   if (plan.lanes_realization) {
     // One program per call over the W lanes: no lane mask, so no clone to make.
     LaneEmitter lanes(kernel, plan, m);
@@ -243,7 +286,21 @@ std::optional<std::string> lowerDomain(const ir::Kernel& kernel, const plan::Pla
     out.lanes = true;
     out.lane_code = realizedLaneCode(*body, plan.knobs.packet_width);
     out.full_packet_decision = "not_applicable";
-    blocks = emitBlocks(m, plan, nullptr, body, 1, name, exported);
+    if (!gpu) {
+      blocks = emitBlocks(m, plan, nullptr, body, 1, name, exported);
+      return std::nullopt;
+    }
+    // The lanes over the threads of a warp segment, unless the knob or the code says otherwise.
+    Lowered::GpuEntry entry{name, 1, "gpu_lanes=registers"};
+    if (plan.knobs.gpu_lanes == "threads") {
+      entry.not_spread.clear();
+      if (llvm::Function* spread = spreadLanesOverThreads(body, plan.knobs.packet_width, entry.not_spread)) {
+        body = spread;
+        entry.threads_per_program = plan.knobs.packet_width;
+      }
+    }
+    blocks = emitGpuEntry(m, plan, body, name, entry.threads_per_program);
+    out.gpu_entries.push_back(entry);
     return std::nullopt;
   }
   Emitter masked(kernel, plan, m, /*fullPacket=*/false);
@@ -254,6 +311,12 @@ std::optional<std::string> lowerDomain(const ir::Kernel& kernel, const plan::Pla
   // The full-packet rule (DESIGN.md, "Execution model"), applied to the measured body.
   llvm::Function* full = nullptr;
   const plan::Knobs& kn = plan.knobs;
+  if (gpu) {
+    out.full_packet_decision = "not_applicable";  // a GPU thread runs one packet; no clone
+    blocks = emitGpuEntry(m, plan, body, name, 1);
+    out.gpu_entries.push_back({name, 1, "local_lanes=1: a thread runs a packet of W programs"});
+    return std::nullopt;
+  }
   if (!kn.full_packet) {
     out.full_packet_decision = "not_requested";
   } else if (plan.num_programs < kn.packet_width) {
@@ -289,8 +352,10 @@ std::optional<std::string> lower(const ir::Kernel& kernel, const plan::Plan& pla
   out = Lowered{};
   out.module = std::make_unique<llvm::Module>("kiln." + kernel.name, ctx);
   llvm::Function* blocks = nullptr;
-  if (auto e = lowerDomain(kernel, plan, *out.module, "", runtime::kBlocksSymbol, true, out, blocks)) return e;
-  emitEntries(*out.module, blocks, {plan.num_blocks});
+  const bool gpu = plan.knobs.target == "nvptx";
+  const std::string name = gpu ? std::string(kGpuEntryPrefix) + "0" : std::string(runtime::kBlocksSymbol);
+  if (auto e = lowerDomain(kernel, plan, *out.module, "", name, true, out, blocks)) return e;
+  if (!gpu) emitEntries(*out.module, blocks, {plan.num_blocks});
   return finish(*out.module, out);
 }
 
@@ -303,11 +368,14 @@ std::optional<std::string> lowerPhases(const std::vector<const ir::Kernel*>& pha
   perPhase.resize(phases.size());
   std::vector<llvm::Function*> fns;
   std::vector<int64_t> ends;
+  const bool gpu = plans.at(0)->knobs.target == "nvptx";
   for (size_t i = 0; i < phases.size(); ++i) {
     const std::string prefix = "kiln_phase" + std::to_string(i) + "_";
+    const std::string name = gpu ? kGpuEntryPrefix + std::to_string(i) : prefix + "blocks";
     llvm::Function* blocks = nullptr;
-    if (auto e = lowerDomain(*phases[i], *plans[i], *out.module, prefix, prefix + "blocks", false, perPhase[i], blocks))
+    if (auto e = lowerDomain(*phases[i], *plans[i], *out.module, prefix, name, false, perPhase[i], blocks))
       return "phase " + std::to_string(i) + ": " + *e;
+    for (const Lowered::GpuEntry& e : perPhase[i].gpu_entries) out.gpu_entries.push_back(e);
     fns.push_back(blocks);
     ends.push_back((ends.empty() ? 0 : ends.back()) + plans[i]->num_blocks);
     out.body_instructions += perPhase[i].body_instructions;
@@ -315,7 +383,7 @@ std::optional<std::string> lowerPhases(const std::vector<const ir::Kernel*>& pha
     out.realized_loops += perPhase[i].realized_loops;
   }
   out.full_packet_decision = "per_phase";
-  emitEntries(*out.module, emitDispatch(*out.module, fns, ends), ends);
+  if (!gpu) emitEntries(*out.module, emitDispatch(*out.module, fns, ends), ends);
   return finish(*out.module, out);
 }
 

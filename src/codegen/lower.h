@@ -33,11 +33,25 @@ struct Lowered {
   // the LLVM IR before optimisation.
   bool lanes = false;
   plan::LaneCode lane_code;
+  // Target nvptx (docs/gpu.md): the kernel entry of each phase (kGpuEntryPrefix + phase), in
+  // launch order, and no CPU entry points (runtime/abi.h) in the module.
+  struct GpuEntry {
+    std::string name;
+    int64_t threads_per_program = 1;  // W: the lanes spread over threads; 1: one thread runs a program
+    std::string not_spread;           // why the lanes stay in one thread's registers ("" when spread)
+  };
+  std::vector<GpuEntry> gpu_entries;
 };
+
+// The PTX entry of phase i of a kernel compiled for target nvptx: "kiln_phase" + i.
+inline constexpr const char* kGpuEntryPrefix = "kiln_phase";
 
 // What a lane program's emitted code holds (plan::LaneCode), for W-lane vectors.
 plan::LaneCode realizedLaneCode(const llvm::Function& program, int64_t w);
 
+// With plan.knobs.target == "nvptx", each root domain becomes a PTX kernel entry
+// (void kiln_phaseI(ptr params), params as in runtime/abi.h) whose GPU thread g runs the program
+// body on programs [g·P, g·P + P) (plan::gpuLaunch), instead of the CPU's block loop.
 std::optional<std::string> lower(const ir::Kernel& kernel, const plan::Plan& plan, llvm::LLVMContext& ctx,
                                  Lowered& out);
 

@@ -242,10 +242,18 @@ void objectFacts(const plan::Knobs& knobs, const codegen::Lowered& lowered, cons
   r["compile_ms"] = ms;
   r["object"] = {{"bytes", obj.object_bytes.size()}, {"sha256", obj.object_sha256}};
   const jit::HostTarget& host = jit::hostTarget();
-  r["target"] = {{"triple", host.triple},
-                 {"cpu", jit::targetCpu(knobs.isa).cpu},
-                 {"isa", knobs.isa},
-                 {"llvm_version", host.llvm_version}};
+  if (knobs.target == "nvptx")
+    r["target"] = {{"name", "nvptx"},
+                   {"triple", jit::kPtxTriple},
+                   {"arch", jit::kPtxArch},
+                   {"ptx_version", jit::ptxVersion(obj.object_bytes)},
+                   {"llvm_version", host.llvm_version}};
+  else
+    r["target"] = {{"name", "cpu"},
+                   {"triple", host.triple},
+                   {"cpu", jit::targetCpu(knobs.isa).cpu},
+                   {"isa", knobs.isa},
+                   {"llvm_version", host.llvm_version}};
   r["precision"] = knobs.fast_math ? "fast_math" : "precise";
 }
 
@@ -263,7 +271,58 @@ llvm::Expected<jit::CompiledObject> emitObject(std::unique_ptr<llvm::Module> mod
   jo.fast_math = knobs.fast_math;
   jo.emit_assembly = until == Stage::Asm;
   jo.isa = knobs.isa;
+  if (knobs.target == "nvptx") return jit::compileToPtx(std::move(module), jo);
   return jit::compileToObject(std::move(module), jo);
+}
+
+// Target nvptx: how each phase is launched (plan::gpuLaunch) and what the PTX declares for it.
+nlohmann::json gpuFacts(const std::vector<const plan::Plan*>& plans, const codegen::Lowered& lowered,
+                        const std::string& ptx) {
+  const std::vector<jit::PtxFunction> functions = jit::ptxFunctions(ptx);
+  auto ptxJson = [](const jit::PtxFunction& f) {
+    nlohmann::json regs = nlohmann::json::object();
+    for (const auto& [type, n] : f.registers) regs[type] = n;
+    return nlohmann::json{
+        {"virtual_registers", regs}, {"local_bytes", f.local_bytes}, {"shared_bytes", f.shared_bytes}};
+  };
+  nlohmann::json kernels = nlohmann::json::array();
+  bool spread = true;
+  for (size_t i = 0; i < lowered.gpu_entries.size() && i < plans.size(); ++i) {
+    const codegen::Lowered::GpuEntry& e = lowered.gpu_entries[i];
+    const plan::GpuLaunch g = plan::gpuLaunch(*plans[i], e.threads_per_program);
+    spread = spread && e.threads_per_program > 1;
+    nlohmann::json k = {
+        {"phase", i},
+        {"entry", e.name},
+        {"programs", plans[i]->num_programs},
+        {"programs_per_thread", g.programs_per_thread},
+        {"threads_per_program", g.threads_per_program},
+        {"lanes", e.threads_per_program > 1 ? "threads" : "registers"},
+        {"lanes_not_spread_because", e.not_spread.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.not_spread)},
+        {"threads", g.threads},
+        {"grid", g.grid},
+        {"block", g.threads_per_block},
+        {"ptx", nullptr}};
+    for (const jit::PtxFunction& f : functions)
+      if (f.entry && f.name == e.name) k["ptx"] = ptxJson(f);
+    kernels.push_back(std::move(k));
+  }
+  nlohmann::json called = nlohmann::json::array();
+  for (const jit::PtxFunction& f : functions)
+    if (!f.entry) {
+      nlohmann::json c = ptxJson(f);
+      c["name"] = f.name;
+      called.push_back(std::move(c));
+    }
+  return {{"mapping", spread ? "one warp segment of W threads per program: lane l of every vector in thread l"
+                      : plans.at(0)->lanes_realization
+                          ? "one GPU thread per program (in some phase): its lane vectors are that thread's registers"
+                          : "one GPU thread per packet of W programs (local_lanes = 1)"},
+          {"kernels", kernels},
+          {"functions_called", called},
+          {"resources_note",
+           "PTX virtual registers and declared local/shared bytes; the registers ptxas allocates come from the "
+           "driver at load time (kiln-replay reports them)"}};
 }
 
 // The ABI's symbols (runtime/abi.h) under `prefix` instead of "kiln_".
@@ -350,6 +409,7 @@ std::optional<std::string> compilePhased(const ir::Kernel& kernel, const plan::K
     if (perPhase[i].lanes) pr["lanes"]["code_per_program"]["realized"] = laneCodeJson(perPhase[i].lane_code);
   }
   objectFacts(knobs, lowered, *obj, ms, r);
+  if (knobs.target == "nvptx") r["gpu"] = gpuFacts(planPtrs, lowered, obj->object_bytes);
   return std::nullopt;
 }
 
@@ -471,6 +531,7 @@ std::optional<std::string> compileUncached(const ir::Kernel& kernel, const plan:
   r["full_packet"] = loweringFacts(knobs, lowered);
   if (lowered.lanes) r["lanes"]["code_per_program"]["realized"] = laneCodeJson(lowered.lane_code);
   objectFacts(knobs, lowered, *obj, ms, r);
+  if (knobs.target == "nvptx") r["gpu"] = gpuFacts({&out.plan}, lowered, obj->object_bytes);
   return std::nullopt;
 }
 
@@ -491,6 +552,14 @@ std::vector<runtime::ParamSpec> signature(const ir::Kernel& kernel) {
 
 std::optional<std::string> load(const std::string& object, const ir::Kernel& kernel, int threads,
                                 std::unique_ptr<runtime::LoadedKernel>& out) {
+  if (object.rfind("\x7f"
+                   "ELF",
+                   0) != 0)
+    return object.find(".entry") != std::string::npos
+               ? std::string(
+                     "this is PTX (target=nvptx), which runs on an NVIDIA GPU, not in this process: capture it "
+                     "with `kiln gpu-capture` and run it with kiln-replay (docs/gpu.md)")
+               : std::string("the object is not an ELF object");
   auto session = jit::Session::load(object);
   if (!session) return "cannot load the object: " + llvm::toString(session.takeError());
   std::shared_ptr<jit::Session> shared(std::move(*session));

@@ -169,4 +169,113 @@ llvm::Expected<CompiledObject> compileToObject(std::unique_ptr<llvm::Module> mod
   return out;
 }
 
+namespace {
+
+void initializeNvptxTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+}
+
+}  // namespace
+
+llvm::Expected<CompiledObject> compileToPtx(std::unique_ptr<llvm::Module> module, const JitOptions& options) {
+  compilations.fetch_add(1);
+  initializeNvptxTarget();
+  const auto start = std::chrono::steady_clock::now();
+  llvm::Triple triple(kPtxTriple);
+  std::string lookup_error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, lookup_error);
+  if (!target) return error(std::string("no LLVM target for '") + kPtxTriple + "': " + lookup_error);
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, kPtxArch, "", targetOptions(options), std::nullopt, std::nullopt, llvm::CodeGenOptLevel::Default));
+  if (!machine) return error(std::string("cannot create a target machine for '") + kPtxTriple + "' " + kPtxArch);
+  module->setTargetTriple(triple);
+  module->setDataLayout(machine->createDataLayout());
+
+  std::string verify_message;
+  llvm::raw_string_ostream verify_stream(verify_message);
+  if (llvm::verifyModule(*module, &verify_stream)) return error("invalid LLVM module: " + verify_message);
+
+  CompiledObject out;
+  out.instructions_pre_opt = static_cast<int>(module->getInstructionCount());
+  optimizeO2(*module, *machine);
+  out.instructions_post_opt = static_cast<int>(module->getInstructionCount());
+  for (const llvm::Function& f : *module) out.basic_blocks_post_opt += static_cast<int>(f.size());
+  auto text = emit(*module, *machine, llvm::CodeGenFileType::AssemblyFile);
+  if (!text) return text.takeError();
+  out.object_bytes = std::move(*text);
+  if (options.emit_assembly) out.assembly = out.object_bytes;
+  out.object_sha256 = host::sha256Hex(out.object_bytes.data(), out.object_bytes.size());
+  out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+namespace {
+
+// The integer in `s` after position `at` (digits only), or -1.
+int64_t numberAt(const std::string& s, size_t at) {
+  size_t end = at;
+  while (end < s.size() && s[end] >= '0' && s[end] <= '9') ++end;
+  return end == at ? -1 : std::stoll(s.substr(at, end - at));
+}
+
+}  // namespace
+
+std::vector<PtxFunction> ptxFunctions(const std::string& ptx) {
+  std::vector<PtxFunction> out;
+  size_t pos = 0;
+  while (pos < ptx.size()) {
+    size_t eol = ptx.find('\n', pos);
+    if (eol == std::string::npos) eol = ptx.size();
+    std::string line = ptx.substr(pos, eol - pos);
+    pos = eol + 1;
+    const size_t first = line.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    line = line.substr(first);
+    for (const char* kind : {".entry ", ".func "}) {
+      const size_t k = line.find(kind);
+      if (k == std::string::npos || line.rfind("//", k) != std::string::npos) continue;
+      size_t n = line.find_first_not_of(' ', k + std::string(kind).size());
+      if (n == std::string::npos) continue;
+      if (line[n] == '(') {  // `.func (.param ...) name(`: skip the return parameters
+        n = line.find(')', n);
+        n = n == std::string::npos ? line.size() : line.find_first_not_of(' ', n + 1);
+      }
+      const size_t end = line.find_first_of("( ;", n);
+      if (n == std::string::npos || n >= line.size()) continue;
+      out.push_back({line.substr(n, end == std::string::npos ? std::string::npos : end - n),
+                     std::string(kind) == ".entry ",
+                     {},
+                     0,
+                     0});
+    }
+    if (out.empty()) continue;
+    PtxFunction& f = out.back();
+    if (line.rfind(".reg ", 0) == 0) {  // .reg .f32 %f<41>;  (a single register has no <N>)
+      const size_t type = line.find('.', 4), space = line.find(' ', type);
+      const size_t lt = line.find('<');
+      const int64_t n = lt == std::string::npos ? 1 : numberAt(line, lt + 1);
+      if (type != std::string::npos && space != std::string::npos && n > 0)
+        f.registers.emplace_back(line.substr(type, space - type), n);
+    } else if (line.rfind(".local ", 0) == 0 || line.rfind(".shared ", 0) == 0) {
+      const size_t lb = line.find('[');
+      const int64_t n = lb == std::string::npos ? -1 : numberAt(line, lb + 1);
+      if (n > 0) (line[1] == 'l' ? f.local_bytes : f.shared_bytes) += n;
+    }
+  }
+  return out;
+}
+
+std::string ptxVersion(const std::string& ptx) {
+  const size_t v = ptx.find(".version ");
+  if (v == std::string::npos) return "";
+  const size_t end = ptx.find_first_of("\n\r", v);
+  return ptx.substr(v + 9, end == std::string::npos ? std::string::npos : end - v - 9);
+}
+
 }  // namespace kiln::jit

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "llvm/Support/Error.h"
 
@@ -64,6 +66,32 @@ struct CompiledObject {
 // instructions (before and after O2) and basic blocks (after) of the defined functions, and emits the object (PIC,
 // small code model). An invalid module or a codegen failure is an error, not an abort.
 llvm::Expected<CompiledObject> compileToObject(std::unique_ptr<llvm::Module> module, const JitOptions& options);
+
+// Target nvptx (docs/gpu.md): the module → PTX text for NVIDIA sm_90a (triple
+// nvptx64-nvidia-cuda) through LLVM's NVPTX backend, after the same O2 pipeline and under the
+// same floating-point options (precise: no contraction, so PTX arithmetic carries `.rn` and
+// ptxas fuses nothing). object_bytes holds the PTX, and so does assembly with emit_assembly;
+// object_sha256 is the PTX's. `isa` is not read.
+llvm::Expected<CompiledObject> compileToPtx(std::unique_ptr<llvm::Module> module, const JitOptions& options);
+
+// What a PTX text declares per function (an `.entry` kernel or a `.func` it calls): virtual
+// registers by PTX type (".f32" -> 41 for `.reg .f32 %f<41>;`), the per-thread local memory of
+// its stack (`__local_depot` bytes) and its `.shared` bytes. Virtual registers are an upper
+// bound of what ptxas allocates; the device's own figures come from the driver (kiln-replay).
+struct PtxFunction {
+  std::string name;
+  bool entry = false;
+  std::vector<std::pair<std::string, int64_t>> registers;  // in order of declaration
+  int64_t local_bytes = 0;
+  int64_t shared_bytes = 0;
+};
+std::vector<PtxFunction> ptxFunctions(const std::string& ptx);
+// The `.version` of a PTX text ("8.0"), or "" when it has none.
+std::string ptxVersion(const std::string& ptx);
+
+// The GPU the PTX is generated for.
+inline constexpr const char* kPtxTriple = "nvptx64-nvidia-cuda";
+inline constexpr const char* kPtxArch = "sm_90a";
 
 // How many times compileToObject ran in this process (replay tests check it stays 0).
 int64_t compilationsInThisProcess();

@@ -113,6 +113,30 @@ const std::vector<Entry>& entries() {
     }
     {
       Entry e;
+      e.info = {"target", "cpu", "cpu|nvptx",
+                "what the code runs on: the host CPU (an ELF object) or an NVIDIA GPU (PTX for sm_90a; docs/gpu.md)"};
+      e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
+        if (v != "cpu" && v != "nvptx") return rangeError(info, v);
+        k.target = v;
+        return std::nullopt;
+      };
+      e.get = [](const Knobs& k) { return k.target; };
+      t.push_back(e);
+    }
+    {
+      Entry e;
+      e.info = {"gpu_lanes", "threads", "threads|registers",
+                "target nvptx: a program's W lanes spread over W threads of a warp, or kept in one thread's registers"};
+      e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
+        if (v != "threads" && v != "registers") return rangeError(info, v);
+        k.gpu_lanes = v;
+        return std::nullopt;
+      };
+      e.get = [](const Knobs& k) { return k.gpu_lanes; };
+      t.push_back(e);
+    }
+    {
+      Entry e;
       e.info = {"root_axis_order", "as-written", "a permutation of the root domain's axis names, comma-separated",
                 "order in which the root domain is flattened into programs (first = outermost)"};
       e.set = [](Knobs& k, const std::string& v) -> std::optional<std::string> {

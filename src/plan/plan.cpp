@@ -397,4 +397,15 @@ std::optional<std::string> buildPlan(const ir::Kernel& kernel, const Knobs& knob
   return planner.run();
 }
 
+GpuLaunch gpuLaunch(const Plan& p, int64_t threads_per_program) {
+  GpuLaunch g;
+  g.programs_per_thread = p.lanes_realization ? 1 : p.knobs.packet_width;
+  g.threads_per_program = threads_per_program;
+  g.threads = (p.num_programs + g.programs_per_thread - 1) / g.programs_per_thread * threads_per_program;
+  constexpr int64_t kWarp = 32, kMultiprocessors = 132, kWideBlock = 128;
+  g.threads_per_block = g.threads <= kWarp * kMultiprocessors * 4 ? kWarp : kWideBlock;
+  g.grid = (g.threads + g.threads_per_block - 1) / g.threads_per_block;
+  return g;
+}
+
 }  // namespace kiln::plan

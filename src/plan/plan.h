@@ -213,6 +213,21 @@ struct Plan {
   }
 };
 
+// The GPU launch of one root domain (knob target=nvptx; docs/gpu.md). A call of the program
+// body runs one program in the lane realization, one packet of W programs with local_lanes = 1.
+// Its lanes are spread over `threads_per_program` threads (W: a segment of a warp, lane l in
+// thread l; 1: the W-lane vectors are one thread's registers). Threads past `threads` return
+// at once. Blocks of one warp while that gives at least 4 blocks per multiprocessor of an H200
+// (132), else of 128 threads.
+struct GpuLaunch {
+  int64_t programs_per_thread = 1;  // programs per call of the body
+  int64_t threads_per_program = 1;  // threads per call of the body
+  int64_t threads = 0;              // ceil(programs / programs_per_thread) * threads_per_program
+  int64_t threads_per_block = 32;
+  int64_t grid = 0;  // thread blocks: ceil(threads / threads_per_block)
+};
+GpuLaunch gpuLaunch(const Plan& p, int64_t threads_per_program);
+
 // The lane realization's decisions (src/plan/lanes.cpp); called by buildPlan.
 std::optional<std::string> planLanes(const ir::Kernel& kernel, Plan& p);
 // The code those decisions make (src/plan/lane_code.cpp); called by planLanes.

@@ -33,6 +33,7 @@ Command addPeers(CLI::App& parent);
 Command addFuzz(CLI::App& parent);
 Command addCache(CLI::App& parent);
 Command addTune(CLI::App& parent);
+Command addGpuCapture(CLI::App& parent);
 
 // Turns on the on-disk object cache from the environment (docs/cache.md) for this process.
 // Error: a bad KILN_CACHE_MAX_MB.

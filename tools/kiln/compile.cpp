@@ -30,8 +30,10 @@ Command addCompile(CLI::App& parent) {
   };
   auto a = std::make_shared<Args>();
   a->source.add(app);
-  app->add_option("--emit", a->emit, "What to print: ir | plan | llvm | asm | obj | report")
-      ->check(CLI::IsMember({"ir", "plan", "llvm", "asm", "obj", "report"}));
+  app->add_option("--emit", a->emit,
+                  "What to print: ir | plan | llvm | asm | obj | report | ptx (the PTX for an NVIDIA GPU: asm with "
+                  "--set target=nvptx, which it implies)")
+      ->check(CLI::IsMember({"ir", "plan", "llvm", "asm", "obj", "report", "ptx"}));
   app->add_option("-o,--output,--out", a->output, "Write the emitted stage to this file instead of stdout");
   app->add_option("--header", a->header,
                   "With --emit obj: also write this C header (entry points, shapes, a PREFIX_run function) for "
@@ -46,7 +48,17 @@ Command addCompile(CLI::App& parent) {
   app->footer("Exit codes: 0 success, 1 invalid kernel, bad knob or failed compilation.");
   return {app, [a] {
             plan::Knobs knobs;
+            const bool ptx = a->emit == "ptx";
+            if (ptx) {
+              knobs.target = "nvptx";
+              a->emit = "asm";
+            }
             if (!a->knobs.apply(knobs, "compile")) return 1;
+            if (ptx && knobs.target != "nvptx") {
+              std::cerr << "kiln compile: error: --emit ptx is the PTX of target=nvptx, but --set target="
+                        << knobs.target << " was given\n";
+              return 1;
+            }
             a->source.applyTuning(knobs, a->knobs.sets);
             std::unique_ptr<ir::Kernel> kernel = a->source.load("compile");
             if (!kernel) return 1;

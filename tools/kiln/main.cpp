@@ -12,18 +12,19 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   // In the order `kiln --help` lists them; a new subcommand is one more line here.
   const std::vector<kiln::cli::Command> commands = {
-      kiln::cli::addCheck(app),    // check.cpp
-      kiln::cli::addPrint(app),    // print.cpp
-      kiln::cli::addEval(app),     // eval.cpp
-      kiln::cli::addCompile(app),  // compile.cpp
-      kiln::cli::addRun(app),      // run.cpp
-      kiln::cli::addKernels(app),  // kernels.cpp
-      kiln::cli::addBench(app),    // bench.cpp
-      kiln::cli::addAudit(app),    // audit.cpp
-      kiln::cli::addPeers(app),    // peers.cpp
-      kiln::cli::addTune(app),     // tune.cpp
-      kiln::cli::addFuzz(app),     // fuzz.cpp
-      kiln::cli::addCache(app),    // cache.cpp
+      kiln::cli::addCheck(app),       // check.cpp
+      kiln::cli::addPrint(app),       // print.cpp
+      kiln::cli::addEval(app),        // eval.cpp
+      kiln::cli::addCompile(app),     // compile.cpp
+      kiln::cli::addRun(app),         // run.cpp
+      kiln::cli::addKernels(app),     // kernels.cpp
+      kiln::cli::addBench(app),       // bench.cpp
+      kiln::cli::addAudit(app),       // audit.cpp
+      kiln::cli::addPeers(app),       // peers.cpp
+      kiln::cli::addTune(app),        // tune.cpp
+      kiln::cli::addFuzz(app),        // fuzz.cpp
+      kiln::cli::addCache(app),       // cache.cpp
+      kiln::cli::addGpuCapture(app),  // gpu_capture.cpp
   };
   app.footer("Exit codes: 0 success, 1 invalid input or failed evaluation, 2 usage error.");
 
@@ -50,7 +51,8 @@ int main(int argc, char** argv) {
       // The commands that compile reuse objects from the on-disk cache (kiln fuzz does not:
       // thousands of one-off kernels).
       const std::string name = c.app->get_name();
-      if (name == "run" || name == "compile" || name == "bench" || name == "peers" || name == "tune")
+      if (name == "run" || name == "compile" || name == "gpu-capture" || name == "bench" || name == "peers" ||
+          name == "tune")
         if (auto e = kiln::cli::useObjectCache()) {
           std::cerr << "kiln " << name << ": error: " << *e << '\n';
           return 1;

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The GPU archive of docs/gpu.md: every examples/ kernel and the library attention on the shapes
+# of `kiln peers` (mask none, as `kiln peers` times them) plus a batched decode, each checked on
+# the CPU against the interpreter (bit for bit) and the FP64 oracle, with its PTX for sm_90a.
+# Decode shapes are captured twice: as the library plans them for the CPU, and with a split
+# chosen for the GPU (the split sets the parallelism); two with the lanes kept in one thread's
+# registers (gpu_lanes=registers) for a paired comparison. The replay times them all.
+# Usage: scripts/gpu/capture.sh [KILN] [ARCHIVE]   (defaults: build/bin/kiln, gpu-archive)
+set -euo pipefail
+kiln=${1:-build/bin/kiln}
+arch=${2:-gpu-archive}
+rm -rf "$arch"
+for f in examples/*.tile; do
+  "$kiln" gpu-capture --archive "$arch" --case "example_$(basename "$f" .tile)" "$f"
+done
+attention() {  # NAME SHAPE [OPTIONS...]
+  local name=$1 shape=$2
+  shift 2
+  IFS=, read -r b hq hkv q k d dv <<<"$shape"
+  local flops=$((2 * b * hq * q * k * (d + dv)))
+  "$kiln" gpu-capture --archive "$arch" --case "$name" --kernel attention --shape "$shape" --mask none \
+    --flops "$flops" "$@"
+}
+# The shapes of `kiln peers` as the library plans them for the CPU (`auto` split and blocks) ...
+attention decode 1,8,2,1,2053,80,96
+attention mha_decode 1,8,8,1,2048,64,64
+attention small_prefill 1,4,2,32,65,32,32
+attention tail 1,6,2,1,2053,80,96
+attention decode4096 1,32,8,1,4096,128,128
+attention big_prefill 1,32,8,512,512,128,128
+attention batched_decode32 32,8,2,1,2053,80,96
+# ... and with the split that suits the GPU (a sweep on the H200: docs/gpu.md, "Speed").
+attention decode_split16 1,8,2,1,2053,80,96 --split 16 --block 1x32
+attention mha_decode_split16 1,8,8,1,2048,64,64 --split 16 --block 1x32
+attention tail_split16 1,6,2,1,2053,80,96 --split 16 --block 1x32
+attention decode4096_split16 1,32,8,1,4096,128,128 --split 16 --block 1x32
+attention batched_decode32_split4 32,8,2,1,2053,80,96 --split 4 --block 1x32
+# The lanes in one thread's registers instead of over W threads: the paired comparison.
+attention decode_split16_registers 1,8,2,1,2053,80,96 --split 16 --block 1x32 --set gpu_lanes=registers
+attention mha_decode_split16_registers 1,8,8,1,2048,64,64 --split 16 --block 1x32 --set gpu_lanes=registers
+echo "archive: $arch ($(du -sh "$arch" | cut -f1))"

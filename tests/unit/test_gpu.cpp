@@ -1,0 +1,236 @@
+// Target nvptx (docs/gpu.md) on a machine without a GPU: the PTX of every example and of split
+// (two-phase) attention, the report's GPU fields, precise arithmetic in the PTX, the capture of
+// an archive (checked by kiln-replay --check-archive, which needs no GPU) and its replay, which
+// runs where a driver is present and is skipped, visibly, where none is.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "driver/compile.h"
+#include "driver/gpu_capture.h"
+#include "ir/diag.h"
+#include "ir/parser.h"
+#include "jit/compile.h"
+#include "kernels/registry.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::unique_ptr<kiln::ir::Kernel> parseFile(const std::string& path) {
+  kiln::ir::DiagEngine diag;
+  auto k = kiln::ir::parseFile(path, diag);
+  EXPECT_TRUE(k) << diag.str();
+  return k;
+}
+
+kiln::plan::Knobs gpuKnobs() {
+  kiln::plan::Knobs k;
+  EXPECT_FALSE(k.setAssignment("target=nvptx").has_value());
+  return k;
+}
+
+std::vector<std::string> examples() {
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(std::string(KILN_SOURCE_DIR) + "/examples"))
+    if (e.path().extension() == ".tile") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Every f32 add/sub/mul/div/sqrt/fma of precise PTX carries an explicit rounding mode, so ptxas contracts
+// nothing into an FMA the IR did not ask for; no approximate instruction, no external call.
+void expectPrecisePtx(const std::string& ptx, const std::string& what) {
+  EXPECT_NE(ptx.find(".target sm_90a"), std::string::npos) << what;
+  EXPECT_EQ(ptx.find(".approx"), std::string::npos) << what;
+  EXPECT_EQ(ptx.find(".extern"), std::string::npos) << what;
+  EXPECT_EQ(ptx.find(".ftz"), std::string::npos) << what << ": denormals flushed";
+  std::istringstream lines(ptx);
+  int arithmetic = 0;
+  for (std::string line; std::getline(lines, line);) {
+    static const std::regex op(R"(\b(add|sub|mul|div|sqrt|fma)\.(rn\.|rz\.|rm\.|rp\.)?f32\b)");
+    std::smatch m;
+    if (!std::regex_search(line, m, op)) continue;
+    ++arithmetic;
+    EXPECT_TRUE(m[2].matched) << what << ": f32 arithmetic without a rounding mode: " << line;
+  }
+  EXPECT_GT(arithmetic, 0) << what;
+}
+
+TEST(Gpu, EveryExampleCompilesToPtxWithItsLaunchInTheReport) {
+  for (const std::string& file : examples()) {
+    SCOPED_TRACE(file);
+    auto kernel = parseFile(file);
+    ASSERT_TRUE(kernel);
+    kiln::driver::Compilation c;
+    auto err = kiln::driver::compile(*kernel, gpuKnobs(), c, kiln::driver::Stage::Report);
+    ASSERT_FALSE(err.has_value()) << *err;
+    EXPECT_NE(c.object.find(".visible .entry kiln_phase0("), std::string::npos);
+    expectPrecisePtx(c.object, file);
+    const nlohmann::json& r = c.report;
+    EXPECT_EQ(r["target"]["name"], "nvptx");
+    EXPECT_EQ(r["target"]["arch"], "sm_90a");
+    EXPECT_FALSE(r["target"]["ptx_version"].get<std::string>().empty());
+    ASSERT_EQ(r["gpu"]["kernels"].size(), 1u);
+    const nlohmann::json& k = r["gpu"]["kernels"][0];
+    const int64_t programs = k["programs"], perThread = k["programs_per_thread"], threads = k["threads"];
+    const int64_t grid = k["grid"], block = k["block"], perProgram = k["threads_per_program"];
+    EXPECT_EQ(programs, r["domain"]["programs"].get<int64_t>());
+    // The lanes of every example spread over a warp segment of W threads.
+    EXPECT_EQ(k["lanes"], "threads") << k["lanes_not_spread_because"];
+    EXPECT_EQ(perProgram, r["knobs"]["packet_width"].get<int64_t>());
+    EXPECT_EQ(threads, (programs + perThread - 1) / perThread * perProgram);
+    EXPECT_EQ(block % 32, 0);
+    EXPECT_GE(grid * block, threads);
+    EXPECT_LT((grid - 1) * block, threads);
+    ASSERT_TRUE(k["ptx"].is_object());
+    EXPECT_GT(k["ptx"]["virtual_registers"].value(".b32", 0), 0);
+    EXPECT_TRUE(r["gpu"]["functions_called"].empty()) << "the program is inlined into its entry";
+  }
+}
+
+TEST(Gpu, SplitAttentionIsTwoEntriesLaunchedInOrder) {
+  std::unique_ptr<kiln::ir::Kernel> k;
+  ASSERT_FALSE(kiln::kernels::buildLibraryKernel(
+      {"attention", "1,8,2,1,2053,80,96", {{"mask", "none"}, {"split", "8"}, {"block", "1x32"}}}, k));
+  kiln::driver::Compilation c;
+  auto err = kiln::driver::compile(*k, gpuKnobs(), c, kiln::driver::Stage::Report);
+  ASSERT_FALSE(err.has_value()) << *err;
+  ASSERT_EQ(c.report["gpu"]["kernels"].size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const std::string entry = "kiln_phase" + std::to_string(i);
+    EXPECT_EQ(c.report["gpu"]["kernels"][i]["entry"], entry);
+    EXPECT_NE(c.object.find(".visible .entry " + entry + "("), std::string::npos);
+  }
+  EXPECT_EQ(c.report["gpu"]["kernels"][0]["programs"], 2 * 8);
+  EXPECT_EQ(c.report["gpu"]["kernels"][1]["programs"], 2);
+  expectPrecisePtx(c.object, "split attention");
+  // Spread lanes talk through warp shuffles and ballots; `gpu_lanes=registers` keeps a program
+  // in one thread, with no cross-thread instruction at all.
+  EXPECT_NE(c.object.find("shfl.sync.idx"), std::string::npos);
+  kiln::plan::Knobs regs = gpuKnobs();
+  ASSERT_FALSE(regs.setAssignment("gpu_lanes=registers").has_value());
+  kiln::driver::Compilation one;
+  ASSERT_FALSE(kiln::driver::compile(*k, regs, one, kiln::driver::Stage::Report).has_value());
+  for (const nlohmann::json& e : one.report["gpu"]["kernels"]) {
+    EXPECT_EQ(e["lanes"], "registers");
+    EXPECT_EQ(e["threads_per_program"], 1);
+    EXPECT_EQ(e["threads"], e["programs"]);
+  }
+  EXPECT_EQ(one.object.find("shfl.sync"), std::string::npos);
+  EXPECT_EQ(one.object.find("vote.sync"), std::string::npos);
+  expectPrecisePtx(one.object, "split attention, registers");
+}
+
+TEST(Gpu, PtxIsNotLoadedIntoThisProcessAndTheKnobNamesItsRange) {
+  auto kernel = parseFile(std::string(KILN_SOURCE_DIR) + "/examples/softmax.tile");
+  ASSERT_TRUE(kernel);
+  kiln::driver::Compilation c;
+  ASSERT_FALSE(kiln::driver::compile(*kernel, gpuKnobs(), c, kiln::driver::Stage::Obj).has_value());
+  std::unique_ptr<kiln::runtime::LoadedKernel> loaded;
+  auto err = kiln::driver::load(c.object, *kernel, 1, loaded);
+  ASSERT_TRUE(err.has_value());
+  EXPECT_NE(err->find("kiln-replay"), std::string::npos) << *err;
+  kiln::plan::Knobs k;
+  auto bad = k.setAssignment("target=cuda");
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_NE(bad->find("cpu|nvptx"), std::string::npos) << *bad;
+}
+
+TEST(Gpu, PtxFunctionsReadsRegistersAndLocalMemory) {
+  const std::string ptx =
+      ".version 8.0\n.target sm_90a\n.visible .entry k(\n\t.param .u64 .ptr .align 1 k_param_0\n)\n{\n"
+      "\t.local .align 16 .b8 \t__local_depot0[96];\n\t.reg .b64 \t%SP;\n\t.reg .pred \t%p<3>;\n"
+      "\t.reg .b32 \t%r<41>;\n\tret;\n}\n.func  (.param .b32 func_retval0) f(\n\t.param .b32 f_param_0\n)\n{\n"
+      "\t.reg .b32 \t%r<5>;\n\tret;\n}\n";
+  const auto fns = kiln::jit::ptxFunctions(ptx);
+  ASSERT_EQ(fns.size(), 2u);
+  EXPECT_EQ(fns[0].name, "k");
+  EXPECT_TRUE(fns[0].entry);
+  EXPECT_EQ(fns[0].local_bytes, 96);
+  ASSERT_EQ(fns[0].registers.size(), 3u);
+  EXPECT_EQ(fns[0].registers[0], (std::pair<std::string, int64_t>{".b64", 1}));
+  EXPECT_EQ(fns[0].registers[2], (std::pair<std::string, int64_t>{".b32", 41}));
+  EXPECT_EQ(fns[1].name, "f");
+  EXPECT_FALSE(fns[1].entry);
+  EXPECT_EQ(kiln::jit::ptxVersion(ptx), "8.0");
+}
+
+int runCommand(const std::string& command, std::string& output) {
+  output.clear();
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) output.append(buf, n);
+  const int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Capture two examples (one with a scalar, split attention with workspaces and two phases);
+// kiln-replay --check-archive regenerates their inputs and checks every digest here; the replay
+// itself runs them on a GPU where there is one.
+TEST(Gpu, CapturedArchiveIsCheckedHereAndReplayedWhereThereIsAGpu) {
+  const fs::path arch = fs::temp_directory_path() / ("kiln-gpu-test-" + std::to_string(getpid()));
+  fs::remove_all(arch);
+  auto add = [&](const kiln::ir::Kernel& kernel, const std::string& name) {
+    kiln::driver::GpuCaptureOptions o;
+    o.archive = arch.string();
+    o.case_name = name;
+    o.source = "test";
+    o.seed = 5;
+    kiln::driver::GpuCaptureResult r;
+    auto err = kiln::driver::captureGpuCase(kernel, kiln::plan::Knobs(), o, r);
+    ASSERT_FALSE(err.has_value()) << *err;
+    EXPECT_TRUE(r.cpu_bitexact);
+    EXPECT_TRUE(r.cpu_f64);
+    EXPECT_TRUE(fs::exists(arch / name / "kernel.ptx"));
+  };
+  auto rms = parseFile(std::string(KILN_SOURCE_DIR) + "/examples/rmsnorm.tile");
+  ASSERT_TRUE(rms);
+  add(*rms, "rmsnorm");
+  std::unique_ptr<kiln::ir::Kernel> att;
+  ASSERT_FALSE(kiln::kernels::buildLibraryKernel(
+      {"attention", "1,4,2,1,70,16,8", {{"mask", "none"}, {"split", "3"}, {"block", "1x16"}}}, att));
+  add(*att, "attention_split");
+  {
+    std::ifstream m(arch / "attention_split" / "manifest.txt");
+    std::stringstream s;
+    s << m.rdbuf();
+    EXPECT_NE(s.str().find("\nworkspace 0 "), std::string::npos) << s.str();
+    EXPECT_NE(s.str().find("\nphase 1 kiln_phase1 "), std::string::npos) << s.str();
+  }
+  const std::string replay = std::string(KILN_BINARY_DIR) + "/bin/kiln-replay";
+  std::string out;
+  EXPECT_EQ(runCommand(replay + " " + arch.string() + " --check-archive", out), 0) << out;
+
+  // A corrupted expected file is caught by its digest, before any GPU is needed.
+  {
+    std::fstream f(arch / "rmsnorm" / "expected" / "y.f32", std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f);
+    f.seekp(4);
+    f.put('\x55');
+  }
+  EXPECT_NE(runCommand(replay + " " + arch.string() + " --check-archive", out), 0) << out;
+  fs::remove_all(arch / "rmsnorm");
+  {
+    std::ofstream idx(arch / "index.txt", std::ios::trunc);
+    idx << "attention_split\n";
+  }
+  const fs::path results = arch / "results";
+  fs::create_directories(results);
+  const int rc = runCommand(replay + " " + arch.string() + " --out " + results.string() + " --visits 2", out);
+  fs::remove_all(arch);
+  if (rc == 77) {
+    std::printf("skipped: no GPU (%s)\n", out.c_str());
+    GTEST_SKIP() << "skipped: no GPU: " << out;
+  }
+  EXPECT_EQ(rc, 0) << out;
+}
+
+}  // namespace
