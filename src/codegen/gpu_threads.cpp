@@ -120,7 +120,12 @@ class Spreader {
     const auto* v = llvm::dyn_cast<llvm::FixedVectorType>(t);
     return v && static_cast<int64_t>(v->getNumElements()) == w_;
   }
-  bool otherVector(const llvm::Type* t) const { return t->isVectorTy() && !lanes(t); }
+  // A one-element vector (W > 1): one value, the same in every thread, like a scalar.
+  bool single(const llvm::Type* t) const {
+    const auto* v = llvm::dyn_cast<llvm::FixedVectorType>(t);
+    return v && v->getNumElements() == 1 && w_ > 1;
+  }
+  bool otherVector(const llvm::Type* t) const { return t->isVectorTy() && !lanes(t) && !single(t); }
   llvm::Type* scalar(llvm::Type* t) const { return t->isVectorTy() ? t->getScalarType() : t; }
   bool fail(const std::string& why) {
     if (fail_.empty()) fail_ = why;
@@ -197,9 +202,10 @@ class Spreader {
     if (it != map_.end()) return it->second;
     if (const auto* c = llvm::dyn_cast<llvm::Constant>(v)) {
       if (!c->getType()->isVectorTy()) return const_cast<llvm::Constant*>(c);
-      if (!lanes(c->getType())) return fail("a vector constant of another width"), nullptr;
       llvm::Type* t = scalar(c->getType());
       if (llvm::isa<llvm::PoisonValue>(c) || llvm::isa<llvm::UndefValue>(c)) return llvm::PoisonValue::get(t);
+      if (single(c->getType())) return c->getAggregateElement(0u);
+      if (!lanes(c->getType())) return fail("a vector constant of another width"), nullptr;
       if (llvm::Constant* s = c->getSplatValue()) return s;
       std::vector<llvm::Constant*> values;
       for (int64_t l = 0; l < w_; ++l) {
@@ -252,6 +258,10 @@ class Spreader {
       llvm::Value* v = get(e->getVectorOperand());
       llvm::Value* k = get(e->getIndexOperand());
       if (!v || !k) return false;
+      if (single(e->getVectorOperand()->getType())) {  // index 0, the only one
+        map_[&i] = v;
+        return true;
+      }
       map_[&i] = shuffle(v, b_.CreateZExtOrTrunc(k, b_.getInt32Ty()));
       return map_[&i] != nullptr;
     }
@@ -260,7 +270,7 @@ class Spreader {
       llvm::Value* k = get(ins->getOperand(2));
       if (!x || !k) return false;
       const llvm::Value* into = ins->getOperand(0);
-      if (llvm::isa<llvm::PoisonValue>(into) || llvm::isa<llvm::UndefValue>(into)) {
+      if (llvm::isa<llvm::PoisonValue>(into) || llvm::isa<llvm::UndefValue>(into) || single(into->getType())) {
         map_[&i] = x;
         return true;
       }
@@ -389,7 +399,7 @@ class Spreader {
         return true;
       }
       auto [slot, owner] = privateWord(*p);
-      map_[&l] = shuffle(b_.CreateLoad(t, slotAddress(*p, slot)), owner);
+      map_[&l] = shuffle(b_.CreateLoad(scalar(t), slotAddress(*p, slot)), owner);
       return map_[&l] != nullptr;
     }
     llvm::Value* ptr = get(l.getPointerOperand());
@@ -401,8 +411,8 @@ class Spreader {
       map_[&l] = n;
       return true;
     }
-    auto* n = b_.CreateLoad(t, ptr, l.getName());
-    n->setAlignment(l.getAlign());
+    auto* n = b_.CreateLoad(scalar(t), ptr, l.getName());
+    n->setAlignment(std::min(l.getAlign(), llvm::Align(dl_.getTypeStoreSize(scalar(t)))));
     map_[&l] = n;
     return true;
   }
@@ -431,15 +441,49 @@ class Spreader {
       auto* n = b_.CreateStore(v, b_.CreateGEP(scalar(t), ptr, lane64_));
       n->setAlignment(std::min(s.getAlign(), llvm::Align(dl_.getTypeStoreSize(scalar(t)))));
     } else {
-      b_.CreateStore(v, ptr)->setAlignment(s.getAlign());
+      b_.CreateStore(v, ptr)->setAlignment(std::min(s.getAlign(), llvm::Align(dl_.getTypeStoreSize(v->getType()))));
     }
     syncSegment();
     return true;
   }
 
   bool visitShuffle(llvm::ShuffleVectorInst& sh) {
-    if (!lanes(sh.getOperand(0)->getType()) || !lanes(sh.getType())) return fail("a shuffle that changes width");
     llvm::ArrayRef<int> mask = sh.getShuffleMask();
+    const llvm::Value* srcA = sh.getOperand(0);
+    const llvm::Value* srcB = sh.getOperand(1);
+    if (single(srcA->getType())) {
+      // From one-element vectors: each result lane is a's value (index 0), b's (1) or poison.
+      bool fromA = false, fromB = false;
+      for (int k : mask) fromA = fromA || k == 0, fromB = fromB || k == 1;
+      if (!fromA && !fromB) {
+        map_[&sh] = llvm::PoisonValue::get(scalar(sh.getType()));
+        return true;
+      }
+      llvm::Value* a = fromA ? get(srcA) : nullptr;
+      llvm::Value* bv = fromB ? get(srcB) : nullptr;
+      if ((fromA && !a) || (fromB && !bv)) return false;
+      if (!fromA || !fromB || single(sh.getType())) {
+        map_[&sh] = fromA && (mask[0] == 0 || !fromB) ? a : bv;
+        return true;
+      }
+      if (!lanes(sh.getType())) return fail("a shuffle to another width than W");
+      std::vector<llvm::Constant*> table;
+      for (int64_t l = 0; l < w_; ++l) table.push_back(b_.getInt1(mask[static_cast<size_t>(l)] == 1));
+      map_[&sh] = b_.CreateSelect(laneTable(b_.getInt1Ty(), table), bv, a);
+      return true;
+    }
+    if (lanes(srcA->getType()) && single(sh.getType())) {  // one lane out, as a uniform value
+      const int k = mask[0];
+      if (k < 0) {
+        map_[&sh] = llvm::PoisonValue::get(scalar(sh.getType()));
+        return true;
+      }
+      llvm::Value* v = get(k < w_ ? srcA : srcB);
+      if (!v) return false;
+      map_[&sh] = shuffle(v, b_.getInt32(static_cast<uint32_t>(k % static_cast<int>(w_))));
+      return map_[&sh] != nullptr;
+    }
+    if (!lanes(srcA->getType()) || !lanes(sh.getType())) return fail("a shuffle that changes width");
     int first = -1;
     bool splat = true, idA = true, idB = true, anyB = false;
     for (int64_t l = 0; l < w_; ++l) {
@@ -455,8 +499,6 @@ class Spreader {
       map_[&sh] = llvm::PoisonValue::get(scalar(sh.getType()));
       return true;
     }
-    const llvm::Value* srcA = sh.getOperand(0);
-    const llvm::Value* srcB = sh.getOperand(1);
     if (splat) {
       const llvm::Value* from = first < w_ ? srcA : srcB;
       const int lane = first % static_cast<int>(w_);
@@ -520,12 +562,13 @@ class Spreader {
         llvm::Type* t = scalar(call.getType());
         llvm::Value* ptr = nullptr;
         if (auto p = privatePtr(call.getArgOperand(0))) {
-          if (gather || !p->aligned || !fourBytes(t)) return fail("a masked access of a private array");
+          if (gather || !p->aligned || !fourBytes(t) || !lanes(call.getType()))
+            return fail("a masked access of a private array");
           ptr = slotAddress(*p, b_.CreateUDiv(b_.CreateLShr(p->offset, 2), b_.getInt64(w_)));
         } else {
           llvm::Value* base = arg(0);
           if (!base) return false;
-          ptr = gather ? base : b_.CreateGEP(t, base, lane64_);
+          ptr = gather || !lanes(call.getType()) ? base : b_.CreateGEP(t, base, lane64_);
         }
         llvm::Value* mask = arg(1);  // (ptr, mask, passthru): LLVM 22 keeps the alignment as an attribute
         llvm::Value* pass = arg(2);
@@ -541,15 +584,16 @@ class Spreader {
         llvm::Value* mask = arg(2);  // (value, ptr, mask)
         if (!v || !mask) return false;
         llvm::Type* t = v->getType();
+        const bool perLane = lanes(call.getArgOperand(0)->getType());
         if (auto p = privatePtr(call.getArgOperand(1))) {
-          if (scatter || !p->aligned || !fourBytes(t)) return fail("a masked access of a private array");
+          if (scatter || !p->aligned || !fourBytes(t) || !perLane) return fail("a masked access of a private array");
           llvm::Value* ptr = slotAddress(*p, b_.CreateUDiv(b_.CreateLShr(p->offset, 2), b_.getInt64(w_)));
           b_.CreateAlignedStore(v, maskedAddress(mask, ptr), llvm::Align(4));
           return true;
         }
         llvm::Value* base = arg(1);
         if (!base) return false;
-        llvm::Value* ptr = scatter ? base : b_.CreateGEP(t, base, lane64_);
+        llvm::Value* ptr = scatter || !perLane ? base : b_.CreateGEP(t, base, lane64_);
         b_.CreateAlignedStore(v, maskedAddress(mask, ptr), llvm::Align(4));
         syncSegment();
         return true;
@@ -558,6 +602,10 @@ class Spreader {
       case llvm::Intrinsic::vector_reduce_and: {
         llvm::Value* v = arg(0);
         if (!v) return false;
+        if (single(call.getArgOperand(0)->getType())) {  // one element: itself
+          map_[&call] = v;
+          return true;
+        }
         if (!v->getType()->isIntegerTy(1)) break;
         llvm::Value* ballot =
             b_.CreateIntrinsic(b_.getInt32Ty(), llvm::Intrinsic::nvvm_vote_ballot_sync, {members_, v});
@@ -606,6 +654,10 @@ class Spreader {
       llvm::Value* start = hasStart ? arg(0) : nullptr;
       llvm::Value* v = arg(hasStart ? 1 : 0);
       if ((hasStart && !start) || !v) return false;
+      if (single(call.getArgOperand(hasStart ? 1 : 0)->getType())) {
+        map_[&call] = start ? (*fold)(start, v) : v;
+        return true;
+      }
       map_[&call] = foldLanes(v, start, *fold);
       return map_[&call] != nullptr;
     }

@@ -140,6 +140,14 @@ nlohmann::ordered_json CampaignResult::json(uint64_t seed) const {
   return j;
 }
 
+Replay campaignRun(const CampaignOptions& o, uint64_t ps, const Program& p) {
+  Rng rng(ps ^ 0x4B4E4F42ull);
+  auto pinned = o.pinned;
+  if (p.specials && !pinned.count("fast_math")) pinned["fast_math"] = "off";
+  KnobPoint kp = randomKnobs(rng, pinned, p.kernel.get());
+  return {kp.knobs, kp.assignments, {ps, p.specials}};
+}
+
 CampaignResult runCampaign(const CampaignOptions& o, std::ostream& log) {
   CampaignResult res;
   const auto start = Clock::now();
@@ -161,12 +169,9 @@ CampaignResult runCampaign(const CampaignOptions& o, std::ostream& log) {
       res.failures.push_back(f);
       continue;
     }
-    Rng rng(ps ^ 0x4B4E4F42ull);
-    auto pinned = o.pinned;
-    if (p.specials && !pinned.count("fast_math")) pinned["fast_math"] = "off";
-    KnobPoint kp = randomKnobs(rng, pinned, p.kernel.get());
-    InputConfig in{ps, p.specials};
-    Outcome out = differential(*p.kernel, kp.knobs, in, true, o.timeout_s);
+    Replay run = campaignRun(o, ps, p);
+    KnobPoint kp{run.knobs, run.assignments};
+    Outcome out = differential(*p.kernel, kp.knobs, run.inputs, true, o.timeout_s);
     ++res.runs;
     switch (out.verdict) {
       case Verdict::Pass: ++res.passed; break;
@@ -185,7 +190,7 @@ CampaignResult runCampaign(const CampaignOptions& o, std::ostream& log) {
          : out.verdict == Verdict::Crash  ? res.crashes
                                           : res.errors)++;
         log << fmt::format("fuzz: program {} (seed {:#x}): {}: {}\n", n, ps, verdictName(out.verdict), out.reason);
-        Repro start{kp.assignments, in, p.text};
+        Repro start{kp.assignments, run.inputs, p.text};
         Repro r = shrinkFailure(p.text, start, out, o, log);
         Failure f{n, ps, out, writeRepro(o, n, ps, r, out, p.text)};
         log << fmt::format("fuzz:   reproducer: {}\n", f.file.empty() ? "(could not be written)" : f.file);

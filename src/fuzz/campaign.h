@@ -63,6 +63,11 @@ struct Replay {
 };
 std::optional<std::string> readReplayOptions(const std::string& path, Replay& out);
 
+struct Program;
+// The knob point (drawn from the program's seed `ps`, pinned knobs applied) and the inputs that
+// a campaign runs program `p` under; `kiln fuzz --emit-programs` writes them beside the program.
+Replay campaignRun(const CampaignOptions& options, uint64_t ps, const Program& p);
+
 // Shrinks a reproducer that still fails with `failure` (its knobs, its inputs, then its text) as
 // a campaign does; `replay` is updated to what is left. Returns the shrunk text.
 std::string shrinkReplay(const std::string& text, Replay& replay, const Outcome& failure,

@@ -49,7 +49,13 @@ class LanePlanner {
     lp_.accumulators = w == 16 ? 20 : 12;
     lp_.vector_cap = 32;
     const std::string& isa = p_.knobs.isa;
-    lp_.register_lanes = isa == "avx2" ? 8 : isa == "avx512" ? 16 : (__builtin_cpu_supports("avx512f") ? 16 : 8);
+    // Target nvptx: a GPU thread holds one lane of each vector (or, with gpu_lanes=registers,
+    // scalars), so a W-lane access is never split into register-wide pieces (nor their masks
+    // hidden behind x86 inline asm).
+    lp_.register_lanes = p_.knobs.target == "nvptx" ? w
+                         : isa == "avx2"            ? 8
+                         : isa == "avx512"          ? 16
+                                                    : (__builtin_cpu_supports("avx512f") ? 16 : 8);
     size_t n = k_.values.size();
     lp_.layout.assign(n, Layout{});
     users_.assign(n, {});

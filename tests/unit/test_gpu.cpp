@@ -95,6 +95,32 @@ TEST(Gpu, EveryExampleCompilesToPtxWithItsLaunchInTheReport) {
   }
 }
 
+// The plan for nvptx never splits a W-lane access into x86 register pieces (whatever `isa`
+// says), so W = 16 with isa=avx2 spreads over threads too; local_lanes=1 says why it does not.
+TEST(Gpu, LanesSpreadWhateverTheIsaAndSayWhyWhenNot) {
+  auto kernel = parseFile(std::string(KILN_SOURCE_DIR) + "/examples/elementwise.tile");
+  ASSERT_TRUE(kernel);
+  kiln::plan::Knobs avx2 = gpuKnobs();
+  ASSERT_FALSE(avx2.setAssignment("isa=avx2").has_value());
+  kiln::driver::Compilation c;
+  auto err = kiln::driver::compile(*kernel, avx2, c, kiln::driver::Stage::Report);
+  ASSERT_FALSE(err.has_value()) << *err;
+  EXPECT_EQ(c.report["gpu"]["kernels"][0]["lanes"], "threads") << c.report["gpu"]["kernels"][0];
+  EXPECT_EQ(c.object.find("asm"), std::string::npos);
+  kiln::plan::Knobs one = gpuKnobs();
+  ASSERT_FALSE(one.setAssignment("local_lanes=1").has_value());
+  ASSERT_FALSE(one.setAssignment("packet_width=8").has_value());
+  kiln::driver::Compilation p;
+  err = kiln::driver::compile(*kernel, one, p, kiln::driver::Stage::Report);
+  ASSERT_FALSE(err.has_value()) << *err;
+  const nlohmann::json& k = p.report["gpu"]["kernels"][0];
+  EXPECT_EQ(k["lanes"], "registers");
+  EXPECT_NE(k["lanes_not_spread_because"].get<std::string>().find("local_lanes=1"), std::string::npos);
+  EXPECT_EQ(k["programs_per_thread"], 8);
+  EXPECT_EQ(k["threads"], (k["programs"].get<int64_t>() + 7) / 8);
+  expectPrecisePtx(p.object, "local_lanes=1");
+}
+
 TEST(Gpu, SplitAttentionIsTwoEntriesLaunchedInOrder) {
   std::unique_ptr<kiln::ir::Kernel> k;
   ASSERT_FALSE(kiln::kernels::buildLibraryKernel(
@@ -170,6 +196,29 @@ int runCommand(const std::string& command, std::string& output) {
   for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) output.append(buf, n);
   const int status = pclose(p);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// `kiln fuzz --emit-programs` writes the campaign's programs and their knob points, which
+// scripts/gpu/fuzz-capture.sh captures for a GPU replay.
+TEST(Gpu, FuzzEmitsTheCampaignsProgramsWithTheirKnobs) {
+  const fs::path dir = fs::temp_directory_path() / ("kiln-gpu-fuzz-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  std::string out;
+  ASSERT_EQ(
+      runCommand(std::string(KILN_BINARY_DIR) + "/bin/kiln fuzz --programs 3 --seed 5 --emit-programs " + dir.string(),
+                 out),
+      0)
+      << out;
+  for (int n = 0; n < 3; ++n) {
+    const fs::path tile = dir / ("fuzz-5-" + std::to_string(n) + ".tile");
+    EXPECT_TRUE(parseFile(tile.string())) << tile;
+    std::ifstream knobs(dir / ("fuzz-5-" + std::to_string(n) + ".knobs"));
+    std::stringstream text;
+    text << knobs.rdbuf();
+    EXPECT_NE(text.str().find("--set packet_width="), std::string::npos) << text.str();
+    EXPECT_NE(text.str().find("--input-seed "), std::string::npos) << text.str();
+  }
+  fs::remove_all(dir);
 }
 
 // Capture two examples (one with a scalar, split attention with workspaces and two phases);

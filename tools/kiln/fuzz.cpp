@@ -6,6 +6,7 @@
 
 #include "command.h"
 #include "fuzz/campaign.h"
+#include "fuzz/generate.h"
 #include "fuzz/knob_grid.h"
 #include "ir/printer.h"
 
@@ -19,6 +20,7 @@ Command addFuzz(CLI::App& parent) {
     std::vector<std::string> sets;
     std::string replay;
     bool shrink = false;
+    std::string emit_programs;
   };
   auto a = std::make_shared<Args>();
   app->add_option("--programs", a->campaign.programs, "Programs to generate and run (default 100)")
@@ -40,6 +42,9 @@ Command addFuzz(CLI::App& parent) {
                   "Rerun one reproducer FILE.tile with the knobs and inputs of FILE.knobs (beside it, if present)");
   app->add_flag("--shrink", a->shrink,
                 "With --replay: shrink a reproducer that still fails into FILE.shrunk.tile and FILE.shrunk.knobs");
+  app->add_option("--emit-programs", a->emit_programs,
+                  "Run nothing: write the campaign's programs as DIR/fuzz-SEED-N.tile with the knob point and inputs "
+                  "each would run under in FILE.knobs (e.g. for a GPU replay: scripts/gpu/fuzz-capture.sh)");
   app->footer(
       "Prints progress on stderr and a JSON summary on stdout. Exit codes: 0 no failure, 1 a mismatch, crash, "
       "error or generator bug (reproducers in --out), or a replay that still fails.");
@@ -90,6 +95,30 @@ Command addFuzz(CLI::App& parent) {
               }
               std::cout << j.dump(2) << '\n';
               return failed ? 1 : 0;
+            }
+            if (!a->emit_programs.empty()) {
+              std::error_code ec;
+              std::filesystem::create_directories(a->emit_programs, ec);
+              for (int64_t n = 0; n < a->campaign.programs; ++n) {
+                const uint64_t ps = fuzz::programSeed(a->campaign.seed, static_cast<uint64_t>(n));
+                fuzz::Program p;
+                if (auto e = fuzz::generate(ps, p)) {
+                  std::cerr << "kiln fuzz: program " << n << ": " << *e << '\n';
+                  return 1;
+                }
+                const fuzz::Replay r = fuzz::campaignRun(a->campaign, ps, p);
+                const std::string out =
+                    a->emit_programs + "/fuzz-" + std::to_string(a->campaign.seed) + "-" + std::to_string(n) + ".tile";
+                if (!fuzz::writeReplay(out,
+                                       "# kiln fuzz --seed " + std::to_string(a->campaign.seed) + ": program " +
+                                           std::to_string(n) + "\n",
+                                       p.text, r)) {
+                  std::cerr << "kiln fuzz: error: cannot write " << out << '\n';
+                  return 1;
+                }
+              }
+              std::cout << a->campaign.programs << " programs in " << a->emit_programs << '\n';
+              return 0;
             }
             fuzz::CampaignResult r = fuzz::runCampaign(a->campaign, std::cerr);
             std::cout << r.json(a->campaign.seed).dump(2) << '\n';
