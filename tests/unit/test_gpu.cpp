@@ -266,6 +266,9 @@ TEST(Gpu, CapturedArchiveIsCheckedHereAndReplayedWhereThereIsAGpu) {
     f.put('\x55');
   }
   EXPECT_NE(runCommand(replay + " " + arch.string() + " --check-archive", out), 0) << out;
+  // The archive is read before any GPU is looked for: a broken one is named everywhere.
+  EXPECT_EQ(runCommand(replay + " " + (arch / "no-such-archive").string(), out), 2) << out;
+  EXPECT_NE(out.find("no-such-archive/index.txt"), std::string::npos) << out;
   fs::remove_all(arch / "rmsnorm");
   {
     std::ofstream idx(arch / "index.txt", std::ios::trunc);

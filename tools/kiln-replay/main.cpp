@@ -201,6 +201,14 @@ int main(int argc, char** argv) {
   }
   if (o.check_archive) return checkArchive(o);
 
+  // The archive first: a broken one is named even where there is no GPU.
+  kiln::replay::Archive archive;
+  if (auto e = kiln::replay::loadArchive(o.archive, archive)) {
+    std::cerr << "kiln-replay: broken archive: " << *e << "\n";
+    return kExitUsage;
+  }
+  if (std::string e = checkSelection(archive, o); !e.empty()) return usageError(e);
+
   std::string why;
   std::unique_ptr<kiln::gpu::CudaDriver> driver = kiln::gpu::CudaDriver::open(why);
   if (!driver) {
@@ -212,13 +220,6 @@ int main(int argc, char** argv) {
     std::cerr << "kiln-replay: error: " << why << "\n";
     return kExitFail;
   }
-
-  kiln::replay::Archive archive;
-  if (auto e = kiln::replay::loadArchive(o.archive, archive)) {
-    std::cerr << "kiln-replay: broken archive: " << *e << "\n";
-    return kExitUsage;
-  }
-  if (std::string e = checkSelection(archive, o); !e.empty()) return usageError(e);
 
   kiln::gpu::Context context;
   if (kiln::gpu::Status s = context.create(*driver); !s.ok()) {
