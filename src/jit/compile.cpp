@@ -76,6 +76,20 @@ llvm::Expected<std::string> emit(llvm::Module& module, llvm::TargetMachine& mach
   return std::string(buffer.begin(), buffer.end());
 }
 
+// Shared by both targets: the module set for `machine`, verified, optimised (O2) and counted.
+llvm::Error prepare(llvm::Module& module, llvm::TargetMachine& machine, CompiledObject& out) {
+  module.setTargetTriple(machine.getTargetTriple());
+  module.setDataLayout(machine.createDataLayout());
+  std::string verify_message;
+  llvm::raw_string_ostream verify_stream(verify_message);
+  if (llvm::verifyModule(module, &verify_stream)) return error("invalid LLVM module: " + verify_message);
+  out.instructions_pre_opt = static_cast<int>(module.getInstructionCount());
+  optimizeO2(module, machine);
+  out.instructions_post_opt = static_cast<int>(module.getInstructionCount());
+  for (const llvm::Function& f : module) out.basic_blocks_post_opt += static_cast<int>(f.size());
+  return llvm::Error::success();
+}
+
 }  // namespace
 
 void initializeNativeTarget() {
@@ -141,18 +155,8 @@ llvm::Expected<CompiledObject> compileToObject(std::unique_ptr<llvm::Module> mod
                                   llvm::CodeModel::Small, llvm::CodeGenOptLevel::Default));
   if (!machine) return error("cannot create a target machine for '" + host.triple + "' cpu '" + host.cpu + "'");
 
-  module->setTargetTriple(triple);
-  module->setDataLayout(machine->createDataLayout());
-
-  std::string verify_message;
-  llvm::raw_string_ostream verify_stream(verify_message);
-  if (llvm::verifyModule(*module, &verify_stream)) return error("invalid LLVM module: " + verify_message);
-
   CompiledObject out;
-  out.instructions_pre_opt = static_cast<int>(module->getInstructionCount());
-  optimizeO2(*module, *machine);
-  out.instructions_post_opt = static_cast<int>(module->getInstructionCount());
-  for (const llvm::Function& f : *module) out.basic_blocks_post_opt += static_cast<int>(f.size());
+  if (llvm::Error e = prepare(*module, *machine, out)) return std::move(e);
 
   // Codegen rewrites the IR it runs on, so the assembly comes from a copy taken before it.
   if (options.emit_assembly) {
@@ -194,18 +198,8 @@ llvm::Expected<CompiledObject> compileToPtx(std::unique_ptr<llvm::Module> module
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, kPtxArch, "", targetOptions(options), std::nullopt, std::nullopt, llvm::CodeGenOptLevel::Default));
   if (!machine) return error(std::string("cannot create a target machine for '") + kPtxTriple + "' " + kPtxArch);
-  module->setTargetTriple(triple);
-  module->setDataLayout(machine->createDataLayout());
-
-  std::string verify_message;
-  llvm::raw_string_ostream verify_stream(verify_message);
-  if (llvm::verifyModule(*module, &verify_stream)) return error("invalid LLVM module: " + verify_message);
-
   CompiledObject out;
-  out.instructions_pre_opt = static_cast<int>(module->getInstructionCount());
-  optimizeO2(*module, *machine);
-  out.instructions_post_opt = static_cast<int>(module->getInstructionCount());
-  for (const llvm::Function& f : *module) out.basic_blocks_post_opt += static_cast<int>(f.size());
+  if (llvm::Error e = prepare(*module, *machine, out)) return std::move(e);
   auto text = emit(*module, *machine, llvm::CodeGenFileType::AssemblyFile);
   if (!text) return text.takeError();
   out.object_bytes = std::move(*text);
