@@ -85,7 +85,7 @@ Result<std::shared_ptr<const Kernel::Impl>> build(const ir::Kernel& kernel, cons
     if (!kernels::libraryChoices(*library, choices)) c.report["library"] = choices;
   }
   auto impl = std::make_shared<Kernel::Impl>();
-  if (auto e = driver::load(c.object, kernel, static_cast<int>(knobs.threads), impl->loaded))
+  if (auto e = driver::load(c.object, kernel, knobs.isa, static_cast<int>(knobs.threads), impl->loaded))
     return Error(fmt::format("kernel @{}: {}", kernel.name, *e));
   impl->name = kernel.name;
   impl->report = c.report.dump(2);

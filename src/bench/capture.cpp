@@ -134,7 +134,7 @@ std::optional<std::string> capture(const Experiment& e, size_t case_index, int a
 
   // One launch through the native entry, inside guard zones.
   NativeKernel native;
-  if (auto err = prepareNative(comp.object, rec.params, initial, native, rec.workspaces))
+  if (auto err = prepareNative(comp.object, knobs.isa, rec.params, initial, native, rec.workspaces))
     return finish(archive, dir, rec, p, "load", *err);
   native.run();
   rec.packets_full = native.record.packets_full;

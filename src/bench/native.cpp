@@ -24,10 +24,10 @@ std::string bitsOf(float f) {
 
 }  // namespace
 
-std::optional<std::string> prepareNative(const std::string& object, const std::vector<ParamInfo>& params,
-                                         std::vector<std::vector<float>> initial, NativeKernel& out,
-                                         const std::vector<int64_t>& workspaces) {
-  auto session = jit::Session::load(object);
+std::optional<std::string> prepareNative(const std::string& object, const std::string& isa,
+                                         const std::vector<ParamInfo>& params, std::vector<std::vector<float>> initial,
+                                         NativeKernel& out, const std::vector<int64_t>& workspaces) {
+  auto session = jit::Session::load(object, isa);
   if (!session) return "cannot load the object: " + llvm::toString(session.takeError());
   out.session = std::shared_ptr<jit::Session>(std::move(*session));
   out.launch = out.session->launch();

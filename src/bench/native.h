@@ -34,9 +34,9 @@ struct NativeKernel {
 
 // Links `object` (compiles nothing) and prepares the buffers from `initial` (one entry per
 // parameter; views sized to their shapes) and zero-filled workspaces of the given sizes.
-std::optional<std::string> prepareNative(const std::string& object, const std::vector<ParamInfo>& params,
-                                         std::vector<std::vector<float>> initial, NativeKernel& out,
-                                         const std::vector<int64_t>& workspaces = {});
+std::optional<std::string> prepareNative(const std::string& object, const std::string& isa,
+                                         const std::vector<ParamInfo>& params, std::vector<std::vector<float>> initial,
+                                         NativeKernel& out, const std::vector<int64_t>& workspaces = {});
 
 // Puts every view back to its initial value (outputs included).
 void resetViews(NativeKernel& k);

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <sched.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -85,7 +87,15 @@ std::optional<std::string> loadCapture(const Archive& archive, const std::string
     if (auto e = archive.read(dir + "/" + outputFile(p), bytes)) return e;
     if (auto e = parseF32(bytes, p.elements(), expected[i])) return dir + "/" + outputFile(p) + ": " + *e;
   }
-  if (auto e = prepareNative(object, rec.params, std::move(initial), out, rec.workspaces)) return e;
+  // The ISA the object was compiled for: the capture's report says (its knobs as they were).
+  std::string report_text;
+  if (auto e = archive.read(dir + "/report.json", report_text)) return e;
+  const nlohmann::json report = nlohmann::json::parse(report_text, nullptr, false);
+  if (report.is_discarded() || !report.contains("knobs") || !report["knobs"].contains("isa") ||
+      !report["knobs"]["isa"].is_string())
+    return dir + "/report.json names no knobs.isa";
+  const std::string isa = report["knobs"]["isa"].get<std::string>();
+  if (auto e = prepareNative(object, isa, rec.params, std::move(initial), out, rec.workspaces)) return e;
   out.expected = std::move(expected);
   return std::nullopt;
 }

@@ -79,7 +79,7 @@ std::optional<std::string> check(const ir::Kernel& kernel, const plan::Knobs& kn
     out.cache_saved_ms = c.report["cache"].value("saved_ms", 0.0);
   }
   std::unique_ptr<runtime::LoadedKernel> loaded;
-  if (auto e = load(c.object, kernel, static_cast<int>(knobs.threads), loaded)) return e;
+  if (auto e = load(c.object, kernel, knobs.isa, static_cast<int>(knobs.threads), loaded)) return e;
   std::vector<host::ParamData> got = inputs;
   runtime::KilnLaunchRecord record;
   if (auto e = run(*loaded, got, /*guarded=*/true, &record)) return e;

@@ -161,6 +161,7 @@ std::optional<std::string> planDisagreesWithCode(const nlohmann::json& report) {
 nlohmann::json planJson(const ir::Kernel& kernel, const plan::Plan& p) {
   nlohmann::json j;
   j["knobs"] = knobsJson(p.knobs);
+  if (!p.unrolled_tile_cap_reason.empty()) j["unrolled_tile_cap"] = p.unrolled_tile_cap_reason;
   const ir::Op* root = kernel.root();
   nlohmann::json order = nlohmann::json::array();
   for (int a : p.root_axis_order) order.push_back(root->regions[0]->args[a]->name);
@@ -238,7 +239,8 @@ void objectFacts(const plan::Knobs& knobs, const codegen::Lowered& lowered, cons
   r["llvm"] = {{"instructions_pre_opt", lowered.instructions_pre_opt},
                {"instructions_post_opt", obj.instructions_post_opt},
                {"basic_blocks_pre_opt", lowered.basic_blocks_pre_opt},
-               {"basic_blocks", obj.basic_blocks_post_opt}};
+               {"basic_blocks", obj.basic_blocks_post_opt},
+               {"pipeline", obj.pipeline}};
   r["compile_ms"] = ms;
   r["object"] = {{"bytes", obj.object_bytes.size()}, {"sha256", obj.object_sha256}};
   const jit::HostTarget& host = jit::hostTarget();
@@ -550,8 +552,8 @@ std::vector<runtime::ParamSpec> signature(const ir::Kernel& kernel) {
   return sig;
 }
 
-std::optional<std::string> load(const std::string& object, const ir::Kernel& kernel, int threads,
-                                std::unique_ptr<runtime::LoadedKernel>& out) {
+std::optional<std::string> load(const std::string& object, const ir::Kernel& kernel, const std::string& isa,
+                                int threads, std::unique_ptr<runtime::LoadedKernel>& out) {
   if (object.rfind("\x7f"
                    "ELF",
                    0) != 0)
@@ -560,7 +562,7 @@ std::optional<std::string> load(const std::string& object, const ir::Kernel& ker
                      "this is PTX (target=nvptx), which runs on an NVIDIA GPU, not in this process: capture it "
                      "with `kiln gpu-capture` and run it with kiln-replay (docs/gpu.md)")
                : std::string("the object is not an ELF object");
-  auto session = jit::Session::load(object);
+  auto session = jit::Session::load(object, isa);
   if (!session) return "cannot load the object: " + llvm::toString(session.takeError());
   std::shared_ptr<jit::Session> shared(std::move(*session));
   std::vector<runtime::ParamSpec> workspaces;

@@ -65,9 +65,11 @@ nlohmann::json planJson(const ir::Kernel& kernel, const plan::Plan& plan);
 // The parameter signature the runtime checks launches against.
 std::vector<runtime::ParamSpec> signature(const ir::Kernel& kernel);
 
-// Links an object (fresh or captured) and wraps it for launching; compiles nothing.
-std::optional<std::string> load(const std::string& object, const ir::Kernel& kernel, int threads,
-                                std::unique_ptr<runtime::LoadedKernel>& out);
+// Links an object (fresh or captured) and wraps it for launching with `threads` workers;
+// compiles nothing. `isa` is the knob the object was compiled with: an object this host's CPU
+// cannot run is refused here, naming the ISA and the CPU (jit::cannotRunHere).
+std::optional<std::string> load(const std::string& object, const ir::Kernel& kernel, const std::string& isa,
+                                int threads, std::unique_ptr<runtime::LoadedKernel>& out);
 
 // Launches on host data. With `guarded`, every view is copied into a buffer with canary zones
 // that are checked after the launch (a corrupted guard is an error naming the parameter).

@@ -128,6 +128,7 @@ nlohmann::ordered_json CampaignResult::json(uint64_t seed) const {
   j["refused"] = refused;
   j["generator_bugs"] = generator_bugs;
   j["seconds"] = std::round(seconds * 1000) / 1000;
+  j["isas"] = gridIsas();
   nlohmann::ordered_json fs = nlohmann::ordered_json::array();
   for (const Failure& f : failures)
     fs.push_back({{"program", f.program},

@@ -53,7 +53,7 @@ Outcome runInProcess(const ir::Kernel& kernel, const plan::Knobs& knobs, const I
   // The plan's prediction of the code is part of what is checked (docs/backend.md).
   if (auto e = driver::planDisagreesWithCode(c.report)) return {Verdict::Mismatch, "plan vs code: " + *e};
   std::unique_ptr<runtime::LoadedKernel> loaded;
-  if (auto e = driver::load(c.object, kernel, static_cast<int>(knobs.threads), loaded))
+  if (auto e = driver::load(c.object, kernel, knobs.isa, static_cast<int>(knobs.threads), loaded))
     return {Verdict::Error, "load: " + oneLine(*e)};
   std::vector<host::ParamData> got = inputs;
   if (auto e = driver::run(*loaded, got, /*guarded=*/true)) return {Verdict::Error, "run: " + oneLine(*e)};

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "host/isa.h"
 #include "ir/ir.h"
 
 namespace kiln::fuzz {
@@ -20,7 +21,11 @@ KnobPoint randomKnobs(Rng& rng, const std::map<std::string, std::string>& pinned
   // local_lanes = W (one program across the lanes, the default realization) two times in
   // three; 1 (a lane per program, the seed's) otherwise.
   attempt("local_lanes", rng.chance(2, 3) ? num(pw) : "1");
-  attempt("isa", rng.pick<std::string>({"native", "avx2", "avx512"}));
+  // One draw from all three on every host, so that the rest of the point is the same
+  // everywhere; on a host that cannot run AVX-512 code (host/isa.h) avx512 becomes avx2.
+  std::string isa = rng.pick<std::string>({"native", "avx2", "avx512"});
+  if (isa == "avx512" && !host::cpuHasAvx512()) isa = "avx2";
+  attempt("isa", isa);
   attempt("max_unrolled_tile_elements", num(rng.pick<int64_t>({0, 1, 4, 16, 64, 64, 256})));
   attempt("max_unrolled_mma_terms", num(rng.pick<int64_t>({0, 0, 1, 4, 8, 64})));
   attempt("mma_output_block", num(rng.pick<int64_t>({1, 2, 4})));
@@ -46,6 +51,11 @@ KnobPoint randomKnobs(Rng& rng, const std::map<std::string, std::string>& pinned
     p.assignments.push_back(name + "=" + value);
   }
   return p;
+}
+
+std::vector<std::string> gridIsas() {
+  if (host::cpuHasAvx512()) return {"native", "avx2", "avx512"};
+  return {"native", "avx2"};
 }
 
 bool precise(const ir::Kernel& kernel, const plan::Knobs& knobs) {

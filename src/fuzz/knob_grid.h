@@ -23,6 +23,9 @@ struct KnobPoint {
 // `kernel` (optional) supplies the root domain's axis names for `root_axis_order`.
 KnobPoint randomKnobs(Rng& rng, const std::map<std::string, std::string>& pinned, const ir::Kernel* kernel = nullptr);
 
+// The ISAs the grid draws on this host: native, avx2 and, where the CPU runs it, avx512.
+std::vector<std::string> gridIsas();
+
 // True when results must equal strict-FP32 bit for bit: no fast_math and no mma that allows
 // reassociation or FMA.
 bool precise(const ir::Kernel& kernel, const plan::Knobs& knobs);

@@ -8,7 +8,10 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "host/data.h"
+#include "host/isa.h"
 #include "llvm/Analysis/CGSCCPassManager.h"
 #include "llvm/Analysis/LoopAnalysisManager.h"
 #include "llvm/Config/llvm-config.h"
@@ -44,6 +47,44 @@ llvm::TargetOptions targetOptions(const JitOptions& options) {
   // reassociation); it never assumes away infinities or NaNs: kernels mask with -inf.
   t.AllowFPOpFusion = options.fast_math ? llvm::FPOpFusion::Fast : llvm::FPOpFusion::Strict;
   return t;
+}
+
+// The optimisation pipeline's work grows faster than the code it is given: on one function of
+// 63 000 instructions in 814 blocks (a fuzz program whose tiles unroll into 268 loops) LLVM 22's
+// LICM spends minutes updating MemorySSA, where O2 of every library kernel takes well under a
+// second (the largest, decode attention: 20 800 instructions x 71 blocks). Past this many
+// instructions x blocks in one function, the module gets a pipeline without loop passes (scalar
+// replacement, CSE, instruction combining, GVN, CFG simplification): every pass preserves the
+// IR's semantics, so precise-mode bits are the same; only speed can differ, and such programs
+// are far larger than anything the library emits (the report names the pipeline).
+constexpr int64_t kReducedPipelineWork = int64_t{8} << 20;
+constexpr const char* kReducedPipeline =
+    "function(sroa,early-cse<memssa>,instcombine,simplifycfg,gvn,instcombine,simplifycfg)";
+
+// The largest instructions x blocks of one defined function.
+int64_t functionWork(const llvm::Module& module) {
+  int64_t most = 0;
+  for (const llvm::Function& f : module) {
+    if (f.isDeclaration()) continue;
+    most = std::max(most, static_cast<int64_t>(f.getInstructionCount()) * static_cast<int64_t>(f.size()));
+  }
+  return most;
+}
+
+void optimizeReduced(llvm::Module& module, llvm::TargetMachine& machine) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder builder(&machine);
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm;
+  if (llvm::Error e = builder.parsePassPipeline(mpm, kReducedPipeline)) llvm::report_fatal_error(std::move(e));
+  mpm.run(module, mam);
 }
 
 void optimizeO2(llvm::Module& module, llvm::TargetMachine& machine) {
@@ -84,7 +125,14 @@ llvm::Error prepare(llvm::Module& module, llvm::TargetMachine& machine, Compiled
   llvm::raw_string_ostream verify_stream(verify_message);
   if (llvm::verifyModule(module, &verify_stream)) return error("invalid LLVM module: " + verify_message);
   out.instructions_pre_opt = static_cast<int>(module.getInstructionCount());
-  optimizeO2(module, machine);
+  const int64_t work = functionWork(module);
+  if (work > kReducedPipelineWork) {
+    out.pipeline = fmt::format("reduced ({}): a function of {} instructions x blocks > {}", kReducedPipeline, work,
+                               kReducedPipelineWork);
+    optimizeReduced(module, machine);
+  } else {
+    optimizeO2(module, machine);
+  }
   out.instructions_post_opt = static_cast<int>(module.getInstructionCount());
   for (const llvm::Function& f : module) out.basic_blocks_post_opt += static_cast<int>(f.size());
   return llvm::Error::success();
@@ -113,8 +161,18 @@ const HostTarget& hostTarget() {
     h.triple = llvm::sys::getProcessTriple();
     h.cpu = llvm::sys::getHostCPUName().str();
     std::vector<std::pair<std::string, bool>> features;
-    for (const auto& entry : llvm::sys::getHostCPUFeatures())
-      features.emplace_back(entry.getKey().str(), entry.getValue());
+    // KILN_HOST_WITHOUT_AVX512 (host/isa.h): every AVX-512-family feature off, as on a CPU
+    // that lacks them; `native` then compiles what such a CPU runs.
+    auto avx512Family = [](const std::string& name) {
+      for (const char* prefix : {"avx512", "avx10", "evex512", "amx"})
+        if (name.rfind(prefix, 0) == 0) return true;
+      return false;
+    };
+    for (const auto& entry : llvm::sys::getHostCPUFeatures()) {
+      std::string name = entry.getKey().str();
+      const bool off = host::pretendingNoAvx512() && avx512Family(name);
+      features.emplace_back(std::move(name), entry.getValue() && !off);
+    }
     std::sort(features.begin(), features.end());
     llvm::SubtargetFeatures set;
     for (const auto& [name, enabled] : features) set.AddFeature(name, enabled);
@@ -136,6 +194,20 @@ TargetCpu targetCpu(const std::string& isa) {
   return {};
 }
 
+std::optional<std::string> cannotRunHere(const std::string& isa) {
+  const HostTarget& host = hostTarget();
+  const std::string cpu = host.cpu + (host::pretendingNoAvx512() ? ", KILN_HOST_WITHOUT_AVX512 set" : "");
+  if (isa == "avx512" && !host::cpuHasAvx512())
+    return "isa=avx512: this host's CPU (" + cpu +
+           ") has no AVX-512; the object compiles on any host but runs only on a CPU with AVX-512 "
+           "(run here with isa=avx2 or isa=native)";
+  if (isa == "avx2" && !host::cpuHasAvx2())
+    return "isa=avx2: this host's CPU (" + cpu + ") has no AVX2 and FMA; run here with isa=native";
+  if (isa != "native" && isa != "avx2" && isa != "avx512")
+    return "unknown isa '" + isa + "' (legal: native, avx2, avx512)";
+  return std::nullopt;
+}
+
 llvm::Expected<CompiledObject> compileToObject(std::unique_ptr<llvm::Module> module, const JitOptions& options) {
   compilations.fetch_add(1);
   initializeNativeTarget();
@@ -148,8 +220,6 @@ llvm::Expected<CompiledObject> compileToObject(std::unique_ptr<llvm::Module> mod
   if (!target) return error("no LLVM target for host triple '" + host.triple + "': " + lookup_error);
   const auto [cpu, features] = targetCpu(options.isa);
   if (cpu.empty()) return error("unknown isa '" + options.isa + "' (legal: native, avx2, avx512)");
-  if (options.isa == "avx512" && host.features.find("+avx512f") == std::string::npos)
-    return error("isa=avx512: this host's CPU (" + host.cpu + ") has no AVX-512F; use isa=avx2 or isa=native");
   std::unique_ptr<llvm::TargetMachine> machine(
       target->createTargetMachine(triple, cpu, features, targetOptions(options), llvm::Reloc::PIC_,
                                   llvm::CodeModel::Small, llvm::CodeGenOptLevel::Default));

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,7 +27,8 @@ struct JitOptions {
   // codegen'd the same way as the object; for `kiln compile --emit=asm`.
   bool emit_assembly = false;
   // Instruction set: "native" (the host's CPU name and features), "avx2" (x86-64-v3) or
-  // "avx512" (x86-64-v4; an error on a host without AVX-512F).
+  // "avx512" (x86-64-v4). Any of them compiles on any host; running needs the CPU to have it
+  // (cannotRunHere, checked by Session::load).
   std::string isa = "native";
 };
 
@@ -48,6 +50,10 @@ struct TargetCpu {
 };
 TargetCpu targetCpu(const std::string& isa);
 
+// Why code compiled for `isa` cannot run in this process (its CPU lacks the ISA, or
+// KILN_HOST_WITHOUT_AVX512 says so: host/isa.h), naming the ISA and the CPU; nullopt when it can.
+std::optional<std::string> cannotRunHere(const std::string& isa);
+
 // Registers the native target, its asm printer and parser; thread-safe, idempotent.
 void initializeNativeTarget();
 
@@ -58,7 +64,9 @@ struct CompiledObject {
   int instructions_post_opt = 0;
   int basic_blocks_post_opt = 0;
   double compile_ms = 0.0;  // verify + O2 + codegen
-  std::string assembly;     // AT&T text, only with JitOptions::emit_assembly
+  // "O2", or the reduced pipeline a very large function gets instead, and why (compile.cpp).
+  std::string pipeline = "O2";
+  std::string assembly;  // AT&T text, only with JitOptions::emit_assembly
 };
 
 // Sets the module's triple and data layout for the host, verifies it, runs

@@ -22,7 +22,8 @@ llvm::Error error(const std::string& message) {
 Session::Session() = default;
 Session::~Session() = default;
 
-llvm::Expected<std::unique_ptr<Session>> Session::load(std::string object_bytes) {
+llvm::Expected<std::unique_ptr<Session>> Session::load(std::string object_bytes, const std::string& isa) {
+  if (std::optional<std::string> why = cannotRunHere(isa)) return error(*why);
   initializeNativeTarget();
   std::unique_ptr<Session> session(new Session());
   session->object_sha256_ = host::sha256Hex(object_bytes.data(), object_bytes.size());

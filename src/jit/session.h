@@ -23,8 +23,9 @@ class Session {
   // Links `object_bytes` (copied) into a fresh LLJIT for the host and resolves the ABI
   // symbols (kiln_blocks, kiln_launch, kiln_num_blocks, kiln_abi_version; kiln_num_phases and
   // kiln_phase_ends when present). A malformed
-  // object, a missing or unresolvable symbol, or another ABI version is an error.
-  static llvm::Expected<std::unique_ptr<Session>> load(std::string object_bytes);
+  // object, a missing or unresolvable symbol, or another ABI version is an error; so is an
+  // object compiled for an `isa` this host cannot run (cannotRunHere), before anything links.
+  static llvm::Expected<std::unique_ptr<Session>> load(std::string object_bytes, const std::string& isa);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;

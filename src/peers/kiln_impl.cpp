@@ -69,7 +69,7 @@ class KilnImpl : public LocalImpl {
     knobs.threads = options_.threads;
     driver::Compilation c;
     if (auto e = driver::compile(*kernel_, knobs, c)) return "compile: " + *e;
-    if (auto e = driver::load(c.object, *kernel_, options_.threads, loaded_)) return "load: " + *e;
+    if (auto e = driver::load(c.object, *kernel_, knobs.isa, options_.threads, loaded_)) return "load: " + *e;
     out_.assign(p.outputSize(), 0.0f);
     params_ = {const_cast<float*>(p.q.data()), const_cast<float*>(p.k.data()), const_cast<float*>(p.v.data()),
                out_.data()};
@@ -108,7 +108,7 @@ class KilnImpl : public LocalImpl {
     if (auto e = kernels::buildLibraryKernel(req, kernel_)) return "the gemm kernel does not build: " + *e;
     driver::Compilation c;
     if (auto e = driver::compile(*kernel_, knobs, c)) return "compile: " + *e;
-    if (auto e = driver::load(c.object, *kernel_, options_.threads, loaded_)) return "load: " + *e;
+    if (auto e = driver::load(c.object, *kernel_, knobs.isa, options_.threads, loaded_)) return "load: " + *e;
     out_.assign(p.outputSize(), 0.0f);
     params_ = {const_cast<float*>(p.a.data()), const_cast<float*>(p.b.data()), out_.data()};
     args_ = {runtime::Arg::view(params_[0], 4 * int64_t(p.a.size())),

@@ -11,16 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "host/isa.h"
 #include "runtime/runtime.h"
 
 namespace kiln::peers {
 
 const IsaKernels* isaKernels(const std::string& which) {
-  __builtin_cpu_init();
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                      __builtin_cpu_supports("fma");
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  // The same answer as the JIT's (host/isa.h, KILN_HOST_WITHOUT_AVX512 included).
+  const bool avx512 = host::cpuHasAvx512() && host::cpuHasAvx2();
+  const bool avx2 = host::cpuHasAvx2();
   if (which == "avx512") return avx512 ? native_detail::avx512Table() : nullptr;
   if (which == "avx2") return avx2 ? native_detail::avx2Table() : nullptr;
   if (which != "auto") return nullptr;

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "host/isa.h"
 #include "plan/plan.h"
 
 namespace kiln::plan {
@@ -55,7 +56,7 @@ class LanePlanner {
     lp_.register_lanes = p_.knobs.target == "nvptx" ? w
                          : isa == "avx2"            ? 8
                          : isa == "avx512"          ? 16
-                                                    : (__builtin_cpu_supports("avx512f") ? 16 : 8);
+                                                    : (host::cpuHasAvx512() ? 16 : 8);
     size_t n = k_.values.size();
     lp_.layout.assign(n, Layout{});
     users_.assign(n, {});

@@ -1,5 +1,7 @@
 #include "plan/plan.h"
 
+#include "host/isa.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -43,6 +45,7 @@ class Planner {
     if (p_.knobs.local_lanes == 0) p_.knobs.local_lanes = p_.knobs.packet_width;  // effective value
     if (auto e = checkKnobs()) return e;
     p_.lanes_realization = p_.knobs.local_lanes == p_.knobs.packet_width && p_.knobs.packet_width > 1;
+    capScalarizedTiles();
     if (auto e = mapDomain()) return e;
     size_t n = k_.values.size();
     p_.rep.assign(n, Rep::SSA);
@@ -69,6 +72,28 @@ class Planner {
 
  private:
   bool large(int64_t elements) const { return p_.largeTile(elements); }
+
+  // One program per lane (local_lanes = 1) on a CPU without scatter instructions (AVX2, or
+  // native without AVX-512): every element of an unrolled tile that is stored, or read through
+  // a gathered address, becomes W scalar accesses, each behind its own branch (LLVM scalarizes
+  // masked scatters), and the backend's passes grow faster than the blocks (a 15 x 16 tile at
+  // W = 16 stored unrolled: 86 s of CPU to compile). The size rule's cap on unrolled tiles is
+  // lowered so that an unrolled tile is at most kMaxScalarizedLanes of such accesses; larger
+  // tiles live in memory and are walked by loops, as any tile over the cap. The effective cap is
+  // the plan's knob value, and the report says why.
+  void capScalarizedTiles() {
+    constexpr int64_t kMaxScalarizedLanes = 1024;
+    Knobs& kn = p_.knobs;
+    const bool scatters = kn.target == "nvptx" || kn.isa == "avx512" || (kn.isa == "native" && host::cpuHasAvx512());
+    if (p_.lanes_realization || scatters || kn.packet_width <= 1) return;
+    const int64_t cap = std::max<int64_t>(1, kMaxScalarizedLanes / kn.packet_width);
+    if (kn.max_unrolled_tile_elements != 0 && kn.max_unrolled_tile_elements <= cap) return;
+    p_.unrolled_tile_cap_reason = fmt::format(
+        "max_unrolled_tile_elements={} lowered to {}: with local_lanes=1 on isa={} (no scatter instructions) an "
+        "unrolled tile element stored or gathered is {} scalar accesses; at most {} per tile",
+        kn.max_unrolled_tile_elements, cap, kn.isa, kn.packet_width, kMaxScalarizedLanes);
+    kn.max_unrolled_tile_elements = cap;
+  }
 
   std::optional<std::string> checkKnobs() {
     const Knobs& kn = p_.knobs;

@@ -200,6 +200,8 @@ struct Plan {
   int64_t snapshot_allocas = 0;  // predicted private arrays in the packet body
   int64_t runtime_loops = 0;     // predicted loops in the packet body (IR loops, not dynamic)
   Work work;
+  // Set when the plan lowered max_unrolled_tile_elements (knobs holds the value in effect).
+  std::string unrolled_tile_cap_reason;
   bool lanes_realization = false;  // local_lanes = W
   LanePlan lanes;                  // filled when lanes_realization
 

@@ -26,6 +26,10 @@ class BlockPool {
   // and starts when every chunk of phase i-1 has returned; returns when the last has run.
   void run(const std::vector<int64_t>& phase_ends, const std::function<void(int64_t, int64_t)>& body);
 
+  // The threads oneTBB lets this pool's arena have (the caller's included): the count asked
+  // for, since creating the pool raised the process's allowed parallelism to it (pool.cpp).
+  int concurrency() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

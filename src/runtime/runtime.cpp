@@ -113,6 +113,10 @@ LoadedKernel::~LoadedKernel() = default;
 LoadedKernel::LoadedKernel(LoadedKernel&&) noexcept = default;
 LoadedKernel& LoadedKernel::operator=(LoadedKernel&&) noexcept = default;
 
+int LoadedKernel::concurrency() const {
+  return pool_ ? pool_->concurrency() : 1;
+}
+
 void LoadedKernel::setThreads(int threads) {
   KILN_RUNTIME_CHECK(threads >= 1);
   threads_ = threads;

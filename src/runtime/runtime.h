@@ -95,6 +95,8 @@ class LoadedKernel {
   // Not concurrently with launch().
   void setThreads(int threads);
   int threads() const { return threads_; }
+  // The threads a launch can run on (BlockPool::concurrency): threads() unless oneTBB refused.
+  int concurrency() const;
   int64_t numBlocks() const { return entry_.num_blocks; }
   const std::vector<ParamSpec>& params() const { return params_; }
   const std::vector<ParamSpec>& workspaces() const { return workspaces_; }

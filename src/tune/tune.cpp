@@ -60,7 +60,8 @@ struct Runner {
     }
     driver::Compilation c;
     if (auto e = driver::compile(*kernel, knobs, c)) return "compile: " + *e;
-    if (auto e = driver::load(c.object, *kernel, static_cast<int>(knobs.threads), loaded)) return "load: " + *e;
+    if (auto e = driver::load(c.object, *kernel, knobs.isa, static_cast<int>(knobs.threads), loaded))
+      return "load: " + *e;
     if (auto e = host::makeInputs(*kernel, seed, {}, params)) return e;
     for (const ir::Value* p : kernel->params) {
       host::ParamData& d = params[p->index];

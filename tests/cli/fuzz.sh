@@ -57,7 +57,7 @@ expect "a bad .knobs line is named" 1 '' 'bad.knobs:2'
 run "$kiln" fuzz --programs 12 --seed 5 --shrink-seconds 1 --out "$tmp/a"
 rc_a=$rc
 sed '/"seconds"/d; /"reproducer"/d' "$tmp/out" >"$tmp/a.json"
-for field in seed programs runs passed mismatches crashes errors refused generator_bugs seconds failures refusals; do
+for field in seed programs runs passed mismatches crashes errors refused generator_bugs seconds isas failures refusals; do
   if grep -q "\"$field\"" "$tmp/out"; then pass "summary has \"$field\""; else fail "summary has \"$field\""; fi
 done
 if grep -q '"programs": 12,' "$tmp/out"; then pass "12 programs ran"; else fail "12 programs ran" "$(head -c 300 "$tmp/out")"; fi
@@ -67,6 +67,19 @@ if [ "$rc" -eq "$rc_a" ] && cmp -s "$tmp/a.json" "$tmp/b.json"; then
   pass "same seed, same summary"
 else
   fail "same seed, same summary" "$(diff "$tmp/a.json" "$tmp/b.json" | head -5)"
+fi
+# The ISAs drawn: those this host runs (KILN_HOST_WITHOUT_AVX512, as `make test` sets it for a
+# second pass, stands for a CPU without AVX-512); a pinned ISA it cannot run is refused up front.
+if [ -n "${KILN_HOST_WITHOUT_AVX512:-}" ] && [ "${KILN_HOST_WITHOUT_AVX512}" != 0 ]; then
+  if grep -q '"isas": \[ *"native", *"avx2" *\]' <(tr -d '\n' <"$tmp/a.json"); then
+    pass "summary's isas: native and avx2 (no AVX-512 here)"
+  else
+    fail "summary's isas: native and avx2 (no AVX-512 here)" "$(grep -A4 isas "$tmp/a.json")"
+  fi
+  run "$kiln" fuzz --programs 1 --set isa=avx512
+  expect "a pinned isa=avx512 is refused on a host without it" 2 '' 'isa=avx512.*no AVX-512'
+else
+  if grep -q '"avx2"' "$tmp/a.json"; then pass "summary lists isas"; else fail "summary lists isas" "$(head -c 300 "$tmp/a.json")"; fi
 fi
 run "$kiln" fuzz --programs 0 --seed 5
 expect "zero programs: an empty, passing summary" 0 '"programs": 0,'

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -141,12 +142,18 @@ TEST(Api, TextAndLibraryKernels) {
 TEST(Api, SameBitsAcrossThreadsIsaAndConcurrentLaunches) {
   const std::string shape = "1,8,2,3,333,64,48";
   std::vector<kiln::Options> variants = {kiln::Options(), kiln::Options().set("threads", "2"),
-                                         kiln::Options().set("isa", "avx2")};
-  if (__builtin_cpu_supports("avx512f")) variants.push_back(kiln::Options().set("isa", "avx512"));
+                                         kiln::Options().set("isa", "avx2"), kiln::Options().set("isa", "avx512")};
   std::vector<std::vector<float>> inputs;
   std::vector<std::vector<float>> outs;
   for (const kiln::Options& o : variants) {
     auto k = kiln::Kernel::library("attention", shape, {{"mask", "causal"}}, o);
+    // On a CPU without AVX-512 (or under KILN_HOST_WITHOUT_AVX512) the AVX-512 variant is
+    // refused when it is loaded, by an error naming the ISA; said, not silently dropped.
+    if (!k && &o == &variants.back() && k.message().find("isa=avx512: this host's CPU") != std::string::npos) {
+      std::printf("[ NOT RUN  ] Api.SameBitsAcrossThreadsIsaAndConcurrentLaunches, isa=avx512: %s\n",
+                  k.message().c_str());
+      continue;
+    }
     ASSERT_TRUE(k) << k.message();
     if (inputs.empty())
       for (const kiln::Param& p : k->params())

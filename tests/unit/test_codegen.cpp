@@ -11,6 +11,8 @@
 
 #include "driver/check.h"
 #include "driver/compile.h"
+#include "fuzz/campaign.h"
+#include "fuzz/knob_grid.h"
 #include "ir/diag.h"
 #include "ir/parser.h"
 #include "kernels/attention.h"
@@ -61,7 +63,7 @@ std::vector<kiln::host::ParamData> runNative(const kiln::ir::Kernel& k, const Kn
   auto err = kiln::driver::compile(k, kn, c, kiln::driver::Stage::Obj);
   EXPECT_FALSE(err.has_value()) << *err;
   std::unique_ptr<kiln::runtime::LoadedKernel> loaded;
-  err = kiln::driver::load(c.object, k, static_cast<int>(kn.threads), loaded);
+  err = kiln::driver::load(c.object, k, kn.isa, static_cast<int>(kn.threads), loaded);
   EXPECT_FALSE(err.has_value()) << *err;
   err = kiln::driver::run(*loaded, params, true, rec);
   EXPECT_FALSE(err.has_value()) << *err;
@@ -254,7 +256,7 @@ kernel @alias(%x: view<f32>[48], %y: view<f32>[48], %z: view<f32>[48]) {
     kiln::driver::Compilation c;
     ASSERT_FALSE(kiln::driver::compile(*k, knobs({t}), c, kiln::driver::Stage::Obj).has_value());
     std::unique_ptr<kiln::runtime::LoadedKernel> loaded;
-    ASSERT_FALSE(kiln::driver::load(c.object, *k, 1, loaded).has_value());
+    ASSERT_FALSE(kiln::driver::load(c.object, *k, "native", 1, loaded).has_value());
     std::vector<float> xy(48), z(48, 0.0f);
     for (int i = 0; i < 48; ++i) xy[i] = static_cast<float>(i) - 10.5f;
     std::vector<float> orig = xy;
@@ -434,5 +436,64 @@ TEST(Codegen, FastMathKeepsInfinitiesAndStaysWithinTolerance) {
     ASSERT_FALSE(err.has_value()) << *err;
     EXPECT_TRUE(r.pass) << f << " max_abs " << r.max_abs_err;
   }
+}
+}  // namespace
+
+namespace {
+// What the plan and the JIT hand to LLVM stays bounded for any legal knob point (issue 23's
+// reproducers in tests/fuzz/, which took minutes of CPU to compile): decisions checked, not
+// times.
+std::unique_ptr<kiln::ir::Kernel> reproducer(const std::string& name, kiln::fuzz::Replay& replay) {
+  const std::string base = std::string(KILN_SOURCE_DIR) + "/tests/fuzz/" + name;
+  kiln::ir::DiagEngine diag;
+  auto k = kiln::ir::parseFile(base + ".tile", diag);
+  EXPECT_TRUE(k) << diag.str();
+  auto e = kiln::fuzz::readReplayOptions(base + ".knobs", replay);
+  EXPECT_FALSE(e.has_value()) << *e;
+  return k;
+}
+
+TEST(CompileBudget, UnrolledScattersAreCappedWithoutScatterInstructions) {
+  kiln::fuzz::Replay r;
+  auto k = reproducer("avx2_packets_unrolled_scatters_compile_time", r);
+  ASSERT_TRUE(k);
+  ASSERT_EQ(r.knobs.isa, "avx2");
+  ASSERT_EQ(r.knobs.max_unrolled_tile_elements, 256);
+  kiln::driver::Compilation c;
+  ASSERT_FALSE(kiln::driver::compile(*k, r.knobs, c, kiln::driver::Stage::Report).has_value());
+  EXPECT_EQ(c.report["knobs"]["max_unrolled_tile_elements"], 64);  // 1024 / W, W = 16
+  EXPECT_NE(c.report.value("unrolled_tile_cap", "").find("lowered to 64"), std::string::npos) << c.report.dump();
+  EXPECT_LT(c.report["llvm"]["instructions_pre_opt"].get<int>(), 4000);  // was 16 284
+  EXPECT_EQ(c.report["llvm"]["pipeline"], "O2");
+  // AVX-512 has scatters: the knob's cap stands there.
+  Knobs wide = r.knobs;
+  wide.isa = "avx512";
+  kiln::driver::Compilation c512;
+  ASSERT_FALSE(kiln::driver::compile(*k, wide, c512, kiln::driver::Stage::Plan).has_value());
+  EXPECT_EQ(c512.report["knobs"]["max_unrolled_tile_elements"], 256);
+  EXPECT_FALSE(c512.report.contains("unrolled_tile_cap"));
+}
+
+TEST(CompileBudget, AHugeFunctionGetsTheReducedPipelineAndTheSameBits) {
+  kiln::fuzz::Replay r;
+  auto k = reproducer("lanes_huge_function_compile_time", r);
+  ASSERT_TRUE(k);
+  kiln::driver::Compilation c;
+  ASSERT_FALSE(kiln::driver::compile(*k, r.knobs, c, kiln::driver::Stage::Report).has_value());
+  EXPECT_EQ(c.report["llvm"]["pipeline"].get<std::string>().rfind("reduced", 0), 0u) << c.report["llvm"].dump();
+  // Its results: the interpreter's bits (or within FP64 tolerance where the IR allows FMA).
+  kiln::driver::CheckOptions o;
+  o.mode = kiln::fuzz::precise(*k, r.knobs) ? CheckMode::Bitexact : CheckMode::F64;
+  o.seed = r.inputs.seed;
+  kiln::driver::CheckResult res;
+  auto err = kiln::driver::check(*k, r.knobs, o, res);
+  ASSERT_FALSE(err.has_value()) << *err;
+  EXPECT_TRUE(res.pass) << "max_abs " << res.max_abs_err;
+  // Every library kernel is far below the limit: O2 (the largest, decode attention).
+  auto d = kiln::kernels::attention({1, 8, 2, 1, 2053, 80, 96});
+  ASSERT_TRUE(d);
+  kiln::driver::Compilation cd;
+  ASSERT_FALSE(kiln::driver::compile(*d.kernel, Knobs{}, cd, kiln::driver::Stage::Report).has_value());
+  EXPECT_EQ(cd.report["llvm"]["pipeline"], "O2");
 }
 }  // namespace

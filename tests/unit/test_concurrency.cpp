@@ -82,7 +82,7 @@ TEST(Concurrency, OneKernelLaunchedFromSeveralThreads) {
   driver::Compilation c;
   ASSERT_FALSE(driver::compile(*k, kn, c, driver::Stage::Obj));
   std::unique_ptr<runtime::LoadedKernel> loaded;
-  ASSERT_FALSE(driver::load(c.object, *k, 2, loaded));
+  ASSERT_FALSE(driver::load(c.object, *k, kn.isa, 2, loaded));
 
   constexpr int kThreads = 4;
   std::vector<std::vector<host::ParamData>> inputs(kThreads), expected(kThreads);
@@ -140,7 +140,7 @@ TEST(Concurrency, BenchReplayBesideOtherLaunches) {
   driver::Compilation side_compiled;
   ASSERT_FALSE(driver::compile(*side_kernel, knobs({"threads=2"}), side_compiled, driver::Stage::Obj));
   std::unique_ptr<runtime::LoadedKernel> side_loaded;
-  ASSERT_FALSE(driver::load(side_compiled.object, *side_kernel, 2, side_loaded));
+  ASSERT_FALSE(driver::load(side_compiled.object, *side_kernel, "native", 2, side_loaded));
   std::vector<host::ParamData> side_inputs, side_expected;
   ASSERT_FALSE(host::makeInputs(*side_kernel, 3, {}, side_inputs));
   side_expected = side_inputs;

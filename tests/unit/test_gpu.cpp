@@ -160,7 +160,7 @@ TEST(Gpu, PtxIsNotLoadedIntoThisProcessAndTheKnobNamesItsRange) {
   kiln::driver::Compilation c;
   ASSERT_FALSE(kiln::driver::compile(*kernel, gpuKnobs(), c, kiln::driver::Stage::Obj).has_value());
   std::unique_ptr<kiln::runtime::LoadedKernel> loaded;
-  auto err = kiln::driver::load(c.object, *kernel, 1, loaded);
+  auto err = kiln::driver::load(c.object, *kernel, "native", 1, loaded);
   ASSERT_TRUE(err.has_value());
   EXPECT_NE(err->find("kiln-replay"), std::string::npos) << *err;
   kiln::plan::Knobs k;

@@ -95,7 +95,7 @@ TEST_P(AttentionMatrix, NativeMatchesReferenceAndStrictF32) {
       err = driver::compile(*kernel, knobs, c, driver::Stage::Obj);
       ASSERT_FALSE(err) << *err;
       std::unique_ptr<runtime::LoadedKernel> loaded;
-      err = driver::load(c.object, *kernel, static_cast<int>(knobs.threads), loaded);
+      err = driver::load(c.object, *kernel, knobs.isa, static_cast<int>(knobs.threads), loaded);
       ASSERT_FALSE(err) << *err;
       std::vector<host::ParamData> got = inputs;
       err = driver::run(*loaded, got, /*guarded=*/true);

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "host/isa.h"
 #include "jit/compile.h"
 #include "jit/object_file.h"
 #include "jit/session.h"
@@ -139,8 +140,8 @@ CompiledObject compile(const char* text, JitOptions options = {}) {
   return std::move(*compiled);
 }
 
-std::unique_ptr<Session> load(std::string bytes) {
-  auto session = Session::load(std::move(bytes));
+std::unique_ptr<Session> load(std::string bytes, const std::string& isa = "native") {
+  auto session = Session::load(std::move(bytes), isa);
   if (!session) {
     ADD_FAILURE() << llvm::toString(session.takeError());
     return nullptr;
@@ -167,10 +168,41 @@ TEST(Jit, HostTargetIsDetected) {
   const HostTarget& host = hostTarget();
   EXPECT_FALSE(host.cpu.empty());
   EXPECT_NE(host.triple.find("x86_64"), std::string::npos) << host.triple;
-  if (__builtin_cpu_supports("avx512f")) {
+  if (kiln::host::cpuHasAvx512()) {
     EXPECT_NE(host.features.find("+avx512f"), std::string::npos);
   }
+  // KILN_HOST_WITHOUT_AVX512: `native` compiles without any AVX-512 feature.
+  if (kiln::host::pretendingNoAvx512()) {
+    EXPECT_EQ(host.features.find("+avx512"), std::string::npos) << host.features;
+  }
   EXPECT_EQ(host.llvm_version.substr(0, 3), "22.");
+}
+
+// Compiling needs no CPU: isa=avx512 and isa=avx2 objects are made on any host; loading one
+// that this host cannot run is refused, naming the ISA and the CPU (also under
+// KILN_HOST_WITHOUT_AVX512, which `make test` sets for a second run of this suite).
+TEST(Jit, EveryIsaCompilesAnywhereAndLoadsOnlyWhereItRuns) {
+  for (const char* isa : {"avx2", "avx512", "native"}) {
+    JitOptions options;
+    options.isa = isa;
+    CompiledObject compiled = compile(kDoubleIR, options);
+    ASSERT_EQ(compiled.object_bytes.substr(0, 4),
+              "\x7f"
+              "ELF")
+        << isa;
+    auto session = Session::load(compiled.object_bytes, isa);
+    const std::optional<std::string> why = cannotRunHere(isa);
+    ASSERT_EQ(static_cast<bool>(session), !why) << isa;
+    if (why) {
+      const std::string message = llvm::toString(session.takeError());
+      EXPECT_EQ(message, *why);
+      EXPECT_NE(message.find(std::string("isa=") + isa), std::string::npos) << message;
+      EXPECT_NE(message.find(hostTarget().cpu), std::string::npos) << message;
+    }
+  }
+  EXPECT_EQ(cannotRunHere("avx512").has_value(), !kiln::host::cpuHasAvx512());
+  EXPECT_FALSE(cannotRunHere("native").has_value());
+  EXPECT_TRUE(cannotRunHere("sse2").has_value());
 }
 
 TEST(Jit, CompileLoadAndRunThroughTheRuntime) {
@@ -332,7 +364,7 @@ TEST(JitErrors, InvalidModuleIsAnError) {
 }
 
 TEST(JitErrors, GarbageObjectIsAnError) {
-  auto session = Session::load("this is not an object file");
+  auto session = Session::load("this is not an object file", "native");
   ASSERT_FALSE(session);
   EXPECT_FALSE(llvm::toString(session.takeError()).empty());
 }
@@ -345,7 +377,7 @@ define void @kiln_blocks(ptr %params, i64 %begin, i64 %end, ptr %record) {
   ret void
 }
 )";
-  auto session = Session::load(compile(no_launch).object_bytes);
+  auto session = Session::load(compile(no_launch).object_bytes, "native");
   ASSERT_FALSE(session);
   const std::string message = llvm::toString(session.takeError());
   EXPECT_NE(message.find("'kiln_launch'"), std::string::npos) << message;
@@ -354,7 +386,7 @@ define void @kiln_blocks(ptr %params, i64 %begin, i64 %end, ptr %record) {
 TEST(JitErrors, WrongAbiVersionIsAnError) {
   std::string ir = kDoubleIR;
   ir.replace(ir.find("@kiln_abi_version = constant i64 1"), 34, "@kiln_abi_version = constant i64 7");
-  auto session = Session::load(compile(ir.c_str()).object_bytes);
+  auto session = Session::load(compile(ir.c_str()).object_bytes, "native");
   ASSERT_FALSE(session);
   const std::string message = llvm::toString(session.takeError());
   EXPECT_NE(message.find("ABI version 7"), std::string::npos) << message;

@@ -58,7 +58,7 @@ std::vector<host::ParamData> runNative(const ir::Kernel& k, std::vector<host::Pa
   EXPECT_FALSE(err) << *err;
   if (err) return params;
   std::unique_ptr<runtime::LoadedKernel> loaded;
-  err = driver::load(c.object, k, 1, loaded);
+  err = driver::load(c.object, k, knobs.isa, 1, loaded);
   EXPECT_FALSE(err) << *err;
   if (err) return params;
   err = driver::run(*loaded, params, /*guarded=*/true);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "host/data.h"
+#include "host_isa.h"
 #include "peers/impl.h"
 #include "peers/native.h"
 #include "peers/problem.h"
@@ -50,7 +51,10 @@ const char* kShapes[] = {
 TEST(Peers, NativeMatchesReferenceOnEveryIsa) {
   for (const char* isa_name : {"avx512", "avx2"}) {
     const IsaKernels* isa = isaKernels(isa_name);
-    if (!isa) continue;  // this CPU lacks it
+    if (!isa) {
+      kiln::testhost::sayNotRun(std::string("hand-written attention, ") + isa_name, "this CPU lacks it");
+      continue;
+    }
     for (int threads : {1, 2})
       for (bool causal : {false, true})
         for (const char* shape : kShapes) {
@@ -137,7 +141,10 @@ TEST(Peers, GemmPeersMatchReference) {
 TEST(Peers, SoftmaxRowsCutsAtLimits) {
   for (const char* isa_name : {"avx512", "avx2"}) {
     const IsaKernels* isa = isaKernels(isa_name);
-    if (!isa) continue;
+    if (!isa) {
+      kiln::testhost::sayNotRun(std::string("hand-written softmax rows, ") + isa_name, "this CPU lacks it");
+      continue;
+    }
     const int64_t rows = 4, cols = 37, ld = 40;
     std::vector<float> s(rows * ld);
     for (size_t i = 0; i < s.size(); ++i) s[i] = std::sin(0.37 * i) * 3;

@@ -12,6 +12,7 @@
 #include "driver/check.h"
 #include "driver/compile.h"
 #include "host/data.h"
+#include "host_isa.h"
 #include "interp/interp.h"
 #include "ir/diag.h"
 #include "ir/parser.h"
@@ -68,8 +69,9 @@ driver::Compilation compiled(const ir::Kernel& k, const plan::Knobs& kn) {
 // Loads the object with `threads` and runs it natively on `params` (inside guard zones).
 void runNative(const ir::Kernel& k, const driver::Compilation& c, int threads, std::vector<host::ParamData>& params) {
   std::unique_ptr<runtime::LoadedKernel> loaded;
-  auto err = driver::load(c.object, k, threads, loaded);
+  auto err = driver::load(c.object, k, c.report["knobs"]["isa"].get<std::string>(), threads, loaded);
   ASSERT_FALSE(err) << *err;
+  ASSERT_EQ(loaded->concurrency(), threads) << "the pool did not get the threads it asked for";
   err = driver::run(*loaded, params, /*guarded=*/true);
   ASSERT_FALSE(err) << *err;
 }
@@ -149,6 +151,8 @@ TEST(Phases, CompiledBitsMatchTheInterpreterOnEveryRealizationAndThreadCount) {
     for (const char* isa : {"isa=avx2", "isa=avx512"})
       for (const char* bs : {"block_size=auto", "block_size=16"}) {
         const driver::Compilation c = compiled(*k, knobs({lanes, isa, bs}));
+        if (!testhost::runsHere(knobs({isa}).isa, std::string("Phases.CompiledBits ") + lanes + " " + isa + " " + bs))
+          continue;
         for (int threads : {1, 2, 3, 8}) {
           std::vector<host::ParamData> params;
           ASSERT_FALSE(host::makeInputs(*k, 9, {}, params));
@@ -215,6 +219,8 @@ TEST(SplitKv, BytesDependOnTheSplitOnlyNeverOnThreads) {
       ASSERT_FALSE(interp::evaluate(*k, expected, io));
       for (const char* isa : {"isa=avx2", "isa=avx512"}) {
         const driver::Compilation c = compiled(*k, knobs({isa}));
+        if (!testhost::runsHere(knobs({isa}).isa, std::string("SplitKv.Bytes split ") + split + " " + mask + " " + isa))
+          continue;
         for (int threads : {1, 2, 3, 8}) {
           std::vector<host::ParamData> params;
           ASSERT_FALSE(host::makeInputs(*k, 4, {}, params));

@@ -167,6 +167,51 @@ TEST(RuntimeLaunch, WorkersHaveLargeStacks) {
   for (size_t size : worker_stacks) EXPECT_GE(size, kWorkerStackBytes);
 }
 
+// A kernel with threads = T runs on T threads at once, also where T exceeds the cores (oneTBB
+// alone would cap it at the cores): each of T blocks waits until all T have started, so the
+// launch returns only if T threads ran them together. The wait is a deadlock guard (60 s), not
+// a timing verdict.
+std::atomic<int> arrived{0};
+std::atomic<int> waiting_for{0};
+std::atomic<bool> gave_up{false};
+std::mutex ids_mutex;
+std::set<std::thread::id> ids;
+
+void rendezvousBlocks(void* const*, int64_t begin, int64_t end, KilnLaunchRecord*) {
+  for (int64_t b = begin; b < end; ++b) {
+    {
+      std::lock_guard lock(ids_mutex);
+      ids.insert(std::this_thread::get_id());
+    }
+    arrived.fetch_add(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (arrived.load() < waiting_for.load()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        gave_up = true;
+        return;
+      }
+      std::this_thread::yield();
+    }
+  }
+}
+
+TEST(RuntimeLaunch, RunsOnTheThreadsItNames) {
+  for (int threads : {2, 3, 4, 8}) {
+    arrived = 0;
+    waiting_for = threads;
+    gave_up = false;
+    ids.clear();
+    KernelEntry entry;
+    entry.blocks = &rendezvousBlocks;
+    entry.num_blocks = threads;
+    LoadedKernel k(entry, {}, threads);
+    EXPECT_EQ(k.concurrency(), threads);
+    ASSERT_FALSE(k.launch({}));
+    EXPECT_FALSE(gave_up.load()) << "threads = " << threads << ": only " << ids.size() << " threads ran the blocks";
+    EXPECT_EQ(static_cast<int>(ids.size()), threads) << "threads = " << threads;
+  }
+}
+
 // Writes y[N] (one past the end) or y[-1] (one before the start) besides the real work.
 template <int64_t Offset>
 void strayBlocks(void* const* params, int64_t begin, int64_t end, KilnLaunchRecord* record) {

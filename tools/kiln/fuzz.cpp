@@ -9,6 +9,7 @@
 #include "fuzz/generate.h"
 #include "fuzz/knob_grid.h"
 #include "ir/printer.h"
+#include "jit/compile.h"
 
 namespace kiln::cli {
 
@@ -58,6 +59,12 @@ Command addFuzz(CLI::App& parent) {
               auto eq = s.find('=');
               a->campaign.pinned[s.substr(0, eq)] = s.substr(eq + 1);
             }
+            // Every program runs: a pinned ISA this host cannot run is refused before the first.
+            if (a->emit_programs.empty())
+              if (auto why = jit::cannotRunHere(probe.isa)) {
+                std::cerr << "kiln fuzz: error: --set isa=" << probe.isa << ": " << *why << '\n';
+                return 2;
+              }
             if (!a->replay.empty()) {
               std::unique_ptr<ir::Kernel> kernel = loadKernel(a->replay);
               if (!kernel) return 1;

@@ -1,0 +1,17 @@
+// What this process's CPU can run, as every part of Kiln asks it (the planner's native register
+// width, the JIT's host features, the launch's ISA check, the hand-written peer, the fuzz knob
+// grid). One switch for tests: KILN_HOST_WITHOUT_AVX512=1 in the environment makes a host with
+// AVX-512 answer as one without (no AVX-512 feature in `native`, isa=avx512 objects refused at
+// load), so `make test` checks an AVX2-only machine's path on any machine. Compiling never asks.
+#pragma once
+
+namespace kiln::host {
+
+// The CPU has x86-64-v4's AVX-512 (F, BW, CD, DQ, VL) and the switch is not set.
+bool cpuHasAvx512();
+// The CPU has AVX2 and FMA (x86-64-v3's vector part).
+bool cpuHasAvx2();
+// KILN_HOST_WITHOUT_AVX512 is set to a non-empty value other than "0".
+bool pretendingNoAvx512();
+
+}  // namespace kiln::host
