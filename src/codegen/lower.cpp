@@ -14,6 +14,7 @@
 #include "codegen/gpu_threads.h"
 #include "codegen/lanes/lane_emitter.h"
 #include "runtime/abi.h"
+#include "target/target.h"
 
 namespace kiln::codegen {
 namespace {
@@ -276,7 +277,7 @@ std::optional<std::string> lowerDomain(const ir::Kernel& kernel, const plan::Pla
                                        const std::string& prefix, const std::string& name, bool exported, Lowered& out,
                                        llvm::Function*& blocks) {
   std::string error;
-  const bool gpu = plan.knobs.target == "nvptx";
+  const bool gpu = target::of(plan.knobs.target).gpuEntries();
   if (plan.lanes_realization) {
     // One program per call over the W lanes: no lane mask, so no clone to make.
     LaneEmitter lanes(kernel, plan, m);
@@ -352,7 +353,7 @@ std::optional<std::string> lower(const ir::Kernel& kernel, const plan::Plan& pla
   out = Lowered{};
   out.module = std::make_unique<llvm::Module>("kiln." + kernel.name, ctx);
   llvm::Function* blocks = nullptr;
-  const bool gpu = plan.knobs.target == "nvptx";
+  const bool gpu = target::of(plan.knobs.target).gpuEntries();
   const std::string name = gpu ? std::string(kGpuEntryPrefix) + "0" : std::string(runtime::kBlocksSymbol);
   if (auto e = lowerDomain(kernel, plan, *out.module, "", name, true, out, blocks)) return e;
   if (!gpu) emitEntries(*out.module, blocks, {plan.num_blocks});
@@ -368,7 +369,7 @@ std::optional<std::string> lowerPhases(const std::vector<const ir::Kernel*>& pha
   perPhase.resize(phases.size());
   std::vector<llvm::Function*> fns;
   std::vector<int64_t> ends;
-  const bool gpu = plans.at(0)->knobs.target == "nvptx";
+  const bool gpu = target::of(plans.at(0)->knobs.target).gpuEntries();
   for (size_t i = 0; i < phases.size(); ++i) {
     const std::string prefix = "kiln_phase" + std::to_string(i) + "_";
     const std::string name = gpu ? kGpuEntryPrefix + std::to_string(i) : prefix + "blocks";

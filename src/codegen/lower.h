@@ -49,7 +49,7 @@ inline constexpr const char* kGpuEntryPrefix = "kiln_phase";
 // What a lane program's emitted code holds (plan::LaneCode), for W-lane vectors.
 plan::LaneCode realizedLaneCode(const llvm::Function& program, int64_t w);
 
-// With plan.knobs.target == "nvptx", each root domain becomes a PTX kernel entry
+// On a target with GPU entries (target=nvptx), each root domain becomes a PTX kernel entry
 // (void kiln_phaseI(ptr params), params as in runtime/abi.h) whose GPU thread g runs the program
 // body on programs [g·P, g·P + P) (plan::gpuLaunch), instead of the CPU's block loop.
 std::optional<std::string> lower(const ir::Kernel& kernel, const plan::Plan& plan, llvm::LLVMContext& ctx,

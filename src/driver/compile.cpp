@@ -16,6 +16,7 @@
 #include "jit/compile.h"
 #include "jit/session.h"
 #include "runtime/guard.h"
+#include "target/target.h"
 
 namespace kiln::driver {
 
@@ -75,7 +76,7 @@ nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
                              : c.after ? "once, after the definition at " + where(c.after->loc)
                                        : "before the mma"},
                     {"value", "%" + c.value->name},
-                    {"kind", c.kind},
+                    {"kind", plan::toString(c.kind)},
                     {"to_lane_dim", c.to_lane_dim},
                     {"vectors", c.rows * c.chunks},
                     {"method", "in-register WxW transposes"}});
@@ -92,7 +93,7 @@ nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
                     : m.conversion[i] >= 0 ? "lane vectors (transposed)"
                                            : "lane vectors");
     mmas.push_back({{"at", where(op->loc)},
-                    {"form", m.form},
+                    {"form", plan::toString(m.form)},
                     {"lane_dim", m.lane_dim},
                     {"operands", ops},
                     {"register_tile", fmt::format("{}x{}", m.block_rows, m.block_chunks)},
@@ -243,19 +244,7 @@ void objectFacts(const plan::Knobs& knobs, const codegen::Lowered& lowered, cons
                {"pipeline", obj.pipeline}};
   r["compile_ms"] = ms;
   r["object"] = {{"bytes", obj.object_bytes.size()}, {"sha256", obj.object_sha256}};
-  const jit::HostTarget& host = jit::hostTarget();
-  if (knobs.target == "nvptx")
-    r["target"] = {{"name", "nvptx"},
-                   {"triple", jit::kPtxTriple},
-                   {"arch", jit::kPtxArch},
-                   {"ptx_version", jit::ptxVersion(obj.object_bytes)},
-                   {"llvm_version", host.llvm_version}};
-  else
-    r["target"] = {{"name", "cpu"},
-                   {"triple", host.triple},
-                   {"cpu", jit::targetCpu(knobs.isa).cpu},
-                   {"isa", knobs.isa},
-                   {"llvm_version", host.llvm_version}};
+  r["target"] = target::of(knobs.target).reportFacts(knobs.isa, obj);
   r["precision"] = knobs.fast_math ? "fast_math" : "precise";
 }
 
@@ -273,8 +262,7 @@ llvm::Expected<jit::CompiledObject> emitObject(std::unique_ptr<llvm::Module> mod
   jo.fast_math = knobs.fast_math;
   jo.emit_assembly = until == Stage::Asm;
   jo.isa = knobs.isa;
-  if (knobs.target == "nvptx") return jit::compileToPtx(std::move(module), jo);
-  return jit::compileToObject(std::move(module), jo);
+  return target::of(knobs.target).emit(std::move(module), jo);
 }
 
 // Target nvptx: how each phase is launched (plan::gpuLaunch) and what the PTX declares for it.
@@ -411,7 +399,7 @@ std::optional<std::string> compilePhased(const ir::Kernel& kernel, const plan::K
     if (perPhase[i].lanes) pr["lanes"]["code_per_program"]["realized"] = laneCodeJson(perPhase[i].lane_code);
   }
   objectFacts(knobs, lowered, *obj, ms, r);
-  if (knobs.target == "nvptx") r["gpu"] = gpuFacts(planPtrs, lowered, obj->object_bytes);
+  if (target::of(knobs.target).gpuEntries()) r["gpu"] = gpuFacts(planPtrs, lowered, obj->object_bytes);
   return std::nullopt;
 }
 
@@ -533,7 +521,7 @@ std::optional<std::string> compileUncached(const ir::Kernel& kernel, const plan:
   r["full_packet"] = loweringFacts(knobs, lowered);
   if (lowered.lanes) r["lanes"]["code_per_program"]["realized"] = laneCodeJson(lowered.lane_code);
   objectFacts(knobs, lowered, *obj, ms, r);
-  if (knobs.target == "nvptx") r["gpu"] = gpuFacts({&out.plan}, lowered, obj->object_bytes);
+  if (target::of(knobs.target).gpuEntries()) r["gpu"] = gpuFacts({&out.plan}, lowered, obj->object_bytes);
   return std::nullopt;
 }
 

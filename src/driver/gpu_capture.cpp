@@ -56,7 +56,7 @@ std::optional<std::string> captureGpuCase(const ir::Kernel& kernel, const plan::
 
   // 1. The CPU: bit for bit against the strict-f32 interpreter, then the FP64 oracle.
   plan::Knobs cpu = knobs;
-  cpu.target = "cpu";
+  cpu.target = target::Kind::Cpu;
   CheckOptions bitexact = options.f64;
   bitexact.mode = CheckMode::Bitexact;
   bitexact.seed = options.seed;
@@ -74,7 +74,7 @@ std::optional<std::string> captureGpuCase(const ir::Kernel& kernel, const plan::
 
   // 2. The GPU's PTX, from the same knobs.
   plan::Knobs gpu = knobs;
-  gpu.target = "nvptx";
+  gpu.target = target::Kind::Nvptx;
   Compilation c;
   if (auto e = compile(kernel, gpu, c, Stage::Report)) return "nvptx compilation: " + *e;
   out.gpu_report = c.report;

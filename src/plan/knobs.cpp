@@ -1,5 +1,7 @@
 #include "plan/knobs.h"
 
+#include "target/target.h"
+
 #include <fmt/format.h>
 
 #include <charconv>
@@ -113,14 +115,15 @@ const std::vector<Entry>& entries() {
     }
     {
       Entry e;
-      e.info = {"target", "cpu", "cpu|nvptx",
+      e.info = {"target", "cpu", target::names(),
                 "what the code runs on: the host CPU (an ELF object) or an NVIDIA GPU (PTX for sm_90a; docs/gpu.md)"};
       e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
-        if (v != "cpu" && v != "nvptx") return rangeError(info, v);
-        k.target = v;
+        const target::Target* t = target::byName(v);
+        if (!t) return rangeError(info, v);
+        k.target = t->kind();
         return std::nullopt;
       };
-      e.get = [](const Knobs& k) { return k.target; };
+      e.get = [](const Knobs& k) { return std::string(target::of(k.target).name()); };
       t.push_back(e);
     }
     {

@@ -7,16 +7,18 @@
 #include <string>
 #include <vector>
 
+#include "target/kind.h"
+
 namespace kiln::plan {
 
 struct Knobs {
   int64_t packet_width = 16;
-  int64_t block_size = 0;             // 0 = auto (the planner's choice; the plan holds the effective value)
-  int64_t local_lanes = 0;            // 0 = W (packet_width): one program over the lanes; 1 = one program per lane
-  std::string isa = "native";         // native | avx2 | avx512: the instruction set the code is generated for
-  std::string target = "cpu";         // cpu | nvptx: the host CPU (an object) or an NVIDIA GPU (PTX for sm_90a)
-  std::string gpu_lanes = "threads";  // nvptx: a program's lanes over W threads, or in one thread's registers
-  std::string root_axis_order;        // "" = as written; else comma-separated domain axis names
+  int64_t block_size = 0;      // 0 = auto (the planner's choice; the plan holds the effective value)
+  int64_t local_lanes = 0;     // 0 = W (packet_width): one program over the lanes; 1 = one program per lane
+  std::string isa = "native";  // native | avx2 | avx512: the instruction set the code is generated for
+  target::Kind target = target::Kind::Cpu;  // cpu | nvptx: the host CPU (an object) or an NVIDIA GPU (PTX)
+  std::string gpu_lanes = "threads";        // nvptx: a program's lanes over W threads, or in one thread's registers
+  std::string root_axis_order;              // "" = as written; else comma-separated domain axis names
   int64_t max_unrolled_tile_elements = 64;
   int64_t max_unrolled_mma_terms = 0;
   int64_t mma_output_block = 1;

@@ -249,14 +249,14 @@ class CodeModel {
     auto element = [&] {
       if (mp.k > 0) add(&LaneCode::loops, m.k_loop ? 1 : 0);
     };
-    if (m.form == "scalar") {
+    if (m.form == MmaForm::Scalar) {
       if (P > 0)
         element();
       else
         add(&LaneCode::loops, m.k_loop ? 1 : 0);
       return;
     }
-    if (m.form == "elements") {
+    if (m.form == MmaForm::Elements) {
       const int64_t laneExt = acc->type.dims.back().extent;
       define(op->results[0], [&](int64_t chunk) {
         const int64_t e = chunk < 0 ? w_ : std::min(w_, laneExt - chunk * w_);
@@ -264,7 +264,7 @@ class CodeModel {
       });
       return;
     }
-    if (m.form == "dot") {
+    if (m.form == MmaForm::Dot) {
       const int64_t A = P / w_, rounds = mp.k / P;
       const int64_t folds = m.k_loop ? A : (rounds - 1) * A;  // vectors folded after the first A
       define(op->results[0], [&](int64_t) {

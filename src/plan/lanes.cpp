@@ -23,8 +23,8 @@
 #include <algorithm>
 #include <functional>
 
-#include "host/isa.h"
 #include "plan/plan.h"
+#include "target/target.h"
 
 namespace kiln::plan {
 namespace {
@@ -47,16 +47,14 @@ class LanePlanner {
 
   std::optional<std::string> run() {
     const int64_t w = p_.knobs.packet_width;
-    lp_.accumulators = w == 16 ? 20 : 12;
+    const target::Target& t = target::of(p_.knobs.target);
+    lp_.accumulators = t.accumulators(w);
     lp_.vector_cap = 32;
     const std::string& isa = p_.knobs.isa;
     // Target nvptx: a GPU thread holds one lane of each vector (or, with gpu_lanes=registers,
     // scalars), so a W-lane access is never split into register-wide pieces (nor their masks
     // hidden behind x86 inline asm).
-    lp_.register_lanes = p_.knobs.target == "nvptx" ? w
-                         : isa == "avx2"            ? 8
-                         : isa == "avx512"          ? 16
-                                                    : (host::cpuHasAvx512() ? 16 : 8);
+    lp_.register_lanes = t.registerLanes(isa, w);
     size_t n = k_.values.size();
     lp_.layout.assign(n, Layout{});
     users_.assign(n, {});
@@ -177,7 +175,7 @@ class LanePlanner {
                        : fmt::format("K={} x {} accumulator vectors <= 256: unrolled", mp.k, accVectors);
       const bool rolled = m.k_rolled && mp.k > 1;
       if (acc->type.isScalar()) {
-        m.form = "scalar";
+        m.form = MmaForm::Scalar;
         for (int i = 0; i < 2; ++i) materialize(op->operands[i]);
         lp_.mma[op] = m;
         return;
@@ -192,7 +190,7 @@ class LanePlanner {
         const Value* b = op->operands[1];
         const bool dot = op->dims.size() == 1 && a->type.dims.back().name == kd && b->type.dims.back().name == kd &&
                          P % w == 0 && mp.k > 0 && mp.k % P == 0;
-        m.form = dot ? "dot" : "elements";
+        m.form = dot ? MmaForm::Dot : MmaForm::Elements;
         if (dot) {  // K / W vectors per output: unrolled up to 16, else one loop per output
           m.k_rolled = mp.k / w > 16;
           // Read at runtime K vectors (a loop) or runtime rows (a large result's row loop): memory.
@@ -211,7 +209,7 @@ class LanePlanner {
         lp_.mma[op] = m;
         return;
       }
-      m.form = "outer_product";
+      m.form = MmaForm::OuterProduct;
       m.lane_dim = acc->type.dims.back().name;
       for (int i = 0; i < 2; ++i) {
         const Value* x = op->operands[i];
@@ -238,7 +236,7 @@ class LanePlanner {
         c.value = x;
         // Loop-invariant operand: transposed once after its definition, not on every trip.
         if (x->def && x->def->parent != op->parent && !ir::isLoop(x->def->kind)) c.after = x->def;
-        c.kind = "transpose";
+        c.kind = ConversionKind::Transpose;
         c.to_lane_dim = m.lane_dim;
         c.rows = 1;
         for (const ir::Dim& d : x->type.dims)

@@ -1,6 +1,6 @@
 #include "plan/plan.h"
 
-#include "host/isa.h"
+#include "target/target.h"
 
 #include <fmt/format.h>
 
@@ -84,8 +84,7 @@ class Planner {
   void capScalarizedTiles() {
     constexpr int64_t kMaxScalarizedLanes = 1024;
     Knobs& kn = p_.knobs;
-    const bool scatters = kn.target == "nvptx" || kn.isa == "avx512" || (kn.isa == "native" && host::cpuHasAvx512());
-    if (p_.lanes_realization || scatters || kn.packet_width <= 1) return;
+    if (p_.lanes_realization || target::of(kn.target).hasScatter(kn.isa) || kn.packet_width <= 1) return;
     const int64_t cap = std::max<int64_t>(1, kMaxScalarizedLanes / kn.packet_width);
     if (kn.max_unrolled_tile_elements != 0 && kn.max_unrolled_tile_elements <= cap) return;
     p_.unrolled_tile_cap_reason = fmt::format(
@@ -420,6 +419,23 @@ std::optional<std::string> buildPlan(const ir::Kernel& kernel, const Knobs& knob
   out.knobs = knobs;
   Planner planner(kernel, out);
   return planner.run();
+}
+
+const char* toString(ConversionKind kind) {
+  switch (kind) {
+    case ConversionKind::Transpose: return "transpose";
+  }
+  return "?";
+}
+
+const char* toString(MmaForm form) {
+  switch (form) {
+    case MmaForm::OuterProduct: return "outer_product";
+    case MmaForm::Scalar: return "scalar";
+    case MmaForm::Dot: return "dot";
+    case MmaForm::Elements: return "elements";
+  }
+  return "?";
 }
 
 GpuLaunch gpuLaunch(const Plan& p, int64_t threads_per_program) {

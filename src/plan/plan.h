@@ -86,12 +86,16 @@ struct Layout {
 // panel), made once for `at`: right before it, or, when `value` is defined outside the loops
 // around `at` (e.g. a query tile read by every KV block), right after `value`'s definition
 // (`after`), so a loop reuses one panel instead of transposing it again on every trip.
+// The kinds of layout change (one today).
+enum class ConversionKind { Transpose };
+const char* toString(ConversionKind kind);  // "transpose"
+
 struct Conversion {
   const ir::Op* at = nullptr;
   const ir::Op* after = nullptr;  // hoisted: emitted after this op (value's definition); null: before `at`
   bool fused = false;             // consumed in registers by its mma (LaneMma::fused_transpose): no panel
   const ir::Value* value = nullptr;
-  std::string kind;  // "transpose"
+  ConversionKind kind = ConversionKind::Transpose;
   std::string to_lane_dim;
   int64_t rows = 0, chunks = 0;
   int slot = -1;
@@ -104,10 +108,14 @@ struct Conversion {
   bool edge_copy = false;
 };
 
+// How the lane realization runs an mma: an outer product over the accumulator's lane dim, a
+// scalar accumulator, a dot product along K (a partitioned order whose partitions the lanes
+// hold), or element by element (a partitioned order the lanes cannot hold).
+enum class MmaForm { OuterProduct, Scalar, Dot, Elements };
+const char* toString(MmaForm form);  // "outer_product" | "scalar" | "dot" | "elements"
+
 struct LaneMma {
-  // "outer_product" | "scalar" | "dot" (a partitioned order: lanes along K hold the
-  // partitions) | "elements" (a partitioned order the lanes cannot hold: element by element)
-  std::string form;
+  MmaForm form = MmaForm::OuterProduct;
   std::string lane_dim;                      // acc's lane dim (outer product)
   int conversion[2] = {-1, -1};              // per operand a, b: index into conversions (-1 = none)
   bool broadcast[2] = {false, false};        // operand read as a scalar per K step, splat over the lanes

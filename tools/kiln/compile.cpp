@@ -50,13 +50,13 @@ Command addCompile(CLI::App& parent) {
             plan::Knobs knobs;
             const bool ptx = a->emit == "ptx";
             if (ptx) {
-              knobs.target = "nvptx";
+              knobs.target = target::Kind::Nvptx;
               a->emit = "asm";
             }
             if (!a->knobs.apply(knobs, "compile")) return 1;
-            if (ptx && knobs.target != "nvptx") {
+            if (ptx && knobs.target != target::Kind::Nvptx) {
               std::cerr << "kiln compile: error: --emit ptx is the PTX of target=nvptx, but --set target="
-                        << knobs.target << " was given\n";
+                        << knobs.get("target") << " was given\n";
               return 1;
             }
             a->source.applyTuning(knobs, a->knobs.sets);

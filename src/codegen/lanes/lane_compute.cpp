@@ -535,15 +535,15 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
     emitMmaFusedTranspose(op);
     return;
   }
-  if (form.form == "dot") {
+  if (form.form == plan::MmaForm::Dot) {
     emitMmaDot(op);
     return;
   }
-  if (form.form == "elements") {
+  if (form.form == plan::MmaForm::Elements) {
     emitMmaElements(op);
     return;
   }
-  if (form.form == "scalar" && op->mma_policy.partitions > 0) {
+  if (form.form == plan::MmaForm::Scalar && op->mma_policy.partitions > 0) {
     scalars_[op->results[0]->id] = partitionedElement(op, scalar(op->operands[2]), {});
     return;
   }
@@ -556,7 +556,7 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
   const plan::LaneMma& lm = lp_.mma.at(op);
   const ir::Type ct = contractedType(op);
   auto kCoords = [&](Ix k) { return contractionCoords(ct, k); };
-  if (lm.form == "scalar") {
+  if (lm.form == plan::MmaForm::Scalar) {
     llvm::Value* s = scalar(acc);
     auto step = [&](Ix k, llvm::Value* c) {
       Coords kc = kCoords(k);

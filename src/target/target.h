@@ -1,0 +1,63 @@
+// The target seam: what Kiln compiles for, behind one interface chosen once from the `target`
+// knob (target::of). The planner reads a target's facts from it (register lanes, accumulator
+// registers, scatter instructions), the lowering asks whether programs become GPU entries, and
+// the driver has it emit the module (an ELF object or PTX) and describe itself in the report.
+// No other file compares the target's name; a new target is a new class in this folder.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "llvm/Support/Error.h"
+#include "target/kind.h"
+
+namespace llvm {
+class Module;
+}
+
+namespace kiln::jit {
+struct CompiledObject;
+struct JitOptions;
+}  // namespace kiln::jit
+
+namespace kiln::target {
+
+class Target {
+ public:
+  virtual ~Target() = default;
+  virtual Kind kind() const = 0;
+  // The knob value that names it ("cpu", "nvptx").
+  virtual const char* name() const = 0;
+
+  // ---- facts the planner reads
+  // Lanes of one machine register for W-lane vectors of `isa` (a W-lane access wider than this
+  // is split into register-wide pieces).
+  virtual int64_t registerLanes(const std::string& isa, int64_t w) const = 0;
+  // Vector registers a register tile of accumulators may take at width W.
+  virtual int64_t accumulators(int64_t w) const = 0;
+  // Whether a W-lane access to scattered addresses is one instruction (not W scalar accesses
+  // behind branches, as LLVM lowers a masked scatter where the ISA has none).
+  virtual bool hasScatter(const std::string& isa) const = 0;
+
+  // ---- lowering and emission
+  // Root domains become GPU kernel entries (one thread per packet or per program lane), not the
+  // CPU ABI's block functions.
+  virtual bool gpuEntries() const = 0;
+  // The optimised module as this target's code (ELF object or PTX text).
+  virtual llvm::Expected<jit::CompiledObject> emit(std::unique_ptr<llvm::Module> module,
+                                                   const jit::JitOptions& options) const = 0;
+  // The report's "target" object.
+  virtual nlohmann::json reportFacts(const std::string& isa, const jit::CompiledObject& object) const = 0;
+};
+
+// The target a knob value names, chosen once; nullptr for a name no target has.
+const Target* byName(const std::string& name);
+const Target& of(Kind kind);
+// "cpu|nvptx": the legal knob values, for the knob table.
+const char* names();
+
+}  // namespace kiln::target
