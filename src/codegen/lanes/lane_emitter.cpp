@@ -1,6 +1,6 @@
 // The lane realization's emitter core: values by layout (registers, panels, recipes, direct
 // loads), element-wise ops, the program function, extract and loops. Memory is in
-// lane_memory.cpp, reductions and mma in lane_compute.cpp.
+// lane_memory.cpp, reductions in lane_reduce.cpp, mma in lane_mma.cpp.
 #include "codegen/lanes/lane_emitter.h"
 
 #include <fmt/format.h>
