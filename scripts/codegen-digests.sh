@@ -4,11 +4,12 @@
 # shown byte-identical: run before and after, then `diff` the two outputs. The set: every
 # example (CPU object at isa=avx2 and isa=avx512, and PTX), every library kernel at its peers
 # shape (or a fixed shape), and the first N programs of `kiln fuzz --seed 1` under their knob
-# points (default 200). Compiles only, so it runs on any x86-64 host.
-# Usage: scripts/codegen-digests.sh [KILN_BIN] [N] > digests.txt
+# points (default 200; another seed with SEED). Compiles only, so it runs on any x86-64 host.
+# Usage: scripts/codegen-digests.sh [KILN_BIN] [N] [SEED] > digests.txt
 set -euo pipefail
 kiln=${1:-build/bin/kiln}
 programs=${2:-200}
+seed=${3:-1}
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -42,11 +43,11 @@ for req in "${library[@]}"; do
   digest "$kernel $shape ptx" --kernel "$kernel" --shape "$shape" --emit ptx
 done
 
-"$kiln" fuzz --seed 1 --programs "$programs" --emit-programs "$tmp/fuzz" >/dev/null
+"$kiln" fuzz --seed "$seed" --programs "$programs" --emit-programs "$tmp/fuzz" >/dev/null
 for ((n = 0; n < programs; n++)); do
-  t="$tmp/fuzz/fuzz-1-$n.tile"
+  t="$tmp/fuzz/fuzz-$seed-$n.tile"
   mapfile -t sets < <(grep -- '^--set ' "${t%.tile}.knobs" | sed 's/^--set //')
   args=()
   for s in "${sets[@]}"; do args+=(--set "$s"); done
-  digest "fuzz --seed 1 program $n ${sets[*]}" "$t" "${args[@]}" --emit obj
+  digest "fuzz --seed $seed program $n ${sets[*]}" "$t" "${args[@]}" --emit obj
 done

@@ -111,6 +111,18 @@ llvm::Value* Elementwise::cmp(ir::CmpPred p, llvm::Value* a, llvm::Value* b, Ele
   return b_.CreateICmp(ip[i], a, b);
 }
 
+llvm::Value* Elementwise::apply(const ir::Op* op, const std::vector<llvm::Value*>& o, std::string& error) {
+  const Elem e = op->operands[op->kind == ir::OpKind::Select ? 1 : 0]->type.elem;
+  switch (op->kind) {
+    case ir::OpKind::Select: return b_.CreateSelect(o[0], o[1], o[2]);
+    case ir::OpKind::Cmp: return cmp(op->pred, o[0], o[1], e);
+    case ir::OpKind::Cast: return cast(o[0], e, op->results[0]->type.elem, error);
+    default: break;
+  }
+  if (ir::isUnary(op->kind)) return unary(op->kind, o[0], e, error);
+  return binary(op->kind, o[0], o[1], e, error);
+}
+
 llvm::Value* Elementwise::cast(llvm::Value* x, Elem from, Elem to, std::string& error) {
   if (from == to) return x;
   llvm::Type* t = x->getType();

@@ -7,6 +7,7 @@
 #include <llvm/IR/Module.h>
 
 #include <string>
+#include <vector>
 
 #include "ir/ir.h"
 
@@ -30,6 +31,9 @@ class Elementwise {
   llvm::Value* cmp(ir::CmpPred p, llvm::Value* a, llvm::Value* b, ir::Elem e);
   llvm::Value* cast(llvm::Value* x, ir::Elem from, ir::Elem to, std::string& error);
   llvm::Value* combine(ir::ReduceKind k, llvm::Value* a, llvm::Value* b, ir::Elem e);
+  // An element-wise op (ir::isElementwise) on its operands' values `o` (in operand order): the
+  // one dispatch from an op to the rules above, for every realization.
+  llvm::Value* apply(const ir::Op* op, const std::vector<llvm::Value*>& o, std::string& error);
   // A partitioned mma's pieces (ir::MmaPolicy::partitions): a partition's first product, and
   // the merge of a partition into the accumulator; the policy's flags as in multiplyAdd.
   llvm::Value* mmaProduct(llvm::Value* a, llvm::Value* b, const ir::MmaPolicy& p);

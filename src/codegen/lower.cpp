@@ -10,9 +10,9 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include "codegen/emitter.h"
 #include "codegen/gpu_threads.h"
 #include "codegen/lanes/lane_emitter.h"
+#include "codegen/packets/packet_emitter.h"
 #include "runtime/abi.h"
 #include "target/target.h"
 
@@ -304,7 +304,7 @@ std::optional<std::string> lowerDomain(const ir::Kernel& kernel, const plan::Pla
     out.gpu_entries.push_back(entry);
     return std::nullopt;
   }
-  Emitter masked(kernel, plan, m, /*fullPacket=*/false);
+  PacketEmitter masked(kernel, plan, m, /*fullPacket=*/false);
   llvm::Function* body = masked.emitPacket(prefix + "kiln_packet", error);
   if (!body) return error;
   realized(*body, out);
@@ -325,7 +325,7 @@ std::optional<std::string> lowerDomain(const ir::Kernel& kernel, const plan::Pla
   } else if (out.body_instructions > kn.full_packet_budget) {
     out.full_packet_decision = "over_budget";
   } else {
-    Emitter clone(kernel, plan, m, /*fullPacket=*/true);
+    PacketEmitter clone(kernel, plan, m, /*fullPacket=*/true);
     full = clone.emitPacket(prefix + "kiln_packet_full", error);
     if (!full) return error;
     out.full_packet_decision = "selected";

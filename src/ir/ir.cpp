@@ -102,6 +102,9 @@ bool isBinary(OpKind k) {
 bool isLoop(OpKind k) {
   return k == OpKind::Serial || k == OpKind::Pipeline;
 }
+bool isElementwise(OpKind k) {
+  return isUnary(k) || isBinary(k) || k == OpKind::Cmp || k == OpKind::Select || k == OpKind::Cast;
+}
 
 std::string_view cmpName(CmpPred p) {
   static constexpr std::string_view names[] = {"lt", "le", "gt", "ge", "eq", "ne"};

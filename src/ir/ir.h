@@ -96,6 +96,8 @@ std::string_view opName(OpKind k);
 bool isUnary(OpKind k);
 bool isBinary(OpKind k);
 bool isLoop(OpKind k);  // Serial or Pipeline
+// Unary, binary, cmp, select or cast: each result element from the operands' elements at its coords.
+bool isElementwise(OpKind k);
 
 enum class CmpPred : uint8_t { LT, LE, GT, GE, EQ, NE };
 std::string_view cmpName(CmpPred p);

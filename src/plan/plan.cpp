@@ -25,9 +25,7 @@ using ir::Op;
 using ir::OpKind;
 using ir::Value;
 
-bool isElementwise(OpKind k) {
-  return ir::isUnary(k) || ir::isBinary(k) || k == OpKind::Cmp || k == OpKind::Select || k == OpKind::Cast;
-}
+using ir::isElementwise;
 
 int64_t elemBytes(ir::Elem e) {
   return e == ir::Elem::I64 ? 8 : e == ir::Elem::I1 ? 1 : 4;

@@ -16,40 +16,12 @@ using ir::Op;
 using ir::OpKind;
 using plan::LaneRep;
 
-namespace {
-bool isElementwise(OpKind k) {
-  return ir::isUnary(k) || ir::isBinary(k) || k == OpKind::Cmp || k == OpKind::Select || k == OpKind::Cast;
-}
-}  // namespace
-
 LaneEmitter::LaneEmitter(const ir::Kernel& kernel, const plan::Plan& plan, llvm::Module& module)
-    : k_(kernel),
-      p_(plan),
-      lp_(plan.lanes),
-      m_(module),
-      c_(module.getContext()),
-      b_(module.getContext()),
-      w_(static_cast<unsigned>(plan.knobs.packet_width)) {
-  if (plan.knobs.fast_math) setFastMath(b_);
-}
+    // The plan's loops (register tiles, panels) carry unroll.disable: LLVM must not unroll them
+    // fully, which would multiply code size (and compile time) by the trip count for no gain.
+    : ProgramEmitter(kernel, plan, module, /*noUnrollLoops=*/true), lp_(plan.lanes) {}
 
 // ---------------------------------------------------------------- indices
-
-llvm::Value* LaneEmitter::val(Ix a) {
-  return ix_.value(a);
-}
-Ix LaneEmitter::add(Ix a, Ix b) {
-  return ix_.add(a, b);
-}
-Ix LaneEmitter::mul(Ix a, int64_t c) {
-  return ix_.mul(a, c);
-}
-Ix LaneEmitter::div(Ix a, int64_t c) {
-  return ix_.div(a, c);
-}
-Ix LaneEmitter::rem(Ix a, int64_t c) {
-  return ix_.rem(a, c);
-}
 
 LaneEmitter::Coords LaneEmitter::rowCoords(const ir::Type& t, Ix row) {
   Coords cs(t.dims.size(), Ix{nullptr, 0});
@@ -110,13 +82,6 @@ llvm::Value* LaneEmitter::laneMask(int64_t valid) {
   std::vector<llvm::Constant*> l;
   for (unsigned i = 0; i < w_; ++i) l.push_back(b_.getInt1(static_cast<int64_t>(i) < valid));
   return llvm::ConstantVector::get(l);
-}
-
-// The plan's loops (register tiles, panels): LLVM must not unroll them fully, which would
-// multiply code size (and compile time) by the trip count for no gain.
-std::vector<llvm::Value*> LaneEmitter::loop(llvm::Value* lo, llvm::Value* hi, int64_t step,
-                                            const std::vector<llvm::Value*>& init, const LoopBody& body) {
-  return buildLoop(b_, f_, lo, hi, step, init, body, /*noUnroll=*/true);
 }
 
 void LaneEmitter::forEach(int64_t n, bool runtime, const std::function<void(Ix)>& body) {
@@ -306,15 +271,10 @@ llvm::Value* LaneEmitter::genScalar(const Op* op, const Coords& cs) {
     }
     default: break;
   }
-  if (isElementwise(op->kind)) {
+  if (ir::isElementwise(op->kind)) {
     std::vector<llvm::Value*> o;
     for (const ir::Value* x : op->operands) o.push_back(x->type.isScalar() ? scalar(x) : elem(x, cs));
-    Elem e = op->operands[op->kind == OpKind::Select ? 1 : 0]->type.elem;
-    if (op->kind == OpKind::Select) return b_.CreateSelect(o[0], o[1], o[2]);
-    if (op->kind == OpKind::Cmp) return ew_.cmp(op->pred, o[0], o[1], e);
-    if (op->kind == OpKind::Cast) return ew_.cast(o[0], e, rt.elem, error_);
-    if (ir::isUnary(op->kind)) return ew_.unary(op->kind, o[0], e, error_);
-    return ew_.binary(op->kind, o[0], o[1], e, error_);
+    return ew_.apply(op, o, error_);
   }
   error_ = fmt::format("internal error: no scalar generator for op '{}'", ir::opName(op->kind));
   return llvm::PoisonValue::get(sty(rt.elem));
@@ -332,15 +292,10 @@ llvm::Value* LaneEmitter::genVec(const Op* op, Ix row, Ix chunk) {
     case OpKind::Broadcast: return alongLane(op->operands[0], rt, rowCoords(rt, row), 0, chunk);
     default: break;
   }
-  if (isElementwise(op->kind)) {
+  if (ir::isElementwise(op->kind)) {
     std::vector<llvm::Value*> o;
     for (const ir::Value* x : op->operands) o.push_back(x->type.isScalar() ? splat(scalar(x)) : vec(x, row, chunk));
-    Elem e = op->operands[op->kind == OpKind::Select ? 1 : 0]->type.elem;
-    if (op->kind == OpKind::Select) return b_.CreateSelect(o[0], o[1], o[2]);
-    if (op->kind == OpKind::Cmp) return ew_.cmp(op->pred, o[0], o[1], e);
-    if (op->kind == OpKind::Cast) return ew_.cast(o[0], e, rt.elem, error_);
-    if (ir::isUnary(op->kind)) return ew_.unary(op->kind, o[0], e, error_);
-    return ew_.binary(op->kind, o[0], o[1], e, error_);
+    return ew_.apply(op, o, error_);
   }
   error_ = fmt::format("internal error: no vector generator for op '{}'", ir::opName(op->kind));
   return llvm::PoisonValue::get(vty(rt.elem));
@@ -349,12 +304,7 @@ llvm::Value* LaneEmitter::genVec(const Op* op, Ix row, Ix chunk) {
 // ---------------------------------------------------------------- program
 
 llvm::Function* LaneEmitter::emitProgram(const std::string& name, std::string& error) {
-  auto* fnTy = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getInt64Ty()}, false);
-  f_ = llvm::Function::Create(fnTy, llvm::Function::InternalLinkage, name, m_);
-  f_->addFnAttr(llvm::Attribute::NoInline);
-  f_->addFnAttr(llvm::Attribute::NoUnwind);
-  entry_ = llvm::BasicBlock::Create(c_, "entry", f_);
-  b_.SetInsertPoint(entry_);
+  entry_ = beginFunction(name);
   vecs_.assign(k_.values.size(), {});
   scalars_.assign(k_.values.size(), nullptr);
   slots_.assign(lp_.slot_vectors.size(), nullptr);
@@ -366,53 +316,24 @@ llvm::Function* LaneEmitter::emitProgram(const std::string& name, std::string& e
     a->setAlignment(llvm::Align(64));
     slots_[s] = a;
   }
-  llvm::Value* params = f_->getArg(0);
-  base_.assign(k_.params.size(), nullptr);
-  for (const ir::Value* prm : k_.params) {
-    llvm::Value* ptr = b_.CreateLoad(
-        b_.getPtrTy(), b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), params, static_cast<uint64_t>(prm->index)),
-        fmt::format("{}.ptr", prm->name));
-    if (prm->type.isView())
-      base_[prm->index] = ptr;
-    else
-      scalars_[prm->id] = b_.CreateLoad(sty(prm->type.elem), ptr, prm->name);
-  }
-  const Op* root = k_.root();
-  const auto& axes = root->regions[0]->args;
-  llvm::Value* rest = f_->getArg(1);
-  for (int i = static_cast<int>(p_.root_axis_order.size()) - 1; i >= 0; --i) {
-    int axis = p_.root_axis_order[i];
-    int64_t ext = root->extents[axis];
-    scalars_[axes[axis]->id] = b_.CreateURem(rest, b_.getInt64(ext), axes[axis]->name);
-    rest = b_.CreateUDiv(rest, b_.getInt64(ext));
-  }
-  emitRegion(root->regions[0]);
-  b_.CreateRetVoid();
-  if (!error_.empty()) {
-    error = error_;
-    return nullptr;
-  }
-  return f_;
+  loadParams([&](const ir::Value* prm, llvm::Value* ptr) {
+    scalars_[prm->id] = b_.CreateLoad(sty(prm->type.elem), ptr, prm->name);
+  });
+  decomposeRootIds(
+      f_->getArg(1), [&](int64_t extent) { return b_.getInt64(extent); },
+      [&](const ir::Value* axis, llvm::Value* id) { scalars_[axis->id] = id; });
+  emitRegion(k_.root()->regions[0]);
+  return finishFunction(error);
 }
 
-void LaneEmitter::emitRegion(const ir::Region* r) {
-  for (const Op* op : r->ops) {
-    if (op->kind == OpKind::Yield) continue;
-    emitOp(op);
-    for (const plan::Conversion& c : lp_.conversions)
-      if (c.after == op && error_.empty()) emitConversion(c);
-    if (!error_.empty()) {
-      error_ = positionedError(op, error_);
-      return;
-    }
-  }
+// A conversion hoisted after `op` (Conversion::after) is made right after it.
+void LaneEmitter::afterOp(const Op* op) {
+  for (const plan::Conversion& c : lp_.conversions)
+    if (c.after == op && error_.empty()) emitConversion(c);
 }
 
 void LaneEmitter::emitOp(const Op* op) {
   switch (op->kind) {
-    case OpKind::Parallel: error_ = "a parallel op below the root domain cannot be lowered"; return;
-    case OpKind::Stage:
-    case OpKind::Yield: return;
     case OpKind::Load: emitLoad(op); return;
     case OpKind::Store: emitStore(op); return;
     case OpKind::Serial:

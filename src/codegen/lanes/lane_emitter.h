@@ -15,12 +15,13 @@
 
 #include "codegen/elementwise.h"
 #include "codegen/loops.h"
+#include "codegen/program_emitter.h"
 #include "ir/ir.h"
 #include "plan/plan.h"
 
 namespace kiln::codegen {
 
-class LaneEmitter {
+class LaneEmitter final : public ProgramEmitter {
  public:
   LaneEmitter(const ir::Kernel& kernel, const plan::Plan& plan, llvm::Module& module);
   // Emits `void NAME(ptr params, i64 program)`. Returns nullptr and sets `error` on failure.
@@ -30,12 +31,7 @@ class LaneEmitter {
   using Coords = std::vector<Ix>;  // one per dim of a type
   using VecGen = std::function<llvm::Value*(Ix row, Ix chunk)>;
 
-  // index arithmetic
-  Ix add(Ix a, Ix b);
-  Ix mul(Ix a, int64_t c);
-  Ix div(Ix a, int64_t c);
-  Ix rem(Ix a, int64_t c);
-  llvm::Value* val(Ix a);
+  // index arithmetic (add, mul, div, rem and val are ProgramEmitter's)
   Coords rowCoords(const ir::Type& t, Ix row);    // coords of the non-lane dims (lane entry = 0)
   Ix rowOf(const ir::Type& t, const Coords& cs);  // row index of coords (lane coord ignored)
   Coords mapCoords(const ir::Type& to, const ir::Type& from, const Coords& cs, const Coords* extra = nullptr,
@@ -49,8 +45,6 @@ class LaneEmitter {
   llvm::Value* laneMask(int64_t valid);  // first `valid` lanes on
 
   // loops
-  std::vector<llvm::Value*> loop(llvm::Value* lo, llvm::Value* hi, int64_t step, const std::vector<llvm::Value*>& init,
-                                 const LoopBody& body);
   void forEach(int64_t n, bool runtime, const std::function<void(Ix)>& body);
   // Every vector of a layout, walked as the plan says (Layout::large, Layout::chunk_loop).
   void forEachVector(const plan::Layout& l, const std::function<void(Ix row, Ix chunk)>& body);
@@ -73,8 +67,8 @@ class LaneEmitter {
   llvm::Value* indexValue(const ir::Index& ix);
 
   // ops
-  void emitRegion(const ir::Region* r);
-  void emitOp(const ir::Op* op);
+  void emitOp(const ir::Op* op) override;
+  void afterOp(const ir::Op* op) override;  // the conversions hoisted after it
   void emitLoad(const ir::Op* op);
   void emitStore(const ir::Op* op);
   void emitReduce(const ir::Op* op);
@@ -96,28 +90,16 @@ class LaneEmitter {
   llvm::Value* elementPointer(const ir::Op* op, const ir::Type& tt, const Coords& cs, Ix laneCoord,
                               llvm::Value*& inBounds);
 
-  const ir::Kernel& k_;
-  const plan::Plan& p_;
   const plan::LanePlan& lp_;
-  llvm::Module& m_;
-  llvm::LLVMContext& c_;
-  llvm::IRBuilder<> b_;
-  Elementwise ew_{b_, m_};
-  IndexMath ix_{b_};
-  unsigned w_;
-  llvm::Function* f_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;
-  std::vector<llvm::Value*> base_;               // by param index
   std::vector<std::vector<llvm::Value*>> vecs_;  // by value id: Vectors rep
   std::vector<llvm::Value*> scalars_;            // by value id: Scalar rep
-  std::vector<llvm::Value*> slots_;              // by slot: alloca
   // Register values copied to the stack for a loop that reads them at runtime rows (a rolled
   // mma): value id -> [vectors x <W x T>] alloca. Valid while that loop is emitted.
   std::map<int, llvm::Value*> spilled_;
   void transposeInRegisters(std::vector<llvm::Value*>& vectors);  // W x W, in place
   std::vector<llvm::Value*> transposedBlock(const ir::Value* x, int li, Ix lb, Coords xcs, Ix xc);
   void spill(const ir::Value* v);
-  std::string error_;
   std::vector<const ir::Op*> inside_;  // loads known (by a branch) to lie inside their views
   bool isInside(const ir::Op* load) const { return std::find(inside_.begin(), inside_.end(), load) != inside_.end(); }
 };

@@ -1,11 +1,12 @@
-// Emitter ops: the packet function, control flow, and the element generators of every op.
+// The packets realization (local_lanes=1), its ops: the packet function, control flow, and the element generators of
+// every op.
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
 
 #include <fmt/format.h>
 
-#include "codegen/emitter.h"
 #include "codegen/lower.h"
+#include "codegen/packets/packet_emitter.h"
 
 namespace kiln::codegen {
 
@@ -13,14 +14,9 @@ using ir::Elem;
 using ir::Op;
 using ir::OpKind;
 
-llvm::Function* Emitter::emitPacket(const std::string& name, std::string& error) {
-  auto* fnTy = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getInt64Ty()}, false);
-  f_ = llvm::Function::Create(fnTy, llvm::Function::InternalLinkage, name, m_);
-  f_->addFnAttr(llvm::Attribute::NoInline);
-  f_->addFnAttr(llvm::Attribute::NoUnwind);
-  llvm::Value* params = f_->getArg(0);
+llvm::Function* PacketEmitter::emitPacket(const std::string& name, std::string& error) {
+  beginFunction(name);
   llvm::Value* first = f_->getArg(1);
-  b_.SetInsertPoint(llvm::BasicBlock::Create(c_, "entry", f_));
 
   ssa_.assign(k_.values.size(), {});
   // Private arrays (snapshots): one per storage slot, [elements x <W x T>].
@@ -34,56 +30,24 @@ llvm::Function* Emitter::emitPacket(const std::string& name, std::string& error)
     slots_[slot] = a;
   }
   // Parameters: view base pointers and splatted scalars.
-  base_.assign(k_.params.size(), nullptr);
-  for (const ir::Value* prm : k_.params) {
-    llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), params, static_cast<uint64_t>(prm->index));
-    llvm::Value* ptr = b_.CreateLoad(b_.getPtrTy(), slot, fmt::format("{}.ptr", prm->name));
-    if (prm->type.isView()) {
-      base_[prm->index] = ptr;
-    } else {
-      ssa_[prm->id] = {splat(b_.CreateLoad(scalarTy(prm->type.elem), ptr, prm->name))};
-    }
-  }
+  loadParams([&](const ir::Value* prm, llvm::Value* ptr) {
+    ssa_[prm->id] = {splat(b_.CreateLoad(scalarTy(prm->type.elem), ptr, prm->name))};
+  });
   // Lanes: program ids first .. first+W-1, masked beyond the domain.
   std::vector<llvm::Constant*> lanes;
   for (unsigned l = 0; l < w_; ++l) lanes.push_back(b_.getInt64(l));
   laneIota_ = llvm::ConstantVector::get(lanes);
   llvm::Value* ids = b_.CreateAdd(splat(first), laneIota_, "program");
   mask_ = full_ ? allTrue() : b_.CreateICmpULT(ids, splatI64(p_.num_programs), "active");
-  const Op* root = k_.root();
-  const auto& axes = root->regions[0]->args;
-  llvm::Value* rest = ids;
-  for (int i = static_cast<int>(p_.root_axis_order.size()) - 1; i >= 0; --i) {
-    int axis = p_.root_axis_order[i];
-    int64_t ext = root->extents[axis];
-    ssa_[axes[axis]->id] = {b_.CreateURem(rest, splatI64(ext), axes[axis]->name)};
-    rest = b_.CreateUDiv(rest, splatI64(ext));
-  }
-  emitRegion(root->regions[0]);
-  b_.CreateRetVoid();
-  if (!error_.empty()) {
-    error = error_;
-    return nullptr;
-  }
-  return f_;
+  decomposeRootIds(
+      ids, [&](int64_t extent) { return splatI64(extent); },
+      [&](const ir::Value* axis, llvm::Value* id) { ssa_[axis->id] = {id}; });
+  emitRegion(k_.root()->regions[0]);
+  return finishFunction(error);
 }
 
-void Emitter::emitRegion(const ir::Region* r) {
-  for (const Op* op : r->ops) {
-    if (op->kind == OpKind::Yield) continue;
-    emitOp(op);
-    if (!error_.empty()) {
-      error_ = positionedError(op, error_);
-      return;
-    }
-  }
-}
-
-void Emitter::emitOp(const Op* op) {
+void PacketEmitter::emitOp(const Op* op) {
   switch (op->kind) {
-    case OpKind::Parallel: error_ = "a parallel op below the root domain cannot be lowered"; return;
-    case OpKind::Stage:
-    case OpKind::Yield: return;
     case OpKind::Store: emitStore(op); return;
     case OpKind::Serial:
     case OpKind::Pipeline: emitLoop(op); return;
@@ -100,13 +64,13 @@ void Emitter::emitOp(const Op* op) {
 
 // ---------------------------------------------------------------- elementwise
 
-llvm::Value* Emitter::genElement(const Op* op, Ix idx) {
+llvm::Value* PacketEmitter::genElement(const Op* op, Ix idx) {
   const ir::Type& rt = op->results[0]->type;
   switch (op->kind) {
     case OpKind::Const: return constVec(rt.elem, op->fconst, op->iconst);
     case OpKind::Iota: {
       std::vector<Ix> cs = coords(rt, idx);
-      return splat(toValue(cs[rt.findDim(op->dims[0])]));
+      return splat(val(cs[rt.findDim(op->dims[0])]));
     }
     case OpKind::Broadcast: {
       const ir::Value* x = op->operands[0];
@@ -115,11 +79,6 @@ llvm::Value* Emitter::genElement(const Op* op, Ix idx) {
       for (const ir::Dim& d : x->type.dims) xcs.push_back(cs[rt.findDim(d.name)]);
       return read(x, linear(x->type, xcs));
     }
-    case OpKind::Select:
-      return b_.CreateSelect(read(op->operands[0], idx), read(op->operands[1], idx), read(op->operands[2], idx));
-    case OpKind::Cmp:
-      return genCmp(op->pred, read(op->operands[0], idx), read(op->operands[1], idx), op->operands[0]->type.elem);
-    case OpKind::Cast: return genCast(read(op->operands[0], idx), op->operands[0]->type.elem, rt.elem);
     case OpKind::Load: {
       std::vector<Ix> cs = coords(rt, idx);
       llvm::Value* inb = nullptr;
@@ -129,36 +88,20 @@ llvm::Value* Emitter::genElement(const Op* op, Ix idx) {
     }
     default: break;
   }
-  if (ir::isUnary(op->kind)) return genUnary(op->kind, read(op->operands[0], idx), rt.elem);
-  if (ir::isBinary(op->kind))
-    return genBinary(op->kind, read(op->operands[0], idx), read(op->operands[1], idx), rt.elem);
+  if (ir::isElementwise(op->kind)) {
+    // Operands are read last to first: the order this realization has always emitted them in
+    // (the same objects as before the shared dispatch).
+    std::vector<llvm::Value*> o(op->operands.size());
+    for (size_t i = o.size(); i-- > 0;) o[i] = read(op->operands[i], idx);
+    return ew_.apply(op, o, error_);
+  }
   error_ = fmt::format("no element generator for op '{}'", ir::opName(op->kind));
   return zeroVec(rt.elem);
 }
 
-llvm::Value* Emitter::genUnary(OpKind k, llvm::Value* x, Elem e) {
-  return ew_.unary(k, x, e, error_);
-}
-
-llvm::Value* Emitter::genBinary(OpKind k, llvm::Value* a, llvm::Value* b, Elem e) {
-  return ew_.binary(k, a, b, e, error_);
-}
-
-llvm::Value* Emitter::genCmp(ir::CmpPred p, llvm::Value* a, llvm::Value* b, Elem e) {
-  return ew_.cmp(p, a, b, e);
-}
-
-llvm::Value* Emitter::genCast(llvm::Value* x, Elem from, Elem to) {
-  return ew_.cast(x, from, to, error_);
-}
-
-llvm::Value* Emitter::combine(ir::ReduceKind k, llvm::Value* a, llvm::Value* b, Elem e) {
-  return ew_.combine(k, a, b, e);
-}
-
 // ---------------------------------------------------------------- reduce
 
-llvm::Value* Emitter::genReduce(const Op* op, Ix out) {
+llvm::Value* PacketEmitter::genReduce(const Op* op, Ix out) {
   const ir::Value* x = op->operands[0];
   const ir::Value* init = op->operands[1];
   const ir::Type& rt = op->results[0]->type;
@@ -186,11 +129,11 @@ llvm::Value* Emitter::genReduce(const Op* op, Ix out) {
   for (int64_t p = 0; p < parts; ++p) part[p] = contribution(Ix{nullptr, p});
   // `ordered` folds from the initial value: ((init ⊕ c0) ⊕ c1) ⊕ ... (the tree's init is merged last).
   const bool ordered = op->reduce_policy.kind == ir::ReducePolicy::Kind::Ordered;
-  if (ordered) part[0] = combine(op->reduce, s, part[0], e);
+  if (ordered) part[0] = ew_.combine(op->reduce, s, part[0], e);
   int64_t chunks = n / rp.partitions;  // full chunks of P contributions
   auto step = [&](Ix base, std::vector<llvm::Value*> cur) {
     for (int64_t p = 0; p < parts; ++p)
-      cur[p] = combine(op->reduce, cur[p], contribution(add(base, Ix{nullptr, p})), e);
+      cur[p] = ew_.combine(op->reduce, cur[p], contribution(add(base, Ix{nullptr, p})), e);
     return cur;
   };
   if (rp.rolled) {
@@ -204,16 +147,16 @@ llvm::Value* Emitter::genReduce(const Op* op, Ix out) {
   // The last, partial chunk (when P does not divide n, and n > P).
   for (int64_t j = std::max<int64_t>(chunks, 1) * rp.partitions; j < n; ++j) {
     int64_t p = j % rp.partitions;
-    part[p] = combine(op->reduce, part[p], contribution(Ix{nullptr, j}), e);
+    part[p] = ew_.combine(op->reduce, part[p], contribution(Ix{nullptr, j}), e);
   }
   if (ordered) return part[0];
-  for (int64_t p = 0; p < parts; ++p) s = combine(op->reduce, s, part[p], e);
+  for (int64_t p = 0; p < parts; ++p) s = ew_.combine(op->reduce, s, part[p], e);
   return s;
 }
 
 // ---------------------------------------------------------------- mma
 
-std::vector<llvm::Value*> Emitter::genMmaGroup(const Op* op, Ix first, int64_t group) {
+std::vector<llvm::Value*> PacketEmitter::genMmaGroup(const Op* op, Ix first, int64_t group) {
   const ir::Value* a = op->operands[0];
   const ir::Value* bv = op->operands[1];
   const ir::Value* acc = op->operands[2];
@@ -298,7 +241,7 @@ std::vector<llvm::Value*> Emitter::genMmaGroup(const Op* op, Ix first, int64_t g
 
 // ---------------------------------------------------------------- extract
 
-llvm::Value* Emitter::genExtract(const Op* op) {
+llvm::Value* PacketEmitter::genExtract(const Op* op) {
   const ir::Value* x = op->operands[0];
   const ir::Type& xt = x->type;
   Elem e = xt.elem;
@@ -319,8 +262,8 @@ llvm::Value* Emitter::genExtract(const Op* op) {
       ok = ok ? b_.CreateAnd(ok, in) : in;
       cs.push_back(Ix{b_.CreateSelect(in, v, b_.getInt64(0)), 0});
     }
-    llvm::Value* val = read(x, linear(xt, cs));
-    return ok ? b_.CreateSelect(ok, val, zeroVec(e)) : val;
+    llvm::Value* got = read(x, linear(xt, cs));
+    return ok ? b_.CreateSelect(ok, got, zeroVec(e)) : got;
   }
   // Per-lane indices: each lane reads its own element (0 when out of range).
   llvm::Value* lin = splatI64(0);
@@ -347,8 +290,8 @@ llvm::Value* Emitter::genExtract(const Op* op) {
 
 // ---------------------------------------------------------------- memory
 
-llvm::Value* Emitter::viewAccess(const Op* op, const std::vector<Ix>& tileCoords, const ir::Type& tileType,
-                                 llvm::Value*& inBounds) {
+llvm::Value* PacketEmitter::viewAccess(const Op* op, const std::vector<Ix>& tileCoords, const ir::Type& tileType,
+                                       llvm::Value*& inBounds) {
   const ir::Value* view = op->operands[0];
   const auto& vd = view->type.dims;
   llvm::Value* offset = nullptr;
@@ -359,7 +302,7 @@ llvm::Value* Emitter::viewAccess(const Op* op, const std::vector<Ix>& tileCoords
     const ir::Dim& acc = op->access[k];
     if (!acc.name.empty()) {
       Ix t = tileCoords[tileType.findDim(acc.name)];
-      if (!(t.isConst() && t.c == 0)) c = b_.CreateAdd(c, splat(toValue(t)));
+      if (!(t.isConst() && t.c == 0)) c = b_.CreateAdd(c, splat(val(t)));
     }
     llvm::Value* in = b_.CreateICmpULT(c, splatI64(vd[k].extent));
     inBounds = inBounds ? b_.CreateAnd(inBounds, in) : in;
@@ -370,7 +313,7 @@ llvm::Value* Emitter::viewAccess(const Op* op, const std::vector<Ix>& tileCoords
   return b_.CreateInBoundsGEP(b_.getFloatTy(), base_[view->index], offset);
 }
 
-void Emitter::emitStore(const Op* op) {
+void PacketEmitter::emitStore(const Op* op) {
   const ir::Value* tile = op->operands[1];
   const ir::Type& tt = tile->type;
   int64_t n = tt.numElements();
@@ -390,7 +333,7 @@ void Emitter::emitStore(const Op* op) {
 
 // ---------------------------------------------------------------- loops
 
-void Emitter::copyInto(const ir::Value* dst, const ir::Value* src, llvm::Value* laneSelect) {
+void PacketEmitter::copyInto(const ir::Value* dst, const ir::Value* src, llvm::Value* laneSelect) {
   int64_t n = dst->type.numElements();
   if (n == 0) return;
   loopFor(n, [&](llvm::Value* iv) {
@@ -401,7 +344,7 @@ void Emitter::copyInto(const ir::Value* dst, const ir::Value* src, llvm::Value* 
   });
 }
 
-void Emitter::emitLoop(const Op* op) {
+void PacketEmitter::emitLoop(const Op* op) {
   const ir::Region* body = op->regions[0];
   const ir::Value* ivArg = body->args[0];
   const Op* yield = body->ops.empty() ? nullptr : body->ops.back();

@@ -10,15 +10,16 @@
 
 #include "codegen/elementwise.h"
 #include "codegen/loops.h"
+#include "codegen/program_emitter.h"
 #include "ir/ir.h"
 #include "plan/plan.h"
 
 namespace kiln::codegen {
 
-class Emitter {
+class PacketEmitter final : public ProgramEmitter {
  public:
   // fullPacket: emit the clone specialised to all W lanes active.
-  Emitter(const ir::Kernel& kernel, const plan::Plan& plan, llvm::Module& module, bool fullPacket);
+  PacketEmitter(const ir::Kernel& kernel, const plan::Plan& plan, llvm::Module& module, bool fullPacket);
 
   // Emits `void NAME(ptr params, i64 first_program)`. Returns nullptr and sets `error` on failure.
   llvm::Function* emitPacket(const std::string& name, std::string& error);
@@ -36,18 +37,13 @@ class Emitter {
   llvm::Value* zeroVec(ir::Elem e);
   llvm::Value* allTrue();
 
-  // --- index arithmetic (uniform scalars)
-  Ix add(Ix a, Ix b);
-  Ix mul(Ix a, int64_t c);
-  llvm::Value* toValue(Ix a);
+  // --- index arithmetic (uniform scalars; add, mul and val are ProgramEmitter's)
   std::vector<Ix> coords(const ir::Type& t, Ix linear);
   Ix linear(const ir::Type& t, const std::vector<Ix>& coords);
   // Coordinate of `v`'s dim `name` taken from coordinates of type `from`.
   static int dimIndex(const ir::Type& t, const std::string& name) { return t.findDim(name); }
 
-  // --- loops
-  std::vector<llvm::Value*> loop(llvm::Value* lo, llvm::Value* hi, int64_t step, const std::vector<llvm::Value*>& init,
-                                 const LoopBody& body);
+  // --- loops (loop is ProgramEmitter's)
   void loopFor(int64_t n, const std::function<void(llvm::Value* iv)>& body);
 
   // --- values
@@ -59,14 +55,8 @@ class Emitter {
   llvm::Value* laneIndex(const ir::Index& ix);      // i64 vector of any index
 
   // --- ops
-  void emitRegion(const ir::Region* r);
-  void emitOp(const ir::Op* op);
+  void emitOp(const ir::Op* op) override;
   llvm::Value* genElement(const ir::Op* op, Ix idx);
-  llvm::Value* genUnary(ir::OpKind k, llvm::Value* x, ir::Elem e);
-  llvm::Value* genBinary(ir::OpKind k, llvm::Value* a, llvm::Value* b, ir::Elem e);
-  llvm::Value* genCmp(ir::CmpPred p, llvm::Value* a, llvm::Value* b, ir::Elem e);
-  llvm::Value* genCast(llvm::Value* x, ir::Elem from, ir::Elem to);
-  llvm::Value* combine(ir::ReduceKind k, llvm::Value* a, llvm::Value* b, ir::Elem e);
   llvm::Value* genReduce(const ir::Op* op, Ix out);
   std::vector<llvm::Value*> genMmaGroup(const ir::Op* op, Ix first, int64_t group);
   llvm::Value* genExtract(const ir::Op* op);
@@ -76,22 +66,10 @@ class Emitter {
   void emitLoop(const ir::Op* op);
   void copyInto(const ir::Value* dst, const ir::Value* src, llvm::Value* laneSelect);
 
-  const ir::Kernel& k_;
-  const plan::Plan& p_;
-  llvm::Module& m_;
-  llvm::LLVMContext& c_;
-  llvm::IRBuilder<> b_;
-  Elementwise ew_{b_, m_};
-  IndexMath ix_{b_};
-  unsigned w_;
   bool full_;
-  llvm::Function* f_ = nullptr;
   llvm::Value* mask_ = nullptr;  // active lanes <W x i1>
   llvm::Value* laneIota_ = nullptr;
-  std::vector<llvm::Value*> base_;              // by param index: view base pointer
   std::vector<std::vector<llvm::Value*>> ssa_;  // by value id
-  std::vector<llvm::Value*> slots_;             // by storage slot: alloca
-  std::string error_;
 };
 
 }  // namespace kiln::codegen

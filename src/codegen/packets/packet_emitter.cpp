@@ -1,6 +1,6 @@
-// Emitter core: types, index arithmetic, loops, and value representations (SSA elements,
-// snapshots, recipes, splats) as the plan assigned them.
-#include "codegen/emitter.h"
+// The packets realization (local_lanes=1), its core: types, index arithmetic, loops, and value representations (SSA
+// elements, snapshots, recipes, splats) as the plan assigned them.
+#include "codegen/packets/packet_emitter.h"
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
@@ -11,18 +11,10 @@ namespace kiln::codegen {
 
 using ir::Elem;
 
-Emitter::Emitter(const ir::Kernel& kernel, const plan::Plan& plan, llvm::Module& module, bool fullPacket)
-    : k_(kernel),
-      p_(plan),
-      m_(module),
-      c_(module.getContext()),
-      b_(module.getContext()),
-      w_(static_cast<unsigned>(plan.knobs.packet_width)),
-      full_(fullPacket) {
-  if (plan.knobs.fast_math) setFastMath(b_);
-}
+PacketEmitter::PacketEmitter(const ir::Kernel& kernel, const plan::Plan& plan, llvm::Module& module, bool fullPacket)
+    : ProgramEmitter(kernel, plan, module, /*noUnrollLoops=*/false), full_(fullPacket) {}
 
-llvm::Type* Emitter::scalarTy(Elem e) {
+llvm::Type* PacketEmitter::scalarTy(Elem e) {
   switch (e) {
     case Elem::I64: return b_.getInt64Ty();
     case Elem::I1: return b_.getInt1Ty();
@@ -30,19 +22,19 @@ llvm::Type* Emitter::scalarTy(Elem e) {
   }
 }
 
-llvm::VectorType* Emitter::vecTy(Elem e) {
+llvm::VectorType* PacketEmitter::vecTy(Elem e) {
   return llvm::FixedVectorType::get(scalarTy(e), w_);
 }
 
-llvm::Value* Emitter::splat(llvm::Value* scalar) {
+llvm::Value* PacketEmitter::splat(llvm::Value* scalar) {
   return b_.CreateVectorSplat(w_, scalar);
 }
 
-llvm::Value* Emitter::splatI64(int64_t v) {
+llvm::Value* PacketEmitter::splatI64(int64_t v) {
   return splat(b_.getInt64(v));
 }
 
-llvm::Value* Emitter::constVec(Elem e, double f, int64_t i) {
+llvm::Value* PacketEmitter::constVec(Elem e, double f, int64_t i) {
   switch (e) {
     case Elem::I64: return splat(b_.getInt64(i));
     case Elem::I1: return splat(b_.getInt1(i != 0));
@@ -50,29 +42,17 @@ llvm::Value* Emitter::constVec(Elem e, double f, int64_t i) {
   }
 }
 
-llvm::Value* Emitter::zeroVec(Elem e) {
+llvm::Value* PacketEmitter::zeroVec(Elem e) {
   return llvm::Constant::getNullValue(vecTy(e));
 }
 
-llvm::Value* Emitter::allTrue() {
+llvm::Value* PacketEmitter::allTrue() {
   return llvm::Constant::getAllOnesValue(vecTy(Elem::I1));
 }
 
 // ---------------------------------------------------------------- index arithmetic
 
-llvm::Value* Emitter::toValue(Ix a) {
-  return ix_.value(a);
-}
-
-Ix Emitter::add(Ix a, Ix b) {
-  return ix_.add(a, b);
-}
-
-Ix Emitter::mul(Ix a, int64_t c) {
-  return ix_.mul(a, c);
-}
-
-std::vector<Ix> Emitter::coords(const ir::Type& t, Ix lin) {
+std::vector<Ix> PacketEmitter::coords(const ir::Type& t, Ix lin) {
   std::vector<Ix> out(t.dims.size());
   for (int i = static_cast<int>(t.dims.size()) - 1; i >= 0; --i) {
     int64_t ext = t.dims[i].extent;
@@ -96,7 +76,7 @@ std::vector<Ix> Emitter::coords(const ir::Type& t, Ix lin) {
   return out;
 }
 
-Ix Emitter::linear(const ir::Type& t, const std::vector<Ix>& cs) {
+Ix PacketEmitter::linear(const ir::Type& t, const std::vector<Ix>& cs) {
   Ix acc{nullptr, 0};
   int64_t stride = 1;
   for (int i = static_cast<int>(t.dims.size()) - 1; i >= 0; --i) {
@@ -108,12 +88,7 @@ Ix Emitter::linear(const ir::Type& t, const std::vector<Ix>& cs) {
 
 // ---------------------------------------------------------------- loops
 
-std::vector<llvm::Value*> Emitter::loop(llvm::Value* lo, llvm::Value* hi, int64_t step,
-                                        const std::vector<llvm::Value*>& init, const LoopBody& body) {
-  return buildLoop(b_, f_, lo, hi, step, init, body, /*noUnroll=*/false);
-}
-
-void Emitter::loopFor(int64_t n, const std::function<void(llvm::Value* iv)>& body) {
+void PacketEmitter::loopFor(int64_t n, const std::function<void(llvm::Value* iv)>& body) {
   loop(b_.getInt64(0), b_.getInt64(n), 1, {}, [&](llvm::Value* iv, const std::vector<llvm::Value*>&) {
     body(iv);
     return std::vector<llvm::Value*>{};
@@ -122,13 +97,13 @@ void Emitter::loopFor(int64_t n, const std::function<void(llvm::Value* iv)>& bod
 
 // ---------------------------------------------------------------- values
 
-llvm::Value* Emitter::storagePtr(const ir::Value* v, Ix idx) {
+llvm::Value* PacketEmitter::storagePtr(const ir::Value* v, Ix idx) {
   int slot = p_.storage_of[v->id];
   llvm::Value* base = slots_[slot];
-  return b_.CreateInBoundsGEP(vecTy(v->type.elem), base, toValue(idx));
+  return b_.CreateInBoundsGEP(vecTy(v->type.elem), base, val(idx));
 }
 
-llvm::Value* Emitter::read(const ir::Value* v, Ix idx) {
+llvm::Value* PacketEmitter::read(const ir::Value* v, Ix idx) {
   if (v->type.isScalar()) idx = Ix{nullptr, 0};
   switch (p_.repOf(v)) {
     case plan::Rep::Splat: return ssa_[v->id][0];
@@ -145,7 +120,7 @@ llvm::Value* Emitter::read(const ir::Value* v, Ix idx) {
   return r;
 }
 
-void Emitter::define(const ir::Value* v, const Gen& gen) {
+void PacketEmitter::define(const ir::Value* v, const Gen& gen) {
   int64_t n = v->type.numElements();
   switch (p_.repOf(v)) {
     case plan::Rep::Recipe: return;
@@ -163,7 +138,7 @@ void Emitter::define(const ir::Value* v, const Gen& gen) {
   }
 }
 
-void Emitter::defineGroups(const ir::Value* v, int64_t group, const GroupGen& gen) {
+void PacketEmitter::defineGroups(const ir::Value* v, int64_t group, const GroupGen& gen) {
   int64_t n = v->type.numElements();
   if (p_.repOf(v) == plan::Rep::Snapshot) {
     if (n == 0) return;
@@ -182,12 +157,12 @@ void Emitter::defineGroups(const ir::Value* v, int64_t group, const GroupGen& ge
   ssa_[v->id] = std::move(elems);
 }
 
-llvm::Value* Emitter::laneIndex(const ir::Index& ix) {
+llvm::Value* PacketEmitter::laneIndex(const ir::Index& ix) {
   if (ix.isConstant()) return splatI64(ix.constant);
   return read(ix.value, Ix{nullptr, 0});
 }
 
-llvm::Value* Emitter::uniformScalar(const ir::Index& ix) {
+llvm::Value* PacketEmitter::uniformScalar(const ir::Index& ix) {
   if (ix.isConstant()) return b_.getInt64(ix.constant);
   return b_.CreateExtractElement(read(ix.value, Ix{nullptr, 0}), uint64_t{0});
 }

@@ -1,0 +1,85 @@
+#include "codegen/program_emitter.h"
+
+#include <fmt/format.h>
+
+namespace kiln::codegen {
+
+ProgramEmitter::ProgramEmitter(const ir::Kernel& kernel, const plan::Plan& plan, llvm::Module& module,
+                               bool noUnrollLoops)
+    : k_(kernel),
+      p_(plan),
+      m_(module),
+      c_(module.getContext()),
+      b_(module.getContext()),
+      w_(static_cast<unsigned>(plan.knobs.packet_width)),
+      no_unroll_loops_(noUnrollLoops) {
+  if (plan.knobs.fast_math) setFastMath(b_);
+}
+
+std::vector<llvm::Value*> ProgramEmitter::loop(llvm::Value* lo, llvm::Value* hi, int64_t step,
+                                               const std::vector<llvm::Value*>& init, const LoopBody& body) {
+  return buildLoop(b_, f_, lo, hi, step, init, body, no_unroll_loops_);
+}
+
+llvm::BasicBlock* ProgramEmitter::beginFunction(const std::string& name) {
+  auto* fnTy = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getInt64Ty()}, false);
+  f_ = llvm::Function::Create(fnTy, llvm::Function::InternalLinkage, name, m_);
+  f_->addFnAttr(llvm::Attribute::NoInline);
+  f_->addFnAttr(llvm::Attribute::NoUnwind);
+  llvm::BasicBlock* entry = llvm::BasicBlock::Create(c_, "entry", f_);
+  b_.SetInsertPoint(entry);
+  return entry;
+}
+
+void ProgramEmitter::loadParams(const std::function<void(const ir::Value* param, llvm::Value* ptr)>& scalar) {
+  llvm::Value* params = f_->getArg(0);
+  base_.assign(k_.params.size(), nullptr);
+  for (const ir::Value* prm : k_.params) {
+    llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), params, static_cast<uint64_t>(prm->index));
+    llvm::Value* ptr = b_.CreateLoad(b_.getPtrTy(), slot, fmt::format("{}.ptr", prm->name));
+    if (prm->type.isView())
+      base_[prm->index] = ptr;
+    else
+      scalar(prm, ptr);
+  }
+}
+
+void ProgramEmitter::decomposeRootIds(llvm::Value* ids, const std::function<llvm::Value*(int64_t)>& extent,
+                                      const std::function<void(const ir::Value* axis, llvm::Value* id)>& bind) {
+  const ir::Op* root = k_.root();
+  const auto& axes = root->regions[0]->args;
+  llvm::Value* rest = ids;
+  for (int i = static_cast<int>(p_.root_axis_order.size()) - 1; i >= 0; --i) {
+    const int axis = p_.root_axis_order[i];
+    const int64_t ext = root->extents[axis];
+    bind(axes[axis], b_.CreateURem(rest, extent(ext), axes[axis]->name));
+    rest = b_.CreateUDiv(rest, extent(ext));
+  }
+}
+
+void ProgramEmitter::emitRegion(const ir::Region* r) {
+  for (const ir::Op* op : r->ops) {
+    // A yield is its loop's to read, a stage marker emits nothing, and a nested domain is refused.
+    if (op->kind == ir::OpKind::Yield || op->kind == ir::OpKind::Stage) continue;
+    if (op->kind == ir::OpKind::Parallel)
+      error_ = "a parallel op below the root domain cannot be lowered";
+    else
+      emitOp(op);
+    if (error_.empty()) afterOp(op);
+    if (!error_.empty()) {
+      error_ = positionedError(op, error_);
+      return;
+    }
+  }
+}
+
+llvm::Function* ProgramEmitter::finishFunction(std::string& error) {
+  b_.CreateRetVoid();
+  if (!error_.empty()) {
+    error = error_;
+    return nullptr;
+  }
+  return f_;
+}
+
+}  // namespace kiln::codegen

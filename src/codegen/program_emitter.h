@@ -1,0 +1,73 @@
+// What both CPU realizations share when they emit one function of a kernel's root domain: the
+// kernel, the plan and the builder; index arithmetic; the plan's loops; the parameters loaded
+// from the argument array; the root domain's program ids decomposed along the plan's axis
+// order; the walk over a region's ops with errors positioned at the op; the function's end.
+// The realizations (packets/: a lane per program; lanes/: one program over the lanes) derive
+// from it and own how values are laid out and how each op is emitted.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "codegen/elementwise.h"
+#include "codegen/loops.h"
+#include "ir/ir.h"
+#include "plan/plan.h"
+
+namespace kiln::codegen {
+
+class ProgramEmitter {
+ protected:
+  // `noUnrollLoops`: the loops this realization builds carry llvm.loop.unroll.disable.
+  ProgramEmitter(const ir::Kernel& kernel, const plan::Plan& plan, llvm::Module& module, bool noUnrollLoops);
+  virtual ~ProgramEmitter() = default;
+
+  // index arithmetic (constants folded)
+  llvm::Value* val(Ix a) { return ix_.value(a); }
+  Ix add(Ix a, Ix b) { return ix_.add(a, b); }
+  Ix mul(Ix a, int64_t c) { return ix_.mul(a, c); }
+  Ix div(Ix a, int64_t c) { return ix_.div(a, c); }
+  Ix rem(Ix a, int64_t c) { return ix_.rem(a, c); }
+
+  // for (iv = lo; iv < hi; iv += step) with carried values (buildLoop).
+  std::vector<llvm::Value*> loop(llvm::Value* lo, llvm::Value* hi, int64_t step, const std::vector<llvm::Value*>& init,
+                                 const LoopBody& body);
+
+  // The internal function `void name(ptr params, i64 id)` (no inlining, no unwinding); returns
+  // its entry block, where the builder is left.
+  llvm::BasicBlock* beginFunction(const std::string& name);
+  // Loads every parameter's pointer from the argument array (argument 0): a view's base goes
+  // into base_; a scalar parameter's pointer is handed to `scalar`.
+  void loadParams(const std::function<void(const ir::Value* param, llvm::Value* ptr)>& scalar);
+  // The root domain's axes from the linear program id `ids` (a scalar, or a vector of ids):
+  // innermost axis of the plan's order first, `extent(e)` the divisor's value of the same shape.
+  void decomposeRootIds(llvm::Value* ids, const std::function<llvm::Value*(int64_t)>& extent,
+                        const std::function<void(const ir::Value* axis, llvm::Value* id)>& bind);
+  // Every op of `r` but yields and stage markers, through emitOp then afterOp (a nested parallel
+  // is an error); stops at the first error and positions it at its op.
+  void emitRegion(const ir::Region* r);
+  virtual void emitOp(const ir::Op* op) = 0;
+  virtual void afterOp(const ir::Op* op) { (void)op; }
+  // Ends the function: the function, or nullptr with `error` set.
+  llvm::Function* finishFunction(std::string& error);
+
+  const ir::Kernel& k_;
+  const plan::Plan& p_;
+  llvm::Module& m_;
+  llvm::LLVMContext& c_;
+  llvm::IRBuilder<> b_;
+  Elementwise ew_{b_, m_};
+  IndexMath ix_{b_};
+  unsigned w_;
+  bool no_unroll_loops_;
+  llvm::Function* f_ = nullptr;
+  std::vector<llvm::Value*> base_;   // by param index: view base pointer
+  std::vector<llvm::Value*> slots_;  // by storage slot: alloca
+  std::string error_;
+};
+
+}  // namespace kiln::codegen
