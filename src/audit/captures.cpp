@@ -69,7 +69,7 @@ Check identity(const Context& c, const bench::Case& cs, const bench::Arm& arm, c
     // cap on unrolled tiles that the plan lowered and said why (report "unrolled_tile_cap").
     bool lowered = false;
     if (name == "max_unrolled_tile_elements") {
-      lowered = report.contains("unrolled_tile_cap");
+      lowered = report.contains("unrolled_tile_cap");  // where reports before phases[] for every kernel had it
       if (report.contains("phases") && report["phases"].is_array())
         for (const auto& ph : report["phases"]) lowered = lowered || ph.contains("unrolled_tile_cap");
     }

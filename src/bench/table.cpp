@@ -30,9 +30,17 @@ std::string bothArms(const Experiment& e, const Case& c, const std::string& knob
 CodeShape codeShape(const nlohmann::json& report) {
   CodeShape s;
   auto num = [&](const nlohmann::json& j) -> int64_t { return j.is_number_integer() ? j.get<int64_t>() : -1; };
-  if (!report.is_object() || !report.contains("full_packet")) return s;
+  if (!report.is_object()) return s;
+  // A kernel of one phase: its full-packet facts (at the top level in reports before every
+  // kernel was N >= 1 phases, so that older archives read the same); several: unknown.
+  const nlohmann::json* phase = &report;
+  if (!report.contains("full_packet")) {
+    if (!report.contains("phases") || !report["phases"].is_array() || report["phases"].size() != 1) return s;
+    phase = &report["phases"][0];
+  }
+  if (!phase->contains("full_packet")) return s;
   s.known = true;
-  const nlohmann::json& fp = report["full_packet"];
+  const nlohmann::json& fp = (*phase)["full_packet"];
   s.full_packet = fp.contains("decision") && fp["decision"].is_string() ? fp["decision"].get<std::string>() : "?";
   s.body_instructions = fp.contains("body_instructions") ? num(fp["body_instructions"]) : -1;
   s.basic_blocks =

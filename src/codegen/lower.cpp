@@ -26,7 +26,7 @@ int64_t countInstructions(const llvm::Function& f) {
 }
 
 // What the emitted body realizes (instructions, loops, private arrays), for checking the plan.
-void realized(const llvm::Function& body, Lowered& out) {
+void realized(const llvm::Function& body, LoweredPhase& out) {
   out.body_instructions = countInstructions(body);
   for (const llvm::BasicBlock& bb : body) {
     if (bb.getName().starts_with(kLoopHeaderName)) ++out.realized_loops;
@@ -274,11 +274,11 @@ namespace {
 
 // One root domain into `m`: its program (or packet bodies) and its block loop `name`.
 std::optional<std::string> lowerDomain(const ir::Kernel& kernel, const plan::Plan& plan, llvm::Module& m,
-                                       const std::string& prefix, const std::string& name, bool exported, Lowered& out,
-                                       llvm::Function*& blocks) {
+                                       const std::string& prefix, const std::string& name, bool exported,
+                                       LoweredPhase& out, llvm::Function*& blocks) {
   std::string error;
   const bool gpu = target::of(plan.knobs.target).gpuEntries();
-  if (plan.lanes_realization) {
+  if (plan.realization == plan::Realization::Lanes) {
     // One program per call over the W lanes: no lane mask, so no clone to make.
     LaneEmitter lanes(kernel, plan, m);
     llvm::Function* body = lanes.emitProgram(prefix + "kiln_program", error);
@@ -292,7 +292,7 @@ std::optional<std::string> lowerDomain(const ir::Kernel& kernel, const plan::Pla
       return std::nullopt;
     }
     // The lanes over the threads of a warp segment, unless the knob or the code says otherwise.
-    Lowered::GpuEntry entry{name, 1, "gpu_lanes=registers"};
+    LoweredPhase::GpuEntry entry{name, 1, "gpu_lanes=registers"};
     if (plan.knobs.gpu_lanes == "threads") {
       entry.not_spread.clear();
       if (llvm::Function* spread = spreadLanesOverThreads(body, plan.knobs.packet_width, entry.not_spread)) {
@@ -301,7 +301,7 @@ std::optional<std::string> lowerDomain(const ir::Kernel& kernel, const plan::Pla
       }
     }
     blocks = emitGpuEntry(m, plan, body, name, entry.threads_per_program);
-    out.gpu_entries.push_back(entry);
+    out.gpu_entry = entry;
     return std::nullopt;
   }
   PacketEmitter masked(kernel, plan, m, /*fullPacket=*/false);
@@ -315,7 +315,7 @@ std::optional<std::string> lowerDomain(const ir::Kernel& kernel, const plan::Pla
   if (gpu) {
     out.full_packet_decision = "not_applicable";  // a GPU thread runs one packet; no clone
     blocks = emitGpuEntry(m, plan, body, name, 1);
-    out.gpu_entries.push_back({name, 1, "local_lanes=1: a thread runs a packet of W programs"});
+    out.gpu_entry = LoweredPhase::GpuEntry{name, 1, "local_lanes=1: a thread runs a packet of W programs"};
     return std::nullopt;
   }
   if (!kn.full_packet) {
@@ -348,43 +348,29 @@ std::optional<std::string> finish(llvm::Module& m, Lowered& out) {
 
 }  // namespace
 
-std::optional<std::string> lower(const ir::Kernel& kernel, const plan::Plan& plan, llvm::LLVMContext& ctx,
+std::optional<std::string> lower(const ir::Kernel& kernel, const std::vector<Phase>& phases, llvm::LLVMContext& ctx,
                                  Lowered& out) {
   out = Lowered{};
   out.module = std::make_unique<llvm::Module>("kiln." + kernel.name, ctx);
-  llvm::Function* blocks = nullptr;
-  const bool gpu = target::of(plan.knobs.target).gpuEntries();
-  const std::string name = gpu ? std::string(kGpuEntryPrefix) + "0" : std::string(runtime::kBlocksSymbol);
-  if (auto e = lowerDomain(kernel, plan, *out.module, "", name, true, out, blocks)) return e;
-  if (!gpu) emitEntries(*out.module, blocks, {plan.num_blocks});
-  return finish(*out.module, out);
-}
-
-std::optional<std::string> lowerPhases(const std::vector<const ir::Kernel*>& phases,
-                                       const std::vector<const plan::Plan*>& plans, llvm::LLVMContext& ctx,
-                                       Lowered& out, std::vector<Lowered>& perPhase) {
-  out = Lowered{};
-  out.module = std::make_unique<llvm::Module>("kiln." + phases.at(0)->name, ctx);
-  perPhase.clear();
-  perPhase.resize(phases.size());
+  out.phases.resize(phases.size());
+  const bool gpu = target::of(phases.at(0).plan->knobs.target).gpuEntries();
+  const bool dispatched = kernel.phased();
   std::vector<llvm::Function*> fns;
   std::vector<int64_t> ends;
-  const bool gpu = target::of(plans.at(0)->knobs.target).gpuEntries();
   for (size_t i = 0; i < phases.size(); ++i) {
-    const std::string prefix = "kiln_phase" + std::to_string(i) + "_";
-    const std::string name = gpu ? kGpuEntryPrefix + std::to_string(i) : prefix + "blocks";
+    // Not phased: the domain's functions keep their plain names and its block loop is kiln_blocks.
+    const std::string prefix = dispatched ? "kiln_phase" + std::to_string(i) + "_" : "";
+    const std::string name = gpu          ? kGpuEntryPrefix + std::to_string(i)
+                             : dispatched ? prefix + "blocks"
+                                          : std::string(runtime::kBlocksSymbol);
     llvm::Function* blocks = nullptr;
-    if (auto e = lowerDomain(*phases[i], *plans[i], *out.module, prefix, name, false, perPhase[i], blocks))
-      return "phase " + std::to_string(i) + ": " + *e;
-    for (const Lowered::GpuEntry& e : perPhase[i].gpu_entries) out.gpu_entries.push_back(e);
+    if (auto e = lowerDomain(*phases[i].kernel, *phases[i].plan, *out.module, prefix, name, !dispatched, out.phases[i],
+                             blocks))
+      return dispatched ? "phase " + std::to_string(i) + ": " + *e : *e;
     fns.push_back(blocks);
-    ends.push_back((ends.empty() ? 0 : ends.back()) + plans[i]->num_blocks);
-    out.body_instructions += perPhase[i].body_instructions;
-    out.realized_allocas += perPhase[i].realized_allocas;
-    out.realized_loops += perPhase[i].realized_loops;
+    ends.push_back((ends.empty() ? 0 : ends.back()) + phases[i].plan->num_blocks);
   }
-  out.full_packet_decision = "per_phase";
-  if (!gpu) emitEntries(*out.module, emitDispatch(*out.module, fns, ends), ends);
+  if (!gpu) emitEntries(*out.module, dispatched ? emitDispatch(*out.module, fns, ends) : fns.at(0), ends);
   return finish(*out.module, out);
 }
 

@@ -18,29 +18,40 @@
 
 namespace kiln::codegen {
 
-struct Lowered {
-  std::unique_ptr<llvm::Module> module;
-  int64_t instructions_pre_opt = 0;  // whole module
-  int64_t body_instructions = 0;     // the masked packet body, before optimisation
-  int64_t basic_blocks_pre_opt = 0;
-  // Full-packet clone: not_requested | over_budget | no_full_packet | selected
+// What the lowering realized for one root domain (phase), for checking the plan and reporting.
+struct LoweredPhase {
+  int64_t body_instructions = 0;  // the masked packet body (or the lane program), before optimisation
+  // Full-packet clone: not_requested | over_budget | no_full_packet | selected | not_applicable
   std::string full_packet_decision;
   int64_t full_body_instructions = 0;  // the clone, when selected
-  // What the emitted (pre-optimisation) masked body realizes, for checking the plan.
+  // What the emitted (pre-optimisation) body realizes, for checking the plan.
   int64_t realized_allocas = 0;
   int64_t realized_loops = 0;
   // The lane realization: what the emitted program's code holds (plan::LaneCode), counted in
   // the LLVM IR before optimisation.
   bool lanes = false;
   plan::LaneCode lane_code;
-  // Target nvptx (docs/gpu.md): the kernel entry of each phase (kGpuEntryPrefix + phase), in
-  // launch order, and no CPU entry points (runtime/abi.h) in the module.
+  // Target nvptx (docs/gpu.md): the phase's kernel entry (kGpuEntryPrefix + phase).
   struct GpuEntry {
     std::string name;
     int64_t threads_per_program = 1;  // W: the lanes spread over threads; 1: one thread runs a program
     std::string not_spread;           // why the lanes stay in one thread's registers ("" when spread)
   };
-  std::vector<GpuEntry> gpu_entries;
+  std::optional<GpuEntry> gpu_entry;
+};
+
+struct Lowered {
+  std::unique_ptr<llvm::Module> module;
+  int64_t instructions_pre_opt = 0;  // whole module
+  int64_t basic_blocks_pre_opt = 0;
+  std::vector<LoweredPhase> phases;  // one per root domain, in launch order
+};
+
+// One root domain of a kernel and its plan: the kernel itself when it is not phased, else
+// ir::phaseKernel(kernel, i).
+struct Phase {
+  const ir::Kernel* kernel = nullptr;
+  const plan::Plan* plan = nullptr;
 };
 
 // The PTX entry of phase i of a kernel compiled for target nvptx: "kiln_phase" + i.
@@ -49,18 +60,16 @@ inline constexpr const char* kGpuEntryPrefix = "kiln_phase";
 // What a lane program's emitted code holds (plan::LaneCode), for W-lane vectors.
 plan::LaneCode realizedLaneCode(const llvm::Function& program, int64_t w);
 
-// On a target with GPU entries (target=nvptx), each root domain becomes a PTX kernel entry
-// (void kiln_phaseI(ptr params), params as in runtime/abi.h) whose GPU thread g runs the program
-// body on programs [g·P, g·P + P) (plan::gpuLaunch), instead of the CPU's block loop.
-std::optional<std::string> lower(const ir::Kernel& kernel, const plan::Plan& plan, llvm::LLVMContext& ctx,
+// The one lowering entry: `kernel` as written and its N >= 1 phases with their plans. A kernel
+// that is not phased (ir::Kernel::phased) becomes the module of its one domain, whose
+// kiln_blocks is that domain's block loop; a phased kernel's kiln_blocks dispatches the
+// concatenated block ranges (phase i's blocks follow phase i-1's), each phase's functions
+// prefixed "kiln_phaseI_". On a target with GPU entries (target=nvptx), each phase becomes a
+// PTX kernel entry (void kiln_phaseI(ptr params), params as in runtime/abi.h) whose GPU thread
+// g runs the program body on programs [g·P, g·P + P) (plan::gpuLaunch), instead of the CPU's
+// block loop and entry points.
+std::optional<std::string> lower(const ir::Kernel& kernel, const std::vector<Phase>& phases, llvm::LLVMContext& ctx,
                                  Lowered& out);
-
-// A kernel of several phases (ir::Kernel::phased): `phases[i]` is ir::phaseKernel(kernel, i)
-// and `plans[i]` its plan. One module whose kiln_blocks dispatches the concatenated block
-// ranges (phase i's blocks follow phase i-1's); `perPhase` receives each phase's facts.
-std::optional<std::string> lowerPhases(const std::vector<const ir::Kernel*>& phases,
-                                       const std::vector<const plan::Plan*>& plans, llvm::LLVMContext& ctx,
-                                       Lowered& out, std::vector<Lowered>& perPhase);
 
 // Name of the block that heads every loop the lowering emits (counted by tests and reports).
 inline constexpr const char* kLoopHeaderName = "kiln.loop";

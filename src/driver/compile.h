@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/report.h"
 #include "host/data.h"
 #include "ir/ir.h"
 #include "jit/object_file.h"
@@ -21,12 +22,12 @@ namespace kiln::driver {
 enum class Stage { Ir, Plan, Llvm, Asm, Obj, Report };
 
 struct Compilation {
-  plan::Plan plan;  // empty when the object came from the cache (from_cache)
+  std::vector<plan::Plan> plans;  // one per phase; empty when the object came from the cache (from_cache)
   bool from_cache = false;
   std::string llvm_text;  // the lowered module before optimisation (Stage::Llvm)
   std::string assembly;   // Stage::Asm
   std::string object;     // the ELF object (what runs)
-  nlohmann::json report;  // the realization report
+  nlohmann::json report;  // the realization report (driver/report.h)
 };
 
 // The object cache compile() consults for full compilations (Stage::Obj and Stage::Report):
@@ -51,16 +52,6 @@ std::optional<std::string> checkSymbolPrefix(const std::string& prefix);
 // lowering; Obj/Asm/Report run everything). Error: one message naming what failed.
 std::optional<std::string> compile(const ir::Kernel& kernel, const plan::Knobs& knobs, Compilation& out,
                                    Stage until = Stage::Report, const ExportOptions& exports = {});
-
-// Where a full compilation's report says the plan predicted other code than the lowering
-// emitted: loops and private arrays (every realization), and the lane realization's
-// code counts (vector loads, gathers, FMAs, shuffles, ...), per phase. nullopt: they agree (or
-// the report holds no realized facts: a stage before lowering). Used by tests and the
-// differential fuzzer.
-std::optional<std::string> planDisagreesWithCode(const nlohmann::json& report);
-
-// The plan as JSON (part of the report; also `--emit plan`).
-nlohmann::json planJson(const ir::Kernel& kernel, const plan::Plan& plan);
 
 // The parameter signature the runtime checks launches against.
 std::vector<runtime::ParamSpec> signature(const ir::Kernel& kernel);

@@ -82,15 +82,15 @@ class KilnImpl : public LocalImpl {
     // and zero-fills them on every call, as it does for any user.
     launch_ = kernel_->workspaces.empty() ? loaded_->entry().launch : nullptr;
     const nlohmann::json& r = c.report;
+    const nlohmann::json& phases = r["phases"];
     std::string split = "off";
-    if (r.contains("phases"))
-      split = fmt::format("{} phases ({} + {} programs)", r["phases"].size(),
-                          r["phases"][0]["domain"]["programs"].get<int64_t>(),
-                          r["phases"][r["phases"].size() - 1]["domain"]["programs"].get<int64_t>());
+    if (phases.size() > 1)
+      split = fmt::format("{} phases ({} + {} programs)", phases.size(), phases[0]["domain"]["programs"].get<int64_t>(),
+                          phases[phases.size() - 1]["domain"]["programs"].get<int64_t>());
     detail_ =
         fmt::format("{} knobs, block {}, split {}, full packet {}, compile {:.0f} ms, object {} B, {} thread(s){}",
                     seed_ ? "seed preset" : tuning_, block, split,
-                    r.contains("full_packet") ? r["full_packet"]["decision"].get<std::string>() : "per phase",
+                    phases.size() == 1 ? phases[0]["full_packet"]["decision"].get<std::string>() : "per phase",
                     r["compile_ms"].get<double>(), r["object"]["bytes"].get<int64_t>(), options_.threads,
                     launch_ ? " (native entry kiln_launch)" : " (runtime launch)");
     return std::nullopt;

@@ -42,7 +42,8 @@ class Planner {
   std::optional<std::string> run() {
     if (p_.knobs.local_lanes == 0) p_.knobs.local_lanes = p_.knobs.packet_width;  // effective value
     if (auto e = checkKnobs()) return e;
-    p_.lanes_realization = p_.knobs.local_lanes == p_.knobs.packet_width && p_.knobs.packet_width > 1;
+    p_.realization = p_.knobs.local_lanes == p_.knobs.packet_width && p_.knobs.packet_width > 1 ? Realization::Lanes
+                                                                                                : Realization::Packets;
     capScalarizedTiles();
     if (auto e = mapDomain()) return e;
     size_t n = k_.values.size();
@@ -64,7 +65,7 @@ class Planner {
     countLoops(k_.body);
     p_.work.multiply_adds_per_program = 0;
     countWork(k_.body, 1, true);
-    if (p_.lanes_realization) return planLanes(k_, p_);
+    if (p_.realization == Realization::Lanes) return planLanes(k_, p_);
     return std::nullopt;
   }
 
@@ -82,7 +83,8 @@ class Planner {
   void capScalarizedTiles() {
     constexpr int64_t kMaxScalarizedLanes = 1024;
     Knobs& kn = p_.knobs;
-    if (p_.lanes_realization || target::of(kn.target).hasScatter(kn.isa) || kn.packet_width <= 1) return;
+    if (p_.realization == Realization::Lanes || target::of(kn.target).hasScatter(kn.isa) || kn.packet_width <= 1)
+      return;
     const int64_t cap = std::max<int64_t>(1, kMaxScalarizedLanes / kn.packet_width);
     if (kn.max_unrolled_tile_elements != 0 && kn.max_unrolled_tile_elements <= cap) return;
     p_.unrolled_tile_cap_reason = fmt::format(
@@ -114,8 +116,9 @@ class Planner {
     p_.num_programs = 1;
     for (int64_t e : root->extents) p_.num_programs *= e;
     if (p_.knobs.block_size == 0)  // auto: slack for up to kBlockSlack workers in the lane realization
-      p_.knobs.block_size =
-          p_.lanes_realization ? std::clamp<int64_t>((p_.num_programs + kBlockSlack - 1) / kBlockSlack, 1, 32) : 32;
+      p_.knobs.block_size = p_.realization == Realization::Lanes
+                                ? std::clamp<int64_t>((p_.num_programs + kBlockSlack - 1) / kBlockSlack, 1, 32)
+                                : 32;
     p_.num_blocks = (p_.num_programs + p_.knobs.block_size - 1) / p_.knobs.block_size;
     const auto& args = root->regions[0]->args;
     p_.root_axis_order.clear();
@@ -309,7 +312,7 @@ class Planner {
       }
     });
     p_.snapshot_allocas = static_cast<int64_t>(p_.storage_elements.size());
-    if (!p_.lanes_realization && p_.snapshot_bytes_per_worker > p_.knobs.max_local_bytes)
+    if (p_.realization == Realization::Packets && p_.snapshot_bytes_per_worker > p_.knobs.max_local_bytes)
       return fmt::format(
           "snapshot bytes per worker {} exceed knob 'max_local_bytes' = {} (legal 0..16777216); "
           "raise max_local_bytes or max_unrolled_tile_elements, or use smaller tiles",
@@ -426,6 +429,14 @@ const char* toString(ConversionKind kind) {
   return "?";
 }
 
+const char* toString(Realization r) {
+  switch (r) {
+    case Realization::Packets: return "packets";
+    case Realization::Lanes: return "lanes";
+  }
+  return "?";
+}
+
 const char* toString(MmaForm form) {
   switch (form) {
     case MmaForm::OuterProduct: return "outer_product";
@@ -438,7 +449,7 @@ const char* toString(MmaForm form) {
 
 GpuLaunch gpuLaunch(const Plan& p, int64_t threads_per_program) {
   GpuLaunch g;
-  g.programs_per_thread = p.lanes_realization ? 1 : p.knobs.packet_width;
+  g.programs_per_thread = p.realization == Realization::Lanes ? 1 : p.knobs.packet_width;
   g.threads_per_program = threads_per_program;
   g.threads = (p.num_programs + g.programs_per_thread - 1) / g.programs_per_thread * threads_per_program;
   constexpr int64_t kWarp = 32, kMultiprocessors = 132, kWideBlock = 128;

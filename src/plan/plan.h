@@ -111,6 +111,12 @@ struct Conversion {
 // How the lane realization runs an mma: an outer product over the accumulator's lane dim, a
 // scalar accumulator, a dot product along K (a partitioned order whose partitions the lanes
 // hold), or element by element (a partitioned order the lanes cannot hold).
+// How a domain's programs meet the W lanes of a vector (knob local_lanes): a packet of W
+// programs, one per lane (local_lanes = 1, codegen/packets/), or one program over all the
+// lanes (local_lanes = W, codegen/lanes/).
+enum class Realization { Packets, Lanes };
+const char* toString(Realization r);  // "packets" | "lanes"
+
 enum class MmaForm { OuterProduct, Scalar, Dot, Elements };
 const char* toString(MmaForm form);  // "outer_product" | "scalar" | "dot" | "elements"
 
@@ -210,8 +216,8 @@ struct Plan {
   Work work;
   // Set when the plan lowered max_unrolled_tile_elements (knobs holds the value in effect).
   std::string unrolled_tile_cap_reason;
-  bool lanes_realization = false;  // local_lanes = W
-  LanePlan lanes;                  // filled when lanes_realization
+  Realization realization = Realization::Packets;
+  LanePlan lanes;  // filled when realization == Realization::Lanes
 
   Rep repOf(const ir::Value* v) const { return rep[v->id]; }
   bool isUniform(const ir::Value* v) const { return uniform[v->id]; }

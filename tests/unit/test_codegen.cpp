@@ -29,7 +29,7 @@ std::unique_ptr<kiln::ir::Kernel> parse(const std::string& text) {
   return k;
 }
 
-// These tests pin the programs-across-lanes realization (local_lanes=1, W=8, as the seed);
+// These tests pin the packets realization (local_lanes=1, W=8, as the seed);
 // the lane realization has its own tests (test_lanes.cpp).
 Knobs knobs(std::initializer_list<const char*> sets) {
   Knobs k;
@@ -39,7 +39,7 @@ Knobs knobs(std::initializer_list<const char*> sets) {
   return k;
 }
 
-// Compile, check bitexact and f64; return the report.
+// Compile, check bitexact and f64; return the report of the kernel's one phase.
 nlohmann::json checkBoth(const kiln::ir::Kernel& k, const Knobs& kn) {
   for (CheckMode mode : {CheckMode::Bitexact, CheckMode::F64}) {
     kiln::driver::CheckOptions o;
@@ -52,7 +52,8 @@ nlohmann::json checkBoth(const kiln::ir::Kernel& k, const Knobs& kn) {
   kiln::driver::Compilation c;
   auto err = kiln::driver::compile(k, kn, c);
   EXPECT_FALSE(err.has_value()) << *err;
-  return c.report;
+  EXPECT_EQ(c.report["phases"].size(), 1u);
+  return c.report["phases"][0];  // the plan and the realized facts of the kernel's one phase
 }
 
 // Runs a compiled kernel on explicit parameter values.
@@ -283,7 +284,6 @@ TEST(Codegen, RaggedPacketsAndTheFullPacketDecision) {
   EXPECT_EQ(rec.packets_masked, 1);  // programs 8..10
   auto rep = checkBoth(*k, knobs({"full_packet=on", "packet_width=4", "block_size=8"}));
   EXPECT_EQ(rep["full_packet"]["decision"], "selected");
-  EXPECT_EQ(rep["work"]["clone"], true);
   rep = checkBoth(*k, knobs({"full_packet=on", "packet_width=16", "block_size=16"}));
   EXPECT_EQ(rep["full_packet"]["decision"], "no_full_packet");
   rep = checkBoth(*k, knobs({"full_packet=on", "full_packet_budget=10"}));
@@ -304,7 +304,7 @@ TEST(Codegen, DecodeAttentionFullPacketDecisionsAreTruthful) {
     ASSERT_TRUE(r) << r.message();
     kiln::driver::Compilation c;
     ASSERT_FALSE(kiln::driver::compile(*r.kernel, knobs({"full_packet=on"}), c).has_value());
-    EXPECT_EQ(c.report["full_packet"]["decision"], heads == 8 ? "selected" : "no_full_packet");
+    EXPECT_EQ(c.report["phases"][0]["full_packet"]["decision"], heads == 8 ? "selected" : "no_full_packet");
     std::cout << "attention 1," << heads << ",2,1,67,80,96 compile_ms " << c.report["compile_ms"] << "\n";
   }
 }
@@ -328,11 +328,12 @@ TEST(Codegen, ResourceAnalysisEqualsTheRealizedIR) {
     for (const Knobs& point : {points[0], points[1 + i % 3]}) {
       kiln::driver::Compilation c;
       ASSERT_FALSE(kiln::driver::compile(*k, point, c).has_value()) << f;
-      const auto& res = c.report["resources"];
-      EXPECT_EQ(res["snapshot_allocas"], res["realized_allocas"]) << f;
-      EXPECT_EQ(res["runtime_loops"], res["realized_loops"]) << f;
+      for (const nlohmann::json& phase : c.report["phases"]) {
+        const auto& res = phase["resources"];
+        EXPECT_EQ(res["snapshot_allocas"], res["realized_allocas"]) << f;
+        EXPECT_EQ(res["runtime_loops"], res["realized_loops"]) << f;
+      }
       EXPECT_EQ(kiln::driver::planDisagreesWithCode(c.report), std::nullopt) << f;
-      EXPECT_EQ(c.report["work"]["clone"].get<bool>(), c.report["full_packet"]["decision"] == "selected");
     }
   }
 }
@@ -355,26 +356,29 @@ TEST(Codegen, SwappedSnapshotsAreCountedLoopsAndArrays) {
   ASSERT_TRUE(k);
   kiln::driver::Compilation c;
   ASSERT_FALSE(kiln::driver::compile(*k, knobs({"max_unrolled_tile_elements=1"}), c).has_value());
-  const auto& res = c.report["resources"];
+  const auto& res = c.report["phases"][0]["resources"];
   EXPECT_EQ(res["snapshot_allocas"], res["realized_allocas"]);
   EXPECT_EQ(res["runtime_loops"], res["realized_loops"]);
   EXPECT_GE(res["realized_allocas"].get<int>(), 4);  // two carried snapshots, two temporaries
   checkBoth(*k, knobs({"max_unrolled_tile_elements=1"}));
 }
 
-// The check itself: any predicted count that differs from the realized one is named.
+// The check itself: any predicted count that differs from the realized one is named, with
+// the phase when the kernel has several.
 TEST(Codegen, PlanDisagreesWithCodeNamesTheCount) {
-  nlohmann::json r = {
+  nlohmann::json one = {
+      {"phase", 0},
       {"resources", {{"runtime_loops", 3}, {"realized_loops", 3}, {"snapshot_allocas", 1}, {"realized_allocas", 1}}}};
+  nlohmann::json r = {{"phases", nlohmann::json::array({one})}};
   EXPECT_EQ(kiln::driver::planDisagreesWithCode(r), std::nullopt);
-  r["resources"]["realized_allocas"] = 2;
+  r["phases"][0]["resources"]["realized_allocas"] = 2;
   EXPECT_EQ(kiln::driver::planDisagreesWithCode(r).value_or(""), "snapshot_allocas 1 predicted, 2 realized");
-  r["resources"]["realized_allocas"] = 1;
+  r["phases"][0]["resources"]["realized_allocas"] = 1;
   nlohmann::json code = {{"vector_loads", 4}, {"shuffles", 64}};
-  r["phases"] = nlohmann::json::array(
-      {nlohmann::json{{"phase", 1}, {"lanes", {{"code_per_program", {{"predicted", code}, {"realized", code}}}}}}});
+  r["phases"].push_back(
+      nlohmann::json{{"phase", 1}, {"lanes", {{"code_per_program", {{"predicted", code}, {"realized", code}}}}}});
   EXPECT_EQ(kiln::driver::planDisagreesWithCode(r), std::nullopt);
-  r["phases"][0]["lanes"]["code_per_program"]["realized"]["shuffles"] = 60;
+  r["phases"][1]["lanes"]["code_per_program"]["realized"]["shuffles"] = 60;
   EXPECT_EQ(kiln::driver::planDisagreesWithCode(r).value_or(""),
             "phase 1: lane code shuffles: 64 predicted, 60 realized");
 }
@@ -462,7 +466,8 @@ TEST(CompileBudget, UnrolledScattersAreCappedWithoutScatterInstructions) {
   kiln::driver::Compilation c;
   ASSERT_FALSE(kiln::driver::compile(*k, r.knobs, c, kiln::driver::Stage::Report).has_value());
   EXPECT_EQ(c.report["knobs"]["max_unrolled_tile_elements"], 64);  // 1024 / W, W = 16
-  EXPECT_NE(c.report.value("unrolled_tile_cap", "").find("lowered to 64"), std::string::npos) << c.report.dump();
+  EXPECT_NE(c.report["phases"][0].value("unrolled_tile_cap", "").find("lowered to 64"), std::string::npos)
+      << c.report.dump();
   EXPECT_LT(c.report["llvm"]["instructions_pre_opt"].get<int>(), 4000);  // was 16 284
   EXPECT_EQ(c.report["llvm"]["pipeline"], "O2");
   // AVX-512 has scatters: the knob's cap stands there.
@@ -471,7 +476,7 @@ TEST(CompileBudget, UnrolledScattersAreCappedWithoutScatterInstructions) {
   kiln::driver::Compilation c512;
   ASSERT_FALSE(kiln::driver::compile(*k, wide, c512, kiln::driver::Stage::Plan).has_value());
   EXPECT_EQ(c512.report["knobs"]["max_unrolled_tile_elements"], 256);
-  EXPECT_FALSE(c512.report.contains("unrolled_tile_cap"));
+  EXPECT_FALSE(c512.report["phases"][0].contains("unrolled_tile_cap"));
 }
 
 TEST(CompileBudget, AHugeFunctionGetsTheReducedPipelineAndTheSameBits) {

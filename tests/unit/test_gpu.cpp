@@ -81,7 +81,7 @@ TEST(Gpu, EveryExampleCompilesToPtxWithItsLaunchInTheReport) {
     const nlohmann::json& k = r["gpu"]["kernels"][0];
     const int64_t programs = k["programs"], perThread = k["programs_per_thread"], threads = k["threads"];
     const int64_t grid = k["grid"], block = k["block"], perProgram = k["threads_per_program"];
-    EXPECT_EQ(programs, r["domain"]["programs"].get<int64_t>());
+    EXPECT_EQ(programs, r["phases"][0]["domain"]["programs"].get<int64_t>());
     // The lanes of every example spread over a warp segment of W threads.
     EXPECT_EQ(k["lanes"], "threads") << k["lanes_not_spread_because"];
     EXPECT_EQ(perProgram, r["knobs"]["packet_width"].get<int64_t>());

@@ -82,8 +82,8 @@ TEST(Lanes, IsTheDefaultRealization) {
   ASSERT_TRUE(r) << r.message();
   kiln::driver::Compilation c;
   ASSERT_FALSE(kiln::driver::compile(*r.kernel, k, c).has_value());
-  EXPECT_EQ(c.report["realization"], "lanes");
-  EXPECT_EQ(c.report["full_packet"]["decision"], "not_applicable");
+  EXPECT_EQ(c.report["phases"][0]["realization"], "lanes");
+  EXPECT_EQ(c.report["phases"][0]["full_packet"]["decision"], "not_applicable");
 }
 
 // Every example and tests/ir kernel, each on a rotating third of the lane points.
@@ -146,7 +146,7 @@ TEST(Lanes, DecodeAttentionPlan) {
       kiln::kernels::buildLibraryKernel({"attention", "1,8,2,1,2053,80,96", {{"mask", "none"}, {"split", "off"}}}, k));
   kiln::driver::Compilation c;
   ASSERT_FALSE(kiln::driver::compile(*k, Knobs{}, c, kiln::driver::Stage::Plan).has_value());
-  const auto& lanes = c.report["lanes"];
+  const auto& lanes = c.report["phases"][0]["lanes"];
   ASSERT_EQ(lanes["mma"].size(), 2u);
   EXPECT_EQ(lanes["mma"][0]["form"], "outer_product");
   // Four rows: each 16x16 block of K is transposed in registers and consumed at once (on a
@@ -163,7 +163,8 @@ TEST(Lanes, DecodeAttentionPlan) {
   avx2.isa = "avx2";
   kiln::driver::Compilation c2;
   ASSERT_FALSE(kiln::driver::compile(*k, avx2, c2, kiln::driver::Stage::Plan).has_value());
-  EXPECT_EQ(c2.report["lanes"]["conversions"][0]["made"], "before the mma");  // 8-lane registers: the panel
+  EXPECT_EQ(c2.report["phases"][0]["lanes"]["conversions"][0]["made"],
+            "before the mma");  // 8-lane registers: the panel
   EXPECT_EQ(lanes["code_per_program"]["predicted"]["gathers"], 0);
   for (const auto& m : lanes["memory"]) EXPECT_EQ(m["access"], "vector") << m.dump();
   for (const auto& r : lanes["reductions"]) EXPECT_EQ(r["lanes_hold_partitions"], true) << r.dump();
@@ -178,7 +179,7 @@ TEST(Lanes, PrefillQueriesInLanesPlan) {
       {"attention", "1,4,2,32,65,32,32", {{"mask", "none"}, {"lanes", "queries"}}}, k));
   kiln::driver::Compilation c;
   ASSERT_FALSE(kiln::driver::compile(*k, Knobs{}, c, kiln::driver::Stage::Plan).has_value());
-  const auto& lanes = c.report["lanes"];
+  const auto& lanes = c.report["phases"][0]["lanes"];
   ASSERT_EQ(lanes["conversions"].size(), 1u);
   EXPECT_EQ(lanes["conversions"][0]["value"], "%qt");
   EXPECT_EQ(lanes["conversions"][0]["to_lane_dim"], "m");
@@ -196,7 +197,7 @@ TEST(Lanes, MhaDecodeQkIsADotProduct) {
   ASSERT_FALSE(err.has_value()) << *err;
   kiln::driver::Compilation c;
   ASSERT_FALSE(kiln::driver::compile(*k, knobs({"isa=avx512", "packet_width=16"}), c).has_value());
-  const auto& lanes = c.report["lanes"];
+  const auto& lanes = c.report["phases"][0]["lanes"];
   EXPECT_EQ(lanes["mma"][0]["form"], "dot");
   EXPECT_EQ(lanes["mma"][1]["form"], "outer_product");  // P.V: ascending keys
   EXPECT_TRUE(lanes["conversions"].empty()) << lanes["conversions"].dump();
@@ -233,9 +234,9 @@ kernel @t(%x: view<f32>[5, 9], %y: view<f32>[9, 5]) {
   ASSERT_TRUE(k) << diag.str();
   kiln::driver::Compilation c;
   ASSERT_FALSE(kiln::driver::compile(*k, Knobs{}, c, kiln::driver::Stage::Plan).has_value());
-  EXPECT_EQ(c.report["lanes"]["code_per_program"]["predicted"]["gathers"], 1);
-  EXPECT_EQ(c.report["lanes"]["memory"][0]["access"], "gather");
-  EXPECT_EQ(c.report["lanes"]["memory"][1]["access"], "vector");
+  EXPECT_EQ(c.report["phases"][0]["lanes"]["code_per_program"]["predicted"]["gathers"], 1);
+  EXPECT_EQ(c.report["phases"][0]["lanes"]["memory"][0]["access"], "gather");
+  EXPECT_EQ(c.report["phases"][0]["lanes"]["memory"][1]["access"], "vector");
   expectBitexact(*k, Knobs{}, "strided");
 }
 

@@ -1,6 +1,6 @@
 // The lane realization (local_lanes = W): one program per call, its tile values laid out by
 // the plan (src/plan/lanes.cpp) with the last dim along the W lanes. Element semantics come
-// from codegen/elementwise.h, shared with the programs-across-lanes emitter; this emitter owns
+// from codegen/elementwise.h, shared with the packets emitter (codegen/packets/); this emitter owns
 // only how values are laid out and walked.
 #pragma once
 
