@@ -5,17 +5,27 @@
 # Decode shapes are captured twice: as the library plans them for the CPU, and with a split
 # chosen for the GPU (the split sets the parallelism); two with the lanes kept in one thread's
 # registers (gpu_lanes=registers) for a paired comparison. The replay times them all.
-# Usage: scripts/gpu/capture.sh [KILN] [ARCHIVE]   (defaults: build/bin/kiln, gpu-archive)
+# Usage: scripts/gpu/capture.sh [KILN] [ARCHIVE] [CASE...]   (defaults: build/bin/kiln,
+# gpu-archive, every case; with CASE names only those, as tests/cli/gpu_record.sh does)
 set -euo pipefail
 kiln=${1:-build/bin/kiln}
 arch=${2:-gpu-archive}
+shift $(($# < 2 ? $# : 2))
+only=" $* "
+kiln=$(realpath "$kiln")
+arch=$(realpath -m "$arch")
+cd "$(dirname "$0")/../.."  # examples/ is the repository's
+wanted() { [[ "$only" == "  " || "$only" == *" $1 "* ]]; }
 rm -rf "$arch"
 for f in examples/*.tile; do
-  "$kiln" gpu-capture --archive "$arch" --case "example_$(basename "$f" .tile)" "$f"
+  case_name="example_$(basename "$f" .tile)"
+  wanted "$case_name" || continue
+  "$kiln" gpu-capture --archive "$arch" --case "$case_name" "$f"
 done
 attention() {  # NAME SHAPE [OPTIONS...]
   local name=$1 shape=$2
   shift 2
+  wanted "$name" || return 0
   IFS=, read -r b hq hkv q k d dv <<<"$shape"
   local flops=$((2 * b * hq * q * k * (d + dv)))
   "$kiln" gpu-capture --archive "$arch" --case "$name" --kernel attention --shape "$shape" --mask none \
