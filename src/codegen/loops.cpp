@@ -32,9 +32,9 @@ Ix IndexMath::rem(Ix a, int64_t c) const {
   return {b_.CreateURem(a.v, b_.getInt64(c)), 0};
 }
 
-std::vector<llvm::Value*> buildLoop(llvm::IRBuilder<>& b, llvm::Function* f, llvm::Value* lo, llvm::Value* hi,
-                                    int64_t step, const std::vector<llvm::Value*>& init, const LoopBody& body,
-                                    bool noUnroll) {
+std::vector<llvm::Value*> buildLoop(llvm::IRBuilder<>& b, llvm::Function* f, llvm::Value* start, int64_t step,
+                                    const char* counter_name, const std::vector<llvm::Value*>& init,
+                                    const LoopCondition& condition, const LoopBody& body, bool noUnroll) {
   llvm::LLVMContext& c = f->getContext();
   llvm::BasicBlock* pre = b.GetInsertBlock();
   llvm::BasicBlock* header = llvm::BasicBlock::Create(c, kLoopHeaderName, f);
@@ -42,8 +42,8 @@ std::vector<llvm::Value*> buildLoop(llvm::IRBuilder<>& b, llvm::Function* f, llv
   llvm::BasicBlock* exit = llvm::BasicBlock::Create(c, "kiln.exit", f);
   b.CreateBr(header);
   b.SetInsertPoint(header);
-  llvm::PHINode* iv = b.CreatePHI(b.getInt64Ty(), 2, "iv");
-  iv->addIncoming(lo, pre);
+  llvm::PHINode* counter = b.CreatePHI(b.getInt64Ty(), 2, counter_name);
+  counter->addIncoming(start, pre);
   std::vector<llvm::PHINode*> phis;
   std::vector<llvm::Value*> cur;
   for (llvm::Value* v : init) {
@@ -51,10 +51,10 @@ std::vector<llvm::Value*> buildLoop(llvm::IRBuilder<>& b, llvm::Function* f, llv
     phis.back()->addIncoming(v, pre);
     cur.push_back(phis.back());
   }
-  b.CreateCondBr(b.CreateICmpSLT(iv, hi), bodyBB, exit);
+  b.CreateCondBr(condition(counter), bodyBB, exit);
   b.SetInsertPoint(bodyBB);
-  std::vector<llvm::Value*> next = body(iv, cur);
-  llvm::Value* ivNext = b.CreateAdd(iv, b.getInt64(step));
+  std::vector<llvm::Value*> next = body(counter, cur);
+  llvm::Value* counterNext = b.CreateAdd(counter, b.getInt64(step));
   llvm::BasicBlock* latch = b.GetInsertBlock();
   llvm::BranchInst* back = b.CreateBr(header);
   if (noUnroll) {
@@ -65,10 +65,17 @@ std::vector<llvm::Value*> buildLoop(llvm::IRBuilder<>& b, llvm::Function* f, llv
     llvm::MDNode::deleteTemporary(self);
     back->setMetadata(llvm::LLVMContext::MD_loop, id);
   }
-  iv->addIncoming(ivNext, latch);
+  counter->addIncoming(counterNext, latch);
   for (size_t i = 0; i < phis.size(); ++i) phis[i]->addIncoming(next[i], latch);
   b.SetInsertPoint(exit);
   return cur;
+}
+
+std::vector<llvm::Value*> buildLoop(llvm::IRBuilder<>& b, llvm::Function* f, llvm::Value* lo, llvm::Value* hi,
+                                    int64_t step, const std::vector<llvm::Value*>& init, const LoopBody& body,
+                                    bool noUnroll) {
+  return buildLoop(
+      b, f, lo, step, "iv", init, [&](llvm::Value* iv) { return b.CreateICmpSLT(iv, hi); }, body, noUnroll);
 }
 
 }  // namespace kiln::codegen

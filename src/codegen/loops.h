@@ -32,10 +32,19 @@ class IndexMath {
 };
 
 using LoopBody = std::function<std::vector<llvm::Value*>(llvm::Value* iv, const std::vector<llvm::Value*>& carried)>;
+using LoopCondition = std::function<llvm::Value*(llvm::Value* counter)>;
 
-// for (iv = lo; iv < hi; iv += step) with carried values (phis); returns their values at the
-// exit. `noUnroll` marks the loop llvm.loop.unroll.disable (a plan's loop that full unrolling
-// would only bloat). The builder is left at the exit block.
+// The skeleton of every loop of the lowering: a header (named kLoopHeaderName) with an i64
+// counter phi named `counter_name` from `start`, stepped by `step`, and a phi per carried value;
+// `condition(counter)`, emitted in the header, decides whether the body runs; `body` returns
+// the carried values of the next iteration. Returns the carried values at the exit. `noUnroll`
+// marks the loop llvm.loop.unroll.disable (a plan's loop that full unrolling would only bloat).
+// The builder is left at the exit block.
+std::vector<llvm::Value*> buildLoop(llvm::IRBuilder<>& b, llvm::Function* f, llvm::Value* start, int64_t step,
+                                    const char* counter_name, const std::vector<llvm::Value*>& init,
+                                    const LoopCondition& condition, const LoopBody& body, bool noUnroll);
+
+// for (iv = lo; iv < hi; iv += step): the skeleton with the counter as the induction variable.
 std::vector<llvm::Value*> buildLoop(llvm::IRBuilder<>& b, llvm::Function* f, llvm::Value* lo, llvm::Value* hi,
                                     int64_t step, const std::vector<llvm::Value*>& init, const LoopBody& body,
                                     bool noUnroll);

@@ -21,6 +21,26 @@ std::vector<llvm::Value*> ProgramEmitter::loop(llvm::Value* lo, llvm::Value* hi,
   return buildLoop(b_, f_, lo, hi, step, init, body, no_unroll_loops_);
 }
 
+std::vector<Ix> ProgramEmitter::extractCoords(const ir::Op* op,
+                                              const std::function<llvm::Value*(const ir::Index&)>& index,
+                                              llvm::Value*& ok) {
+  const ir::Type& xt = op->operands[0]->type;
+  std::vector<Ix> cs;
+  ok = nullptr;
+  for (size_t d = 0; d < op->indices.size(); ++d) {
+    const ir::Index& ix = op->indices[d];
+    if (ix.isConstant()) {
+      cs.push_back(Ix{nullptr, ix.constant});
+      continue;
+    }
+    llvm::Value* v = index(ix);
+    llvm::Value* in = b_.CreateICmpULT(v, b_.getInt64(xt.dims[d].extent));
+    ok = ok ? b_.CreateAnd(ok, in) : in;
+    cs.push_back(Ix{b_.CreateSelect(in, v, b_.getInt64(0)), 0});
+  }
+  return cs;
+}
+
 llvm::BasicBlock* ProgramEmitter::beginFunction(const std::string& name) {
   auto* fnTy = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getInt64Ty()}, false);
   f_ = llvm::Function::Create(fnTy, llvm::Function::InternalLinkage, name, m_);

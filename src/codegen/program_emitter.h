@@ -37,6 +37,13 @@ class ProgramEmitter {
   std::vector<llvm::Value*> loop(llvm::Value* lo, llvm::Value* hi, int64_t step, const std::vector<llvm::Value*>& init,
                                  const LoopBody& body);
 
+  // The coordinates an extract reads at, when every index is one value for the program (or the
+  // packet): constants as they are, a runtime index (`index` gives it as an i64) clamped to 0
+  // where it lies outside its dim; `ok` is set to the conjunction of the in-range tests
+  // (nullptr when every index is a constant).
+  std::vector<Ix> extractCoords(const ir::Op* op, const std::function<llvm::Value*(const ir::Index&)>& index,
+                                llvm::Value*& ok);
+
   // The internal function `void name(ptr params, i64 id)` (no inlining, no unwinding); returns
   // its entry block, where the builder is left.
   llvm::BasicBlock* beginFunction(const std::string& name);

@@ -361,19 +361,9 @@ llvm::Value* LaneEmitter::emitExtract(const Op* op) {
   const ir::Value* x = op->operands[0];
   const ir::Type& xt = x->type;
   if (xt.isScalar()) return scalar(x);
-  Coords cs;
   llvm::Value* ok = nullptr;
-  for (size_t d = 0; d < op->indices.size(); ++d) {
-    const ir::Index& ix = op->indices[d];
-    if (ix.isConstant()) {
-      cs.push_back(Ix{nullptr, ix.constant});
-      continue;
-    }
-    llvm::Value* v = scalar(ix.value);
-    llvm::Value* in = b_.CreateICmpULT(v, b_.getInt64(xt.dims[d].extent));
-    ok = ok ? b_.CreateAnd(ok, in) : in;
-    cs.push_back(Ix{b_.CreateSelect(in, v, b_.getInt64(0)), 0});
-  }
+  const Coords cs = extractCoords(
+      op, [&](const ir::Index& ix) { return scalar(ix.value); }, ok);
   llvm::Value* v = elem(x, cs);
   return ok ? b_.CreateSelect(ok, v, llvm::Constant::getNullValue(v->getType())) : v;
 }

@@ -83,6 +83,16 @@ class LaneEmitter final : public ProgramEmitter {
   // An mma's contracted dims as a type (from operand a), and the coords of contraction index k
   // in it (row-major over the contracted dims in the order listed).
   ir::Type contractedType(const ir::Op* op);
+  // An mma's operands a, b, acc, its result and its two plans, as the forms name them.
+  struct MmaParts {
+    const ir::Value* a;
+    const ir::Value* b;
+    const ir::Value* acc;
+    const ir::Value* r;
+    const plan::MmaPlan& mp;
+    const plan::LaneMma& lm;
+  };
+  MmaParts mmaParts(const ir::Op* op) const;
   Coords contractionCoords(const ir::Type& ct, Ix k);
   void emitConversion(const plan::Conversion& c);
   void emitLoop(const ir::Op* op);

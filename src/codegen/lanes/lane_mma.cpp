@@ -103,6 +103,10 @@ void LaneEmitter::emitConversion(const plan::Conversion& c) {
   }
 }
 
+LaneEmitter::MmaParts LaneEmitter::mmaParts(const Op* op) const {
+  return {op->operands[0], op->operands[1], op->operands[2], op->results[0], p_.mma.at(op), lp_.mma.at(op)};
+}
+
 // An mma reading tiles straight from their views runs twice over: a copy for the common case
 // where every such tile lies inside its view (plain loads and broadcasts from memory), and the
 // guarded copy for edges; registers meet in phis.
@@ -295,13 +299,8 @@ void LaneEmitter::emitMmaElements(const Op* op) {
 // partition k of each output, and the accumulator vector merges them in order: per lane the
 // partitioned element's operations in its order, W outputs per instruction.
 void LaneEmitter::emitMmaDot(const Op* op) {
-  const ir::Value* a = op->operands[0];
-  const ir::Value* bv = op->operands[1];
-  const ir::Value* acc = op->operands[2];
-  const ir::Value* r = op->results[0];
+  const auto [a, bv, acc, r, mp, lm] = mmaParts(op);
   const ir::Type& at = acc->type;
-  const plan::MmaPlan& mp = p_.mma.at(op);
-  const plan::LaneMma& lm = lp_.mma.at(op);
   const ir::MmaPolicy& pol = op->mma_policy;
   const int64_t P = pol.partitions, A = P / w_, rounds = mp.k / P;
   const int64_t laneExt = at.dims.back().extent;
@@ -366,13 +365,8 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
     scalars_[op->results[0]->id] = partitionedElement(op, scalar(op->operands[2]), {});
     return;
   }
-  const ir::Value* a = op->operands[0];
-  const ir::Value* bv = op->operands[1];
-  const ir::Value* acc = op->operands[2];
-  const ir::Value* r = op->results[0];
+  const auto [a, bv, acc, r, mp, lm] = mmaParts(op);
   const ir::Type& at = acc->type;
-  const plan::MmaPlan& mp = p_.mma.at(op);
-  const plan::LaneMma& lm = lp_.mma.at(op);
   const ir::Type ct = contractedType(op);
   auto kCoords = [&](Ix k) { return contractionCoords(ct, k); };
   if (lm.form == plan::MmaForm::Scalar) {

@@ -249,19 +249,9 @@ llvm::Value* PacketEmitter::genExtract(const Op* op) {
   for (const ir::Index& ix : op->indices)
     if (!ix.isConstant() && !p_.isUniform(ix.value)) uniform = false;
   if (uniform) {
-    std::vector<Ix> cs;
     llvm::Value* ok = nullptr;
-    for (size_t d = 0; d < op->indices.size(); ++d) {
-      const ir::Index& ix = op->indices[d];
-      if (ix.isConstant()) {
-        cs.push_back(Ix{nullptr, ix.constant});
-        continue;
-      }
-      llvm::Value* v = uniformScalar(ix);
-      llvm::Value* in = b_.CreateICmpULT(v, b_.getInt64(xt.dims[d].extent));
-      ok = ok ? b_.CreateAnd(ok, in) : in;
-      cs.push_back(Ix{b_.CreateSelect(in, v, b_.getInt64(0)), 0});
-    }
+    const std::vector<Ix> cs = extractCoords(
+        op, [&](const ir::Index& ix) { return uniformScalar(ix); }, ok);
     llvm::Value* got = read(x, linear(xt, cs));
     return ok ? b_.CreateSelect(ok, got, zeroVec(e)) : got;
   }
@@ -441,37 +431,24 @@ void PacketEmitter::emitLoop(const Op* op) {
   llvm::Value* lo = laneIndex(op->indices[0]);
   llvm::Value* hi = laneIndex(op->indices[1]);
   llvm::Value* outer = mask_;
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  llvm::BasicBlock* header = llvm::BasicBlock::Create(c_, kLoopHeaderName, f_);
-  llvm::BasicBlock* bodyBB = llvm::BasicBlock::Create(c_, "kiln.body", f_);
-  llvm::BasicBlock* exit = llvm::BasicBlock::Create(c_, "kiln.exit", f_);
-  b_.CreateBr(header);
-  b_.SetInsertPoint(header);
-  llvm::PHINode* t = b_.CreatePHI(b_.getInt64Ty(), 2, "trip");
-  t->addIncoming(b_.getInt64(0), pre);
-  std::vector<llvm::PHINode*> phis;
-  std::vector<llvm::Value*> cur;
-  for (llvm::Value* v : flat) {
-    phis.push_back(b_.CreatePHI(v->getType(), 2));
-    phis.back()->addIncoming(v, pre);
-    cur.push_back(phis.back());
-  }
-  llvm::Value* iv = b_.CreateAdd(lo, splat(b_.CreateMul(t, b_.getInt64(step))));
-  llvm::Value* active = b_.CreateAnd(outer, b_.CreateICmpSLT(iv, hi));
-  b_.CreateCondBr(b_.CreateOrReduce(active), bodyBB, exit);
-  b_.SetInsertPoint(bodyBB);
-  mask_ = active;
-  ssa_[ivArg->id] = {iv};
-  unflatten(cur, false);
-  emitRegion(body);
-  std::vector<llvm::Value*> nx = next(cur, active);
-  llvm::BasicBlock* latch = b_.GetInsertBlock();
-  t->addIncoming(b_.CreateAdd(t, b_.getInt64(1)), latch);
-  for (size_t j = 0; j < phis.size(); ++j) phis[j]->addIncoming(nx[j], latch);
-  b_.CreateBr(header);
-  b_.SetInsertPoint(exit);
+  llvm::Value* active = nullptr;
+  std::vector<llvm::Value*> fin = buildLoop(
+      b_, f_, b_.getInt64(0), 1, "trip", flat,
+      [&](llvm::Value* trip) {
+        llvm::Value* iv = b_.CreateAdd(lo, splat(b_.CreateMul(trip, b_.getInt64(step))));
+        active = b_.CreateAnd(outer, b_.CreateICmpSLT(iv, hi));
+        ssa_[ivArg->id] = {iv};
+        return b_.CreateOrReduce(active);
+      },
+      [&](llvm::Value*, const std::vector<llvm::Value*>& cur) {
+        mask_ = active;
+        unflatten(cur, false);
+        emitRegion(body);
+        return next(cur, active);
+      },
+      /*noUnroll=*/false);
   mask_ = outer;
-  unflatten(cur, true);
+  unflatten(fin, true);
 }
 
 }  // namespace kiln::codegen
