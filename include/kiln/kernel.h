@@ -46,17 +46,20 @@ struct Options {
   }
 };
 
-// One kernel parameter: a row-major float32 view of a fixed shape, or a scalar.
+// One kernel parameter: a row-major view of a fixed shape (float32, or int32/int64 for a
+// view<i32>/view<i64>: lengths, positions, tables), or a scalar.
 struct Param {
   enum class Kind { View, I64, F32 };
-  std::string name;  // as written in the kernel, without '%'
+  enum class Elem { F32, I32, I64 };  // a view's element type
+  std::string name;                   // as written in the kernel, without '%'
   Kind kind = Kind::View;
+  Elem elem = Elem::F32;
   std::vector<int64_t> shape;  // views: extents; scalars: empty
   bool read = false;           // some load reads it (an input)
   bool written = false;        // some store writes it (an output)
 
   int64_t elements() const;  // views: product of the extents; scalars: 1
-  std::string type() const;  // "f32[512,4096]", "i64", "f32"
+  std::string type() const;  // "f32[512,4096]", "i32[8]", "i64", "f32"
 };
 
 // One launch argument, in parameter order. A view is the caller's memory: `elements` floats at
@@ -68,6 +71,11 @@ class Arg {
   static Arg input(std::span<const float> data) { return input(data.data(), data.size()); }
   static Arg output(float* data, std::size_t elements);  // read and/or written
   static Arg output(std::span<float> data) { return output(data.data(), data.size()); }
+  // Integer views (view<i32>, view<i64>), read-only or read and/or written.
+  static Arg input(std::span<const int32_t> data);
+  static Arg input(std::span<const int64_t> data);
+  static Arg output(std::span<int32_t> data);
+  static Arg output(std::span<int64_t> data);
   static Arg i64(int64_t value);
   static Arg f32(float value);
 
@@ -75,8 +83,10 @@ class Arg {
 
  private:
   friend class Kernel;
+  static Arg typed(Arg a, void* data, std::size_t elements, Param::Elem elem);
   Param::Kind kind_ = Param::Kind::View;
-  float* data_ = nullptr;
+  Param::Elem elem_ = Param::Elem::F32;
+  void* data_ = nullptr;
   std::size_t elements_ = 0;
   bool read_only_ = false;
   int64_t i64_ = 0;

@@ -95,6 +95,9 @@ Result<std::shared_ptr<const Kernel::Impl>> build(const ir::Kernel& kernel, cons
     Param p;
     p.name = spec.name;
     p.kind = publicKind(spec.kind);
+    p.elem = spec.elem == runtime::ViewElem::I32   ? Param::Elem::I32
+             : spec.elem == runtime::ViewElem::I64 ? Param::Elem::I64
+                                                   : Param::Elem::F32;
     p.shape = spec.shape;
     auto named = [&](const std::vector<ir::Value*>& vs) {
       return std::any_of(vs.begin(), vs.end(), [&](const ir::Value* v) { return v->name == spec.name; });
@@ -118,8 +121,37 @@ int64_t Param::elements() const {
   return n;
 }
 
+namespace {
+runtime::ViewElem runtimeElem(Param::Elem e) {
+  return e == Param::Elem::I32   ? runtime::ViewElem::I32
+         : e == Param::Elem::I64 ? runtime::ViewElem::I64
+                                 : runtime::ViewElem::F32;
+}
+}  // namespace
+
 std::string Param::type() const {
-  return runtime::describe(runtime::ParamSpec{name, runtimeKind(kind), shape, 0});
+  return runtime::describe(runtime::ParamSpec{name, runtimeKind(kind), shape, 0, runtimeElem(elem)});
+}
+
+Arg Arg::typed(Arg a, void* data, std::size_t elements, Param::Elem elem) {
+  a.data_ = data;
+  a.elements_ = elements;
+  a.elem_ = elem;
+  return a;
+}
+
+// Read-only integer views are never written: launch() refuses them for a written parameter.
+Arg Arg::input(std::span<const int32_t> data) {
+  return typed(input(nullptr, 0), const_cast<int32_t*>(data.data()), data.size(), Param::Elem::I32);
+}
+Arg Arg::input(std::span<const int64_t> data) {
+  return typed(input(nullptr, 0), const_cast<int64_t*>(data.data()), data.size(), Param::Elem::I64);
+}
+Arg Arg::output(std::span<int32_t> data) {
+  return typed(output(nullptr, 0), data.data(), data.size(), Param::Elem::I32);
+}
+Arg Arg::output(std::span<int64_t> data) {
+  return typed(output(nullptr, 0), data.data(), data.size(), Param::Elem::I64);
 }
 
 Arg Arg::input(const float* data, std::size_t elements) {
@@ -221,13 +253,18 @@ Status Kernel::launch(std::span<const Arg> args) const {
         raw.push_back(runtime::Arg::f32(a.f32_));
       } else {
         if (!a.data_) return Error(where + ": the buffer is null");
+        const runtime::ViewElem want = runtimeElem(p.elem), got = runtimeElem(a.elem_);
+        if (want != got)
+          return Error(fmt::format("{}: a buffer of {} for a view of {}", where, runtime::viewElemName(got),
+                                   runtime::viewElemName(want)));
         if (static_cast<int64_t>(a.elements_) < p.elements())
-          return Error(fmt::format("{}: needs {} floats but the buffer holds {}", where, p.elements(), a.elements_));
+          return Error(fmt::format("{}: needs {} {} but the buffer holds {}", where, p.elements(),
+                                   p.elem == Param::Elem::F32 ? "floats" : "elements", a.elements_));
         if (a.read_only_ && p.written)
           return Error(where +
                        ": the kernel writes this parameter but it was passed as a read-only input "
                        "(use kiln::Arg::output)");
-        raw.push_back(runtime::Arg::view(a.data_, static_cast<int64_t>(a.elements_ * sizeof(float))));
+        raw.push_back(runtime::Arg::view(a.data_, static_cast<int64_t>(a.elements_) * runtime::viewElemBytes(want)));
       }
     }
     if (auto e = impl_->loaded->launch(raw)) return Error(fmt::format("kernel @{}: {}", impl_->name, *e));

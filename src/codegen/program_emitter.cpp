@@ -21,6 +21,35 @@ std::vector<llvm::Value*> ProgramEmitter::loop(llvm::Value* lo, llvm::Value* hi,
   return buildLoop(b_, f_, lo, hi, step, init, body, no_unroll_loops_);
 }
 
+llvm::Type* ProgramEmitter::memType(const ir::Value* view) {
+  switch (view->type.elem) {
+    case ir::Elem::I32: return b_.getInt32Ty();
+    case ir::Elem::I64: return b_.getInt64Ty();
+    default: return b_.getFloatTy();
+  }
+}
+
+llvm::Constant* ProgramEmitter::memFill(const ir::Op* load) {
+  const ir::Value* view = load->operands[0];
+  if (ir::isIntegerStorage(view->type.elem))
+    return llvm::ConstantInt::get(memType(view), static_cast<uint64_t>(static_cast<int64_t>(load->fconst)), true);
+  return llvm::ConstantFP::get(b_.getFloatTy(), static_cast<float>(load->fconst));
+}
+
+llvm::Value* ProgramEmitter::widenLoaded(const ir::Value* view, llvm::Value* x) {
+  if (view->type.elem != ir::Elem::I32) return x;
+  llvm::Type* to = b_.getInt64Ty();
+  if (auto* v = llvm::dyn_cast<llvm::VectorType>(x->getType())) to = llvm::VectorType::get(to, v->getElementCount());
+  return b_.CreateSExt(x, to);
+}
+
+llvm::Value* ProgramEmitter::narrowStored(const ir::Value* view, llvm::Value* x) {
+  if (view->type.elem != ir::Elem::I32) return x;
+  llvm::Type* to = b_.getInt32Ty();
+  if (auto* v = llvm::dyn_cast<llvm::VectorType>(x->getType())) to = llvm::VectorType::get(to, v->getElementCount());
+  return b_.CreateTrunc(x, to);
+}
+
 std::vector<Ix> ProgramEmitter::extractCoords(const ir::Op* op,
                                               const std::function<llvm::Value*(const ir::Index&)>& index,
                                               llvm::Value*& ok) {

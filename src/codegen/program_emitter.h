@@ -44,6 +44,16 @@ class ProgramEmitter {
   std::vector<Ix> extractCoords(const ir::Op* op, const std::function<llvm::Value*(const ir::Index&)>& index,
                                 llvm::Value*& ok);
 
+  // A view's memory (docs/ir.md, "Integer views"): its element's LLVM type (float, i32, i64)
+  // and alignment; a load's fill in that type; the conversion of a loaded scalar or vector to
+  // the tile's element (an i32 view widens, sign-extended, to i64) and of a tile's value to the
+  // view's element (i64 narrows to i32, keeping the low 32 bits). Identity for f32 and i64.
+  llvm::Type* memType(const ir::Value* view);
+  llvm::Align memAlign(const ir::Value* view) { return llvm::Align(ir::elemBytes(view->type.elem)); }
+  llvm::Constant* memFill(const ir::Op* load);
+  llvm::Value* widenLoaded(const ir::Value* view, llvm::Value* x);
+  llvm::Value* narrowStored(const ir::Value* view, llvm::Value* x);
+
   // The internal function `void name(ptr params, i64 id)` (no inlining, no unwinding); returns
   // its entry block, where the builder is left.
   llvm::BasicBlock* beginFunction(const std::string& name);

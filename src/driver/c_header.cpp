@@ -105,7 +105,7 @@ std::string cHeader(const ir::Kernel& kernel, const plan::Knobs& knobs, const st
        "} kiln_launch_record;\n#endif\n\n";
   h += fmt::format(
       "/* The entry points (Kiln runtime ABI version {abi}). params[i] points at parameter i (the first\n"
-      " * float of a view, the value of a scalar), then params[{U}NUM_PARAMS + j] at workspace j.\n"
+      " * element of a view, the value of a scalar), then params[{U}NUM_PARAMS + j] at workspace j.\n"
       " * {P}launch runs every block on the calling thread. To use threads of your own, call\n"
       " * {P}blocks on disjoint ranges of blocks of one phase at a time (phase i is the blocks from\n"
       " * {P}phase_ends[i-1], or 0, up to {P}phase_ends[i]); every block of a phase must have returned\n"
@@ -119,7 +119,8 @@ std::string cHeader(const ir::Kernel& kernel, const plan::Knobs& knobs, const st
   std::set<std::string> taken;
   std::vector<std::string> names;
   h += fmt::format(
-      "/* Parameters, in order. Views are row-major float32 of exactly this shape. */\n"
+      "/* Parameters, in order. Views are row-major, of exactly this shape: float32, or int32_t / int64_t\n"
+      " * for view<i32> / view<i64>. */\n"
       "#define {}NUM_PARAMS {}\n",
       U, kernel.params.size());
   const std::vector<ir::Value*> ins = kernel.inputs(), outs = kernel.outputs();
@@ -157,7 +158,10 @@ std::string cHeader(const ir::Kernel& kernel, const plan::Knobs& knobs, const st
     const ir::Value* p = kernel.params[i];
     if (!sig.empty()) sig += ", ";
     if (p->type.isView()) {
-      sig += (in(outs, p) ? "float* " : "const float* ") + names[i];
+      const char* elem = p->type.elem == ir::Elem::I32   ? "int32_t* "
+                         : p->type.elem == ir::Elem::I64 ? "int64_t* "
+                                                         : "float* ";
+      sig += (in(outs, p) ? "" : "const ") + std::string(elem) + names[i];
       body += fmt::format("  params[{}] = (void*){};\n", i, names[i]);
     } else {
       sig += (p->type.elem == ir::Elem::I64 ? "int64_t " : "float ") + names[i];

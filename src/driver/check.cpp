@@ -34,10 +34,23 @@ std::optional<std::string> reference(const ir::Kernel& kernel, const plan::Knobs
       return fmt::format("%{} has {} elements, the given data {}", name, inputs[param->index].data.size(), data.size());
     inputs[param->index].data = data;
   }
+  for (const auto& [name, data] : options.int_views) {
+    const ir::Value* param = nullptr;
+    for (const ir::Value* p : kernel.params)
+      if (p->name == name) param = p;
+    if (!param || !param->type.isView() || !ir::isIntegerStorage(param->type.elem))
+      return "no integer view parameter %" + name + " to take the given integers";
+    if (data.size() != inputs[param->index].ints.size())
+      return fmt::format("%{} has {} elements, the given data {}", name, inputs[param->index].ints.size(), data.size());
+    inputs[param->index].ints = data;
+  }
   interp::Options io;
   io.reduction_partitions = static_cast<int>(knobs.reduction_partitions);
   if (options.mode == CheckMode::F64 && options.f64_reference) {
     if (auto e = options.f64_reference(inputs, f64_views)) return e;
+    for (const ir::Value* v : kernel.outputs())
+      if (ir::isIntegerStorage(v->type.elem))
+        return "an f64 reference gives f32 outputs; %" + v->name + " is an integer view";
     for (const ir::Value* v : kernel.outputs())
       if (static_cast<size_t>(v->index) >= f64_views.size() ||
           f64_views[v->index].size() != inputs[v->index].data.size())
@@ -45,9 +58,10 @@ std::optional<std::string> reference(const ir::Kernel& kernel, const plan::Knobs
     return std::nullopt;
   }
   if (options.mode == CheckMode::F64) {
-    std::vector<host::ParamData> scratch = inputs;
+    // strict_views keeps what the f64 run wrote into integer views (exact in either mode).
+    strict_views = inputs;
     io.mode = interp::Mode::F64;
-    return interp::evaluate(kernel, scratch, io, &f64_views);
+    return interp::evaluate(kernel, strict_views, io, &f64_views);
   }
   strict_views = inputs;
   io.mode = interp::Mode::StrictF32;
@@ -91,7 +105,13 @@ std::optional<std::string> check(const ir::Kernel& kernel, const plan::Knobs& kn
     OutputCheck oc;
     oc.name = v->name;
     const std::vector<float>& g = got[v->index].data;
-    if (options.mode == CheckMode::F64) {
+    if (ir::isIntegerStorage(v->type.elem)) {
+      // Integers are exact in every mode: every element equal to the interpreter's.
+      host::BitexactResult r = host::compareInts(got[v->index].ints, strict[v->index].ints);
+      oc.pass = r.pass;
+      oc.mismatches = r.mismatches;
+      oc.first_bad = r.first_bad;
+    } else if (options.mode == CheckMode::F64) {
       host::CompareResult r = host::compareF64(g, f64[v->index], options.atol, options.rtol);
       oc.pass = r.pass;
       oc.max_abs_err = r.max_abs_err;

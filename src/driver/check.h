@@ -51,6 +51,8 @@ struct CheckOptions {
   // Data for named view parameters (row-major, the view's element count), replacing the
   // generated values: `kiln run --input NAME=FILE.npy`.
   std::map<std::string, std::vector<float>> views;
+  // The same for integer views (view<i32>, view<i64>): lengths, positions, tables.
+  std::map<std::string, std::vector<int64_t>> int_views;
   double atol = 5e-5;
   double rtol = 5e-5;
   // When set, the f64 check compares against this reference instead of the FP64 interpreter:

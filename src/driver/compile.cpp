@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <span>
 
 #include "codegen/lower.h"
 #include "driver/report.h"
@@ -173,7 +175,10 @@ std::vector<runtime::ParamSpec> signature(const ir::Kernel& kernel) {
   std::vector<runtime::ParamSpec> sig;
   for (const ir::Value* p : kernel.params) {
     if (p->type.isView())
-      sig.push_back(runtime::ParamSpec::view(p->name, p->type.shape()));
+      sig.push_back(runtime::ParamSpec::view(p->name, p->type.shape(),
+                                             p->type.elem == ir::Elem::I32   ? runtime::ViewElem::I32
+                                             : p->type.elem == ir::Elem::I64 ? runtime::ViewElem::I64
+                                                                             : runtime::ViewElem::F32));
     else if (p->type.elem == ir::Elem::I64)
       sig.push_back(runtime::ParamSpec::i64(p->name));
     else
@@ -205,16 +210,68 @@ std::optional<std::string> load(const std::string& object, const ir::Kernel& ker
   return std::nullopt;
 }
 
+namespace {
+
+// An integer view's elements (ParamData::ints) as its memory holds them, and back.
+std::vector<std::byte> intBytes(const std::vector<int64_t>& ints, runtime::ViewElem elem) {
+  std::vector<std::byte> bytes(ints.size() * static_cast<size_t>(runtime::viewElemBytes(elem)));
+  for (size_t i = 0; i < ints.size(); ++i) {
+    if (elem == runtime::ViewElem::I32) {
+      const auto v = static_cast<int32_t>(ints[i]);
+      std::memcpy(bytes.data() + 4 * i, &v, 4);
+    } else {
+      std::memcpy(bytes.data() + 8 * i, &ints[i], 8);
+    }
+  }
+  return bytes;
+}
+
+void intsFromBytes(std::span<const std::byte> bytes, runtime::ViewElem elem, std::vector<int64_t>& ints) {
+  const size_t size = static_cast<size_t>(runtime::viewElemBytes(elem));
+  ints.assign(bytes.size() / size, 0);
+  for (size_t i = 0; i < ints.size(); ++i) {
+    if (elem == runtime::ViewElem::I32) {
+      int32_t v = 0;
+      std::memcpy(&v, bytes.data() + 4 * i, 4);
+      ints[i] = v;
+    } else {
+      std::memcpy(&ints[i], bytes.data() + 8 * i, 8);
+    }
+  }
+}
+
+// An integer view's ParamData must hold its elements (a caller may pass none for an f32 view).
+std::optional<std::string> checkIntegerView(const runtime::ParamSpec& p, const host::ParamData& d) {
+  const int64_t elements = p.byte_size / runtime::viewElemBytes(p.elem);
+  if (static_cast<int64_t>(d.ints.size()) != elements)
+    return fmt::format("parameter '{}': {} integer elements given, view {} has {}", p.name, d.ints.size(),
+                       runtime::describe(p), elements);
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<std::string> run(const runtime::LoadedKernel& kernel, std::vector<host::ParamData>& params, bool guarded,
                                runtime::KilnLaunchRecord* record) {
   const auto& sig = kernel.params();
   if (params.size() != sig.size())
     return fmt::format("the kernel has {} parameters but {} values were given", sig.size(), params.size());
+  auto integer = [&](size_t i) {
+    return sig[i].kind == runtime::ParamKind::View && sig[i].elem != runtime::ViewElem::F32;
+  };
+  std::vector<std::vector<std::byte>> packed(sig.size());
+  for (size_t i = 0; i < sig.size(); ++i)
+    if (integer(i)) {
+      if (auto e = checkIntegerView(sig[i], params[i])) return e;
+      packed[i] = intBytes(params[i].ints, sig[i].elem);
+    }
   if (guarded) {
     runtime::GuardedArgs g(sig);
     for (size_t i = 0; i < sig.size(); ++i) {
       std::optional<std::string> e;
-      if (sig[i].kind == runtime::ParamKind::View)
+      if (integer(i))
+        e = g.setViewBytes(i, packed[i]);
+      else if (sig[i].kind == runtime::ParamKind::View)
         e = g.setView(i, params[i].data);
       else if (sig[i].kind == runtime::ParamKind::I64)
         e = g.setI64(i, params[i].i64);
@@ -225,7 +282,9 @@ std::optional<std::string> run(const runtime::LoadedKernel& kernel, std::vector<
     if (auto e = kernel.launch(g.args(), record)) return e;
     if (auto e = g.checkGuards()) return "guard zones corrupted: " + *e;
     for (size_t i = 0; i < sig.size(); ++i)
-      if (sig[i].kind == runtime::ParamKind::View) {
+      if (integer(i)) {
+        intsFromBytes(g.viewBytes(i), sig[i].elem, params[i].ints);
+      } else if (sig[i].kind == runtime::ParamKind::View) {
         auto v = g.view(i);
         params[i].data.assign(v.begin(), v.end());
       }
@@ -233,14 +292,19 @@ std::optional<std::string> run(const runtime::LoadedKernel& kernel, std::vector<
   }
   std::vector<runtime::Arg> args;
   for (size_t i = 0; i < sig.size(); ++i) {
-    if (sig[i].kind == runtime::ParamKind::View)
+    if (integer(i))
+      args.push_back(runtime::Arg::view(packed[i].data(), static_cast<int64_t>(packed[i].size())));
+    else if (sig[i].kind == runtime::ParamKind::View)
       args.push_back(runtime::Arg::view(params[i].data));
     else if (sig[i].kind == runtime::ParamKind::I64)
       args.push_back(runtime::Arg::i64(params[i].i64));
     else
       args.push_back(runtime::Arg::f32(params[i].f32));
   }
-  return kernel.launch(args, record);
+  if (auto e = kernel.launch(args, record)) return e;
+  for (size_t i = 0; i < sig.size(); ++i)
+    if (integer(i)) intsFromBytes(packed[i], sig[i].elem, params[i].ints);
+  return std::nullopt;
 }
 
 }  // namespace kiln::driver

@@ -38,12 +38,15 @@ CompareResult compareF64(const std::vector<float>& got, const std::vector<double
   return r;
 }
 
-BitexactResult compareBitexact(const std::vector<float>& a, const std::vector<float>& b) {
+namespace {
+
+// Element-wise equality under `same`; a size difference counts as one mismatch at the end.
+template <class T, class Same>
+BitexactResult compareElements(const std::vector<T>& a, const std::vector<T>& b, Same same) {
   BitexactResult r;
   const size_t n = std::min(a.size(), b.size());
   for (size_t i = 0; i < n; ++i) {
-    bool same = std::memcmp(&a[i], &b[i], sizeof(float)) == 0 || (std::isnan(a[i]) && std::isnan(b[i]));
-    if (same) continue;
+    if (same(a[i], b[i])) continue;
     if (r.first_bad < 0) r.first_bad = static_cast<int64_t>(i);
     ++r.mismatches;
   }
@@ -53,6 +56,18 @@ BitexactResult compareBitexact(const std::vector<float>& a, const std::vector<fl
   }
   r.pass = r.mismatches == 0;
   return r;
+}
+
+}  // namespace
+
+BitexactResult compareInts(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  return compareElements(a, b, [](int64_t x, int64_t y) { return x == y; });
+}
+
+BitexactResult compareBitexact(const std::vector<float>& a, const std::vector<float>& b) {
+  return compareElements(a, b, [](const float& x, const float& y) {
+    return std::memcmp(&x, &y, sizeof(float)) == 0 || (std::isnan(x) && std::isnan(y));
+  });
 }
 
 Stats stats(const std::vector<float>& values) {

@@ -64,7 +64,9 @@ std::optional<std::string> makeInputs(const ir::Kernel& kernel, uint64_t seed,
   for (size_t i = 0; i < n; ++i) {
     const ir::Type& t = kernel.params[i]->type;
     SplitMix64 rng(seed ^ mix(static_cast<uint64_t>(i) + 1));
-    if (t.isView()) {
+    if (t.isView() && ir::isIntegerStorage(t.elem)) {
+      out[i].ints.assign(static_cast<size_t>(t.numElements()), 0);
+    } else if (t.isView()) {
       out[i].data.assign(static_cast<size_t>(t.numElements()), 0.0f);
       if (loaded[i])
         for (float& x : out[i].data) x = rng.draw();

@@ -15,15 +15,17 @@ namespace kiln::host {
 
 // The value of one kernel parameter.
 struct ParamData {
-  std::vector<float> data;  // view: row-major elements (size = numElements of the view)
-  int64_t i64 = 0;          // i64 scalar parameter
-  float f32 = 0.0f;         // f32 scalar parameter
+  std::vector<float> data;    // f32 view: row-major elements (size = numElements of the view)
+  std::vector<int64_t> ints;  // integer view (view<i32>, view<i64>): row-major elements
+  int64_t i64 = 0;            // i64 scalar parameter
+  float f32 = 0.0f;           // f32 scalar parameter
 };
 
 // Deterministic inputs (docs/cli.md, "Inputs"): every view that the kernel loads gets
 // uniform values in [-1, 1) on a 2^-23 grid from a SplitMix64 stream seeded by (seed, param
-// index); views only stored to start as zeros; f32 scalars get one draw of the same stream;
-// i64 scalars are 0. `overrides` (name -> value) sets scalar parameters by name.
+// index); views only stored to start as zeros; integer views (lengths, positions, tables:
+// values only the caller knows) start as zeros in `ints`; f32 scalars get one draw of the same
+// stream; i64 scalars are 0. `overrides` (name -> value) sets scalar parameters by name.
 // Returns an error message for an override naming no scalar parameter or a malformed value.
 //
 // The generator, exactly (all arithmetic on uint64_t, wrapping):
@@ -64,6 +66,8 @@ struct BitexactResult {
   int64_t first_bad = -1;  // index of the first differing element, -1 when equal
 };
 BitexactResult compareBitexact(const std::vector<float>& a, const std::vector<float>& b);
+// The same for integer views: every element equal.
+BitexactResult compareInts(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 
 // SHA-256 of a byte range, as 64 lowercase hex digits.
 std::string sha256Hex(const void* data, size_t size);

@@ -120,8 +120,12 @@ std::optional<std::string> parseNpy(const std::string& bytes, NpyArray& out) {
   } else if (d == "<i8") {
     out.dtype = "int64";
     item = 8;
+  } else if (d == "<i4") {
+    out.dtype = "int32";
+    item = 4;
   } else {
-    return fmt::format("dtype '{}' is not supported; Kiln reads little-endian float32 ('<f4') or int64 ('<i8')", d);
+    return fmt::format(
+        "dtype '{}' is not supported; Kiln reads little-endian float32 ('<f4'), int32 ('<i4') or int64 ('<i8')", d);
   }
   if (auto e = parseShape(*shape, out.shape)) return e;
   int64_t n = 1;
@@ -135,9 +139,16 @@ std::optional<std::string> parseNpy(const std::string& bytes, NpyArray& out) {
   if (have < want)
     return fmt::format("truncated: the shape {} needs {} bytes of data, the file has {}", *shape, want, have);
   if (have > want) return fmt::format("the file has {} bytes of data after the array's {}", have - want, want);
-  if (item == 4) {
+  if (out.dtype == "float32") {
     out.f32.resize(static_cast<size_t>(n));
     std::memcpy(out.f32.data(), bytes.data() + data_at, want);
+  } else if (out.dtype == "int32") {
+    out.i64.resize(static_cast<size_t>(n));
+    for (size_t i = 0; i < out.i64.size(); ++i) {
+      int32_t v = 0;
+      std::memcpy(&v, bytes.data() + data_at + 4 * i, 4);
+      out.i64[i] = v;
+    }
   } else {
     out.i64.resize(static_cast<size_t>(n));
     std::memcpy(out.i64.data(), bytes.data() + data_at, want);
@@ -145,8 +156,12 @@ std::optional<std::string> parseNpy(const std::string& bytes, NpyArray& out) {
   return std::nullopt;
 }
 
-std::string npyF32(const std::vector<int64_t>& shape, const std::vector<float>& data) {
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + npyShapeText(shape) + ", }";
+namespace {
+
+// A version 1.0 .npy header (preamble included) for `descr` and `shape`.
+std::string npyHeader(const char* descr, const std::vector<int64_t>& shape) {
+  std::string header =
+      std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + npyShapeText(shape) + ", }";
   // Preamble (10 bytes) + header + '\n' padded to a multiple of 64.
   const size_t total = (10 + header.size() + 1 + 63) / 64 * 64;
   header.append(total - 10 - header.size() - 1, ' ');
@@ -157,7 +172,27 @@ std::string npyF32(const std::vector<int64_t>& shape, const std::vector<float>& 
   out += static_cast<char>(header.size() & 0xff);
   out += static_cast<char>((header.size() >> 8) & 0xff);
   out += header;
+  return out;
+}
+
+}  // namespace
+
+std::string npyF32(const std::vector<int64_t>& shape, const std::vector<float>& data) {
+  std::string out = npyHeader("<f4", shape);
   out.append(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float));
+  return out;
+}
+
+std::string npyInts(const std::vector<int64_t>& shape, const std::vector<int64_t>& data, bool int32) {
+  std::string out = npyHeader(int32 ? "<i4" : "<i8", shape);
+  for (int64_t v : data) {
+    if (int32) {
+      const auto w = static_cast<int32_t>(v);
+      out.append(reinterpret_cast<const char*>(&w), 4);
+    } else {
+      out.append(reinterpret_cast<const char*>(&v), 8);
+    }
+  }
   return out;
 }
 

@@ -19,9 +19,16 @@ std::optional<std::string> checkArguments(const ir::Kernel& kernel, const std::v
   for (const ir::Value* p : kernel.params) {
     if (!p->type.isView()) continue;
     const auto want = static_cast<size_t>(p->type.numElements());
-    if (params[p->index].data.size() != want)
-      return fmt::format("parameter %{} is {} ({} elements) but its data has {} elements", p->name,
-                         ir::toString(p->type), want, params[p->index].data.size());
+    const bool integer = ir::isIntegerStorage(p->type.elem);
+    const size_t got = integer ? params[p->index].ints.size() : params[p->index].data.size();
+    if (got != want)
+      return fmt::format("parameter %{} is {} ({} elements) but its data has {} {}elements", p->name,
+                         ir::toString(p->type), want, got, integer ? "integer " : "");
+    if (p->type.elem == ir::Elem::I32)
+      for (size_t i = 0; i < got; ++i)
+        if (params[p->index].ints[i] != static_cast<int32_t>(params[p->index].ints[i]))
+          return fmt::format("parameter %{} is {}: element {} = {} is outside the i32 range", p->name,
+                             ir::toString(p->type), i, params[p->index].ints[i]);
   }
   if (options.reduction_partitions < 1 || options.reduction_partitions > 16)
     return fmt::format("reduction_partitions is {}; it must be in 1..16", options.reduction_partitions);
@@ -36,15 +43,18 @@ std::optional<std::string> evaluate(const ir::Kernel& kernel, std::vector<host::
   std::vector<detail::Step> phases;
   for (const ir::Op* root : kernel.roots()) phases.push_back(detail::compileOp(*root));
   const size_t np = params.size();
+  std::vector<std::vector<int64_t>*> ints(np, nullptr);
+  for (const ir::Value* p : kernel.params)
+    if (p->type.isView() && ir::isIntegerStorage(p->type.elem)) ints[p->index] = &params[p->index].ints;
 
   if (options.mode == Mode::StrictF32) {
     std::vector<std::vector<float>> workspaces;
     for (const ir::Value* w : kernel.workspaces) workspaces.emplace_back(w->type.numElements(), 0.0f);
     std::vector<std::vector<float>*> views(np + workspaces.size(), nullptr);
     for (const ir::Value* p : kernel.params)
-      if (p->type.isView()) views[p->index] = &params[p->index].data;
+      if (p->type.isView() && !ints[p->index]) views[p->index] = &params[p->index].data;
     for (size_t i = 0; i < workspaces.size(); ++i) views[np + i] = &workspaces[i];
-    detail::Machine<float> machine(kernel, params, views, options.reduction_partitions);
+    detail::Machine<float> machine(kernel, params, views, ints, options.reduction_partitions);
     for (const detail::Step& phase : phases) machine.run(phase);
     return std::nullopt;
   }
@@ -54,16 +64,16 @@ std::optional<std::string> evaluate(const ir::Kernel& kernel, std::vector<host::
   for (const ir::Value* w : kernel.workspaces) workspaces.emplace_back(w->type.numElements(), 0.0);
   std::vector<std::vector<double>*> views(np + workspaces.size(), nullptr);
   for (const ir::Value* p : kernel.params) {
-    if (!p->type.isView()) continue;
+    if (!p->type.isView() || ints[p->index]) continue;
     const std::vector<float>& src = params[p->index].data;
     wide[p->index].assign(src.begin(), src.end());
     views[p->index] = &wide[p->index];
   }
   for (size_t i = 0; i < workspaces.size(); ++i) views[np + i] = &workspaces[i];
-  detail::Machine<double> machine(kernel, params, views, options.reduction_partitions);
+  detail::Machine<double> machine(kernel, params, views, ints, options.reduction_partitions);
   for (const detail::Step& phase : phases) machine.run(phase);
   for (const ir::Value* p : kernel.params) {
-    if (!p->type.isView()) continue;
+    if (!p->type.isView() || ints[p->index]) continue;
     std::vector<float>& dst = params[p->index].data;
     const std::vector<double>& src = wide[p->index];
     for (size_t i = 0; i < dst.size(); ++i) dst[i] = static_cast<float>(src[i]);

@@ -168,9 +168,10 @@ bool compare(ir::CmpPred p, T a, T b) {
 
 template <class F>
 Machine<F>::Machine(const ir::Kernel& kernel, const std::vector<host::ParamData>& params,
-                    std::vector<std::vector<F>*> views, int default_partitions)
+                    std::vector<std::vector<F>*> views, std::vector<std::vector<int64_t>*> ints, int default_partitions)
     : env_(kernel.values.size()),
       views_(std::move(views)),
+      ints_(std::move(ints)),
       num_params_(kernel.params.size()),
       default_partitions_(default_partitions) {
   for (const ir::Value* p : kernel.params) {
@@ -279,6 +280,20 @@ void Machine<F>::execLoad(const Step& s) {
   const AccessPlan& p = s.access;
   std::vector<int64_t> origin(op.indices.size());
   for (size_t k = 0; k < origin.size(); ++k) origin[k] = index(op.indices[k]);
+  if (ir::isIntegerStorage(op.operands[0]->type.elem)) {
+    // An integer view: its elements as i64 (an i32 view holds i32 values), the fill likewise.
+    const std::vector<int64_t>& view = *ints_[bufferOf(p)];
+    std::vector<int64_t>& out = slot(op.results[0]).i;
+    out.resize(static_cast<size_t>(s.size));
+    const auto fill = static_cast<int64_t>(op.fconst);
+    forEachRow(p, origin, [&](int64_t to, int64_t vo, int64_t lo, int64_t hi, int64_t len, int64_t vs) {
+      int64_t* row = out.data() + to;
+      for (int64_t i = 0; i < lo; ++i) row[i] = fill;
+      for (int64_t i = lo; i < hi; ++i) row[i] = view[vo + i * vs];
+      for (int64_t i = std::max(lo, hi); i < len; ++i) row[i] = fill;
+    });
+    return;
+  }
   const std::vector<F>& view = *views_[bufferOf(p)];
   std::vector<F>& out = slot(op.results[0]).f;
   out.resize(static_cast<size_t>(s.size));
@@ -301,6 +316,17 @@ void Machine<F>::execStore(const Step& s) {
   const AccessPlan& p = s.access;
   std::vector<int64_t> origin(op.indices.size());
   for (size_t k = 0; k < origin.size(); ++k) origin[k] = index(op.indices[k]);
+  if (ir::isIntegerStorage(op.operands[0]->type.elem)) {
+    // Into an integer view: an i32 view keeps the low 32 bits (two's complement wrap).
+    const bool narrow = op.operands[0]->type.elem == ir::Elem::I32;
+    std::vector<int64_t>& view = *ints_[bufferOf(p)];
+    const std::vector<int64_t>& tile = slot(op.operands[1]).i;
+    forEachRow(p, origin, [&](int64_t to, int64_t vo, int64_t lo, int64_t hi, int64_t, int64_t vs) {
+      const int64_t* row = tile.data() + to;
+      for (int64_t i = lo; i < hi; ++i) view[vo + i * vs] = narrow ? static_cast<int32_t>(row[i]) : row[i];
+    });
+    return;
+  }
   std::vector<F>& view = *views_[bufferOf(p)];
   const std::vector<F>& tile = slot(op.operands[1]).f;
   forEachRow(p, origin, [&](int64_t to, int64_t vo, int64_t lo, int64_t hi, int64_t, int64_t vs) {

@@ -17,10 +17,11 @@ namespace kiln::interp::detail {
 template <class F>
 class Machine {
  public:
-  // `views[i]` is the buffer of parameter i (null for scalars), then of workspace j at
-  // params + j; scalars come from `params`. run() runs one root domain (a phase).
+  // `views[i]` is the buffer of parameter i (null for scalars and integer views), then of
+  // workspace j at params + j; `ints[i]` the elements of integer view i (else null); scalars
+  // come from `params`. run() runs one root domain (a phase).
   Machine(const ir::Kernel& kernel, const std::vector<host::ParamData>& params, std::vector<std::vector<F>*> views,
-          int default_partitions);
+          std::vector<std::vector<int64_t>*> ints, int default_partitions);
   void run(const Step& root);
 
  private:
@@ -51,6 +52,7 @@ class Machine {
   size_t bufferOf(const AccessPlan& p) const { return p.workspace ? num_params_ + p.param : p.param; }
 
   std::vector<std::vector<F>*> views_;
+  std::vector<std::vector<int64_t>*> ints_;
   size_t num_params_;
   int default_partitions_;
 };

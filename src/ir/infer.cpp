@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace kiln::ir {
@@ -139,6 +140,15 @@ InferResult inferLoad(const Op& op) {
   for (const Dim& d : op.access)
     if (!d.name.empty()) dims.push_back(d);
   if (auto e = checkDimsWellFormed(dims, "load shape")) return fail(e->code, e->message);
+  if (isIntegerStorage(v.elem)) {
+    // An integer view loads as an i64 tile; its fill is an integer (of the view's type).
+    const double lo = v.elem == Elem::I32 ? -2147483648.0 : -9007199254740992.0;
+    const double hi = v.elem == Elem::I32 ? 2147483647.0 : 9007199254740992.0;
+    if (op.fconst != std::trunc(op.fconst) || op.fconst < lo || op.fconst > hi)
+      return fail("fill", fmt::format("the fill of a load from a view<{}> is an integer of that type, got {}",
+                                      elemName(v.elem), op.fconst));
+    return ok(Type::tile(Elem::I64, dims));
+  }
   if (v.elem != Elem::F32)
     return fail("unsupported-dtype",
                 fmt::format("views of {} are reserved but not yet supported; use f32", elemName(v.elem)));
@@ -162,8 +172,13 @@ InferResult inferStore(const Op& op) {
   for (const Dim& d : op.access)
     if (!d.name.empty()) dims.push_back(d);
   if (auto e = checkDimsWellFormed(dims, "store shape")) return fail(e->code, e->message);
-  if (t.elem != Elem::F32) return fail("elem-type", fmt::format("store needs an f32 tile, got {}", toString(t)));
-  if (v.elem != Elem::F32)
+  if (isIntegerStorage(v.elem)) {
+    if (t.elem != Elem::I64)
+      return fail("elem-type",
+                  fmt::format("a store into a view<{}> needs an i64 tile, got {}", elemName(v.elem), toString(t)));
+  } else if (t.elem != Elem::F32) {
+    return fail("elem-type", fmt::format("store needs an f32 tile, got {}", toString(t)));
+  } else if (v.elem != Elem::F32)
     return fail("unsupported-dtype",
                 fmt::format("views of {} are reserved but not yet supported; use f32", elemName(v.elem)));
   bool same = dims.size() == t.dims.size();

@@ -14,8 +14,21 @@ std::string_view elemName(Elem e) {
     case Elem::I1: return "i1";
     case Elem::F16: return "f16";
     case Elem::BF16: return "bf16";
+    case Elem::I32: return "i32";
   }
   return "?";
+}
+
+int64_t elemBytes(Elem e) {
+  switch (e) {
+    case Elem::F32:
+    case Elem::I32: return 4;
+    case Elem::I64: return 8;
+    case Elem::F16:
+    case Elem::BF16: return 2;
+    case Elem::I1: return 1;
+  }
+  return 4;
 }
 
 Type Type::view(Elem e, const std::vector<int64_t>& shape) {

@@ -152,7 +152,7 @@ Elem Parser::parseElem() {
       bump();
       return *e;
     }
-  syntax(tok_, "an element type (f32, i64, i1, f16 or bf16)");
+  syntax(tok_, "an element type (f32, i64, i32, i1, f16 or bf16)");
 }
 
 Type Parser::parseType() {

@@ -37,7 +37,7 @@ inline std::optional<OpKind> opByName(std::string_view s) {
 }
 
 inline std::optional<Elem> elemByName(std::string_view s) {
-  for (Elem e : {Elem::F32, Elem::I64, Elem::I1, Elem::F16, Elem::BF16})
+  for (Elem e : {Elem::F32, Elem::I64, Elem::I1, Elem::F16, Elem::BF16, Elem::I32})
     if (elemName(e) == s) return e;
   return std::nullopt;
 }

@@ -124,8 +124,9 @@ class Verifier {
           error(p->loc, "unsupported-dtype",
                 fmt::format("{} has type {}: view<{}> is reserved, not yet supported; use view<f32>", nameOf(*p),
                             toString(t), elemName(t.elem)));
-        } else if (t.elem != Elem::F32) {
-          error(p->loc, "param-type", fmt::format("{} has type {}; views hold f32 elements", nameOf(*p), toString(t)));
+        } else if (t.elem != Elem::F32 && !isIntegerStorage(t.elem)) {
+          error(p->loc, "param-type",
+                fmt::format("{} has type {}; views hold f32, i32 or i64 elements", nameOf(*p), toString(t)));
         }
         bool negative = false;
         for (const Dim& d : t.dims)

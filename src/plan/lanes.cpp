@@ -37,10 +37,6 @@ bool elementwise(OpKind k) {
   return ir::isUnary(k) || ir::isBinary(k) || k == OpKind::Cmp || k == OpKind::Select || k == OpKind::Cast;
 }
 
-int64_t elemBytes(ir::Elem e) {
-  return e == ir::Elem::I64 ? 8 : e == ir::Elem::I1 ? 1 : 4;
-}
-
 class LanePlanner {
  public:
   LanePlanner(const ir::Kernel& k, Plan& p) : k_(k), p_(p), lp_(p.lanes) {}
@@ -74,7 +70,8 @@ class LanePlanner {
     planEmission();
     assignSlots();
     int64_t bytes = 0;
-    for (size_t s = 0; s < lp_.slot_vectors.size(); ++s) bytes += lp_.slot_vectors[s] * w * elemBytes(lp_.slot_elem[s]);
+    for (size_t s = 0; s < lp_.slot_vectors.size(); ++s)
+      bytes += lp_.slot_vectors[s] * w * ir::elemBytes(lp_.slot_elem[s]);
     p_.snapshot_bytes_per_worker = bytes;
     p_.snapshot_allocas = static_cast<int64_t>(lp_.slot_vectors.size());
     if (bytes > p_.knobs.max_local_bytes)

@@ -27,10 +27,6 @@ using ir::Value;
 
 using ir::isElementwise;
 
-int64_t elemBytes(ir::Elem e) {
-  return e == ir::Elem::I64 ? 8 : e == ir::Elem::I1 ? 1 : 4;
-}
-
 // block_size=auto in the lane realization: at least this many blocks when there are as many
 // programs (parallel slack for up to 64 workers).
 constexpr int64_t kBlockSlack = 64;
@@ -296,7 +292,7 @@ class Planner {
       if (e == 0) return;
       p_.storage_of[v->id] = static_cast<int>(p_.storage_elements.size());
       p_.storage_elements.push_back(e);
-      p_.snapshot_bytes_per_worker += e * elemBytes(v->type.elem);
+      p_.snapshot_bytes_per_worker += e * ir::elemBytes(v->type.elem);
     };
     ir::walk(k_.body, [&](const Op* op) {
       for (const ir::Region* reg : op->regions)

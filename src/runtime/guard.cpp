@@ -55,13 +55,19 @@ GuardedArgs::GuardedArgs(std::span<const ParamSpec> params, int64_t guard_bytes)
 }
 
 std::optional<std::string> GuardedArgs::setView(size_t i, std::span<const float> data) {
+  if (i < params_.size() && params_[i].kind == ParamKind::View && params_[i].elem != ViewElem::F32)
+    return "parameter '" + params_[i].name + "': f32 data for view " + describe(params_[i]);
+  return setViewBytes(i, std::as_bytes(data));
+}
+
+std::optional<std::string> GuardedArgs::setViewBytes(size_t i, std::span<const std::byte> bytes) {
   if (i >= params_.size()) return "no parameter #" + std::to_string(i);
   const ParamSpec& p = params_[i];
   if (p.kind != ParamKind::View) return "parameter '" + p.name + "' is not a view";
-  if (static_cast<int64_t>(data.size_bytes()) != p.byte_size)
-    return "parameter '" + p.name + "': data has " + std::to_string(data.size_bytes()) + " bytes, view " + describe(p) +
+  if (static_cast<int64_t>(bytes.size()) != p.byte_size)
+    return "parameter '" + p.name + "': data has " + std::to_string(bytes.size()) + " bytes, view " + describe(p) +
            " needs " + std::to_string(p.byte_size);
-  if (!data.empty()) std::memcpy(args_[i].data, data.data(), data.size_bytes());
+  if (!bytes.empty()) std::memcpy(args_[i].data, bytes.data(), bytes.size());
   return std::nullopt;
 }
 
@@ -86,6 +92,11 @@ std::span<float> GuardedArgs::view(size_t i) {
 
 std::span<const float> GuardedArgs::view(size_t i) const {
   return const_cast<GuardedArgs*>(this)->view(i);
+}
+
+std::span<const std::byte> GuardedArgs::viewBytes(size_t i) const {
+  if (i >= params_.size() || params_[i].kind != ParamKind::View) return {};
+  return {static_cast<const std::byte*>(args_[i].data), static_cast<size_t>(buffers_[i].payload)};
 }
 
 std::optional<std::string> GuardedArgs::checkGuards() const {

@@ -27,12 +27,14 @@ class GuardedArgs {
   // Copy in a view's data (its size must be the view's) or set a scalar; an error names the
   // parameter when the index, kind or size is wrong.
   std::optional<std::string> setView(size_t i, std::span<const float> data);
+  std::optional<std::string> setViewBytes(size_t i, std::span<const std::byte> bytes);  // any element type
   std::optional<std::string> setI64(size_t i, int64_t value);
   std::optional<std::string> setF32(size_t i, float value);
 
   // The view's payload (read outputs here after a launch). Empty for a scalar.
   std::span<float> view(size_t i);
   std::span<const float> view(size_t i) const;
+  std::span<const std::byte> viewBytes(size_t i) const;
 
   // The arguments to pass to LoadedKernel::launch.
   std::span<const Arg> args() const { return args_; }

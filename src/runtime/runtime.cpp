@@ -41,10 +41,23 @@ const char* paramKindName(ParamKind kind) {
   return "?";
 }
 
-ParamSpec ParamSpec::view(std::string name, std::vector<int64_t> shape) {
+const char* viewElemName(ViewElem e) {
+  switch (e) {
+    case ViewElem::F32: return "f32";
+    case ViewElem::I32: return "i32";
+    case ViewElem::I64: return "i64";
+  }
+  return "?";
+}
+
+int64_t viewElemBytes(ViewElem e) {
+  return e == ViewElem::I64 ? 8 : 4;
+}
+
+ParamSpec ParamSpec::view(std::string name, std::vector<int64_t> shape, ViewElem elem) {
   int64_t elements = 1;
   for (int64_t extent : shape) elements *= extent;
-  return {std::move(name), ParamKind::View, std::move(shape), elements * int64_t{sizeof(float)}};
+  return {std::move(name), ParamKind::View, std::move(shape), elements * viewElemBytes(elem), elem};
 }
 ParamSpec ParamSpec::i64(std::string name) {
   return {std::move(name), ParamKind::I64, {}, sizeof(int64_t)};
@@ -56,7 +69,7 @@ ParamSpec ParamSpec::f32(std::string name) {
 std::string describe(const ParamSpec& param) {
   if (param.kind == ParamKind::I64) return "i64";
   if (param.kind == ParamKind::F32) return "f32";
-  std::string s = "f32[";
+  std::string s = std::string(viewElemName(param.elem)) + "[";
   for (size_t i = 0; i < param.shape.size(); ++i) {
     if (i) s += ',';
     s += std::to_string(param.shape[i]);
@@ -71,7 +84,19 @@ Arg Arg::view(void* data, int64_t byte_size) {
   return a;
 }
 Arg Arg::view(std::span<float> data) {
-  return view(data.data(), static_cast<int64_t>(data.size_bytes()));
+  Arg a = view(data.data(), static_cast<int64_t>(data.size_bytes()));
+  a.elem = ViewElem::F32;
+  return a;
+}
+Arg Arg::i32s(std::span<int32_t> data) {
+  Arg a = view(data.data(), static_cast<int64_t>(data.size_bytes()));
+  a.elem = ViewElem::I32;
+  return a;
+}
+Arg Arg::i64s(std::span<int64_t> data) {
+  Arg a = view(data.data(), static_cast<int64_t>(data.size_bytes()));
+  a.elem = ViewElem::I64;
+  return a;
 }
 Arg Arg::i64(int64_t value) {
   Arg a;
@@ -102,7 +127,8 @@ LoadedKernel::LoadedKernel(KernelEntry entry, std::vector<ParamSpec> params, int
   for (const ParamSpec& w : workspaces_)
     KILN_RUNTIME_CHECK(w.kind == ParamKind::View && w.byte_size == ParamSpec::view(w.name, w.shape).byte_size);
   for (const ParamSpec& p : params_) {
-    if (p.kind == ParamKind::View) KILN_RUNTIME_CHECK(p.byte_size == ParamSpec::view(p.name, p.shape).byte_size);
+    if (p.kind == ParamKind::View)
+      KILN_RUNTIME_CHECK(p.byte_size == ParamSpec::view(p.name, p.shape, p.elem).byte_size);
     if (p.kind == ParamKind::I64) KILN_RUNTIME_CHECK(p.byte_size == sizeof(int64_t));
     if (p.kind == ParamKind::F32) KILN_RUNTIME_CHECK(p.byte_size == sizeof(float));
   }
@@ -136,6 +162,8 @@ std::optional<std::string> LoadedKernel::checkArgs(std::span<const Arg> args) co
              (a.kind == ParamKind::View ? "a " : "an ") + paramKindName(a.kind);
     if (p.kind != ParamKind::View) continue;
     if (a.data == nullptr) return which + ": null buffer for view " + describe(p);
+    if (a.elem && *a.elem != p.elem)
+      return which + ": a buffer of " + viewElemName(*a.elem) + " elements for view " + describe(p);
     if (a.byte_size != p.byte_size)
       return which + ": buffer has " + std::to_string(a.byte_size) + " bytes, view " + describe(p) + " needs " +
              std::to_string(p.byte_size) + " bytes";

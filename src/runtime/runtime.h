@@ -30,33 +30,44 @@ enum class ParamKind { View, I64, F32 };
 // "view", "i64 scalar", "f32 scalar"
 const char* paramKindName(ParamKind kind);
 
+// The element type of a view's memory: f32, or an integer view's int32_t / int64_t.
+enum class ViewElem { F32, I32, I64 };
+const char* viewElemName(ViewElem e);  // "f32" | "i32" | "i64"
+int64_t viewElemBytes(ViewElem e);     // 4 | 4 | 8
+
 // One kernel parameter as the generated code expects it; filled by whoever builds the
-// kernel from the IR. Views are row-major f32.
+// kernel from the IR. Views are row-major.
 struct ParamSpec {
   std::string name;
   ParamKind kind = ParamKind::View;
-  std::vector<int64_t> shape;  // views: extents; scalars: empty
-  int64_t byte_size = 0;       // views: 4 * product(shape); i64: 8; f32: 4
+  std::vector<int64_t> shape;     // views: extents; scalars: empty
+  int64_t byte_size = 0;          // views: element bytes * product(shape); i64: 8; f32: 4
+  ViewElem elem = ViewElem::F32;  // views
 
-  static ParamSpec view(std::string name, std::vector<int64_t> shape);
+  static ParamSpec view(std::string name, std::vector<int64_t> shape, ViewElem elem = ViewElem::F32);
   static ParamSpec i64(std::string name);
   static ParamSpec f32(std::string name);
 };
 
-// "f32[4,16]", "i64", "f32"
+// "f32[4,16]", "i32[8]", "i64", "f32"
 std::string describe(const ParamSpec& param);
 
 // One launch argument: a buffer for a view, a value for a scalar. The same buffer may be
 // passed for several views (an input aliasing an output).
 struct Arg {
   ParamKind kind = ParamKind::View;
-  void* data = nullptr;   // view: the first float
+  void* data = nullptr;   // view: the first element
   int64_t byte_size = 0;  // view: bytes available at data
   int64_t i64_value = 0;
   float f32_value = 0.0f;
+  // view: the element type the buffer holds, when the caller said (a typed span); checked
+  // against the view's. Unset for untyped bytes.
+  std::optional<ViewElem> elem;
 
   static Arg view(void* data, int64_t byte_size);
   static Arg view(std::span<float> data);
+  static Arg i32s(std::span<int32_t> data);  // a view<i32>
+  static Arg i64s(std::span<int64_t> data);  // a view<i64>
   static Arg i64(int64_t value);
   static Arg f32(float value);
 };

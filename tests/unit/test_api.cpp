@@ -216,3 +216,58 @@ TEST(Api, MovedFromKernelIsAnError) {
 }
 
 }  // namespace
+
+namespace {
+
+// Integer views through the public API: lengths as int32, a written int64 view, and the errors.
+TEST(Api, IntegerViewsTakeIntegerBuffers) {
+  auto k = kiln::Kernel::fromText(R"(kernel @ragged(%x: view<f32>[4, 32], %lens: view<i32>[4], %y: view<f32>[4],
+                                                   %n: view<i64>[4]) {
+  parallel (%p) in (4) {
+    %len = load %lens[%p] as [_] fill 0
+    %z = const 0 : f32
+    %s = serial %i = 0 to %len step 1 iter(%a = %z) : f32 {
+      %t = load %x[%p, %i] as [_, _] fill 0
+      %b = add %a, %t
+      yield %b
+    }
+    store %s, %y[%p] as [_]
+    %m = mul %len, 3000000000
+    store %m, %n[%p] as [_]
+  }
+})");
+  ASSERT_TRUE(k) << k.message();
+  ASSERT_EQ(k->params()[1].elem, kiln::Param::Elem::I32);
+  EXPECT_EQ(k->params()[1].type(), "i32[4]");
+  EXPECT_EQ(k->params()[3].type(), "i64[4]");
+  std::vector<float> x(128), y(4);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 32);
+  const std::vector<int32_t> lens = {0, 1, 5, 32};
+  std::vector<int64_t> n(4);
+  ASSERT_TRUE(k->launch({kiln::Arg::input(x), kiln::Arg::input(std::span<const int32_t>(lens)), kiln::Arg::output(y),
+                         kiln::Arg::output(std::span<int64_t>(n))}))
+      << "launch";
+  const float sums[] = {0, 0, 10, 496};  // 0 + 1 + ... + (len - 1)
+  for (int p = 0; p < 4; ++p) {
+    EXPECT_EQ(y[p], sums[p]) << p;
+    EXPECT_EQ(n[p], int64_t{3000000000} * lens[p]) << p;
+  }
+  std::vector<float> wrong(4);
+  const std::string m = k->launch({kiln::Arg::input(x), kiln::Arg::input(wrong), kiln::Arg::output(y),
+                                   kiln::Arg::output(std::span<int64_t>(n))})
+                            .message();
+  EXPECT_NE(m.find("argument 1 (%lens: i32[4]): a buffer of f32 for a view of i32"), std::string::npos) << m;
+  const std::vector<int64_t> wide(4);
+  EXPECT_NE(k->launch({kiln::Arg::input(x), kiln::Arg::input(std::span<const int64_t>(wide)), kiln::Arg::output(y),
+                       kiln::Arg::output(std::span<int64_t>(n))})
+                .message()
+                .find("a buffer of i64 for a view of i32"),
+            std::string::npos);
+  EXPECT_NE(k->launch({kiln::Arg::input(x), kiln::Arg::input(std::span<const int32_t>(lens)), kiln::Arg::output(y),
+                       kiln::Arg::input(std::span<const int64_t>(n))})
+                .message()
+                .find("read-only"),
+            std::string::npos);
+}
+
+}  // namespace

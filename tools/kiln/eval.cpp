@@ -1,5 +1,6 @@
 // `kiln eval FILE`: run a kernel in the interpreter (the oracle) on deterministic inputs and
 // describe every output view as JSON (shape, SHA-256 of its float32 bytes, min/max/mean).
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -88,12 +89,14 @@ int runEval(const EvalArgs& a) {
   if (auto err = checkSize(*kernel)) return fail(*err);
 
   std::map<std::string, std::vector<float>> views;
-  if (!a.npy.load(*kernel, "eval", views, overrides)) return 1;
+  std::map<std::string, std::vector<int64_t>> ints;
+  if (!a.npy.load(*kernel, "eval", views, ints, overrides)) return 1;
   std::vector<host::ParamData> params;
   if (auto err = host::makeInputs(*kernel, a.seed, overrides, params)) return fail(*err);
-  for (const auto& [name, data] : views)
-    for (const ir::Value* p : kernel->params)
-      if (p->name == name) params[p->index].data = data;  // shape checked by load()
+  for (const ir::Value* p : kernel->params) {  // shapes checked by load()
+    if (auto it = views.find(p->name); it != views.end()) params[p->index].data = it->second;
+    if (auto it = ints.find(p->name); it != ints.end()) params[p->index].ints = it->second;
+  }
 
   interp::Options options;
   options.mode = a.mode == "strict-f32" ? interp::Mode::StrictF32 : interp::Mode::F64;
@@ -111,11 +114,24 @@ int runEval(const EvalArgs& a) {
   const std::vector<ir::Value*> outputs = kernel->outputs();
   for (size_t i = 0; i < outputs.size(); ++i) {
     const ir::Value* v = outputs[i];
-    const std::vector<float>& data = params[v->index].data;
-    const host::Stats s = host::stats(data);
     nlohmann::ordered_json o;
     o["name"] = v->name;
     o["shape"] = v->type.shape();
+    if (ir::isIntegerStorage(v->type.elem)) {
+      // An integer view: the digest of its .npy data bytes (int32 or int64 little-endian).
+      const std::vector<int64_t>& data = params[v->index].ints;
+      const std::string npy = host::npyInts({static_cast<int64_t>(data.size())}, data, v->type.elem == ir::Elem::I32);
+      const std::string bytes = npy.substr(npy.size() - data.size() * ir::elemBytes(v->type.elem));
+      o["sha256"] = host::sha256Hex(bytes.data(), bytes.size());
+      o["min"] = data.empty() ? nlohmann::ordered_json(nullptr)
+                              : nlohmann::ordered_json(*std::min_element(data.begin(), data.end()));
+      o["max"] = data.empty() ? nlohmann::ordered_json(nullptr)
+                              : nlohmann::ordered_json(*std::max_element(data.begin(), data.end()));
+      out += (i == 0 ? "\n    " : ",\n    ") + o.dump();
+      continue;
+    }
+    const std::vector<float>& data = params[v->index].data;
+    const host::Stats s = host::stats(data);
     o["sha256"] = sha256OfFloats(data);
     o["min"] = finiteOrNull(s.min);
     o["max"] = finiteOrNull(s.max);

@@ -24,17 +24,18 @@ struct NpyOptions {
 
   void add(CLI::App* app) {
     app->add_option("--input", inputs,
-                    "NAME=FILE.npy: parameter NAME's values from a NumPy file (float32 for views and f32 scalars, "
-                    "int64 for i64 scalars; C order, the parameter's shape); repeatable. Others keep the generated "
-                    "inputs");
+                    "NAME=FILE.npy: parameter NAME's values from a NumPy file (float32 for f32 views and f32 "
+                    "scalars, int32 for view<i32>, int64 for view<i64> and i64 scalars; C order, the parameter's "
+                    "shape); repeatable. Others keep the generated inputs");
     app->add_option("--output", outputs,
-                    "NAME=FILE.npy: write output NAME (after the native run) as a float32 NumPy file; repeatable");
+                    "NAME=FILE.npy: write output NAME (after the native run) as a NumPy file of its view's type "
+                    "(float32, int32, int64); repeatable");
   }
 
-  // Reads every --input into `views` / `scalars`, and checks every --output names an output.
-  // False after printing the error.
+  // Reads every --input into `views` (f32), `ints` (integer views) / `scalars`, and checks
+  // every --output names an output. False after printing the error.
   bool load(const ir::Kernel& k, const char* cmd, std::map<std::string, std::vector<float>>& views,
-            std::map<std::string, std::string>& scalars) const {
+            std::map<std::string, std::vector<int64_t>>& ints, std::map<std::string, std::string>& scalars) const {
     for (const std::string& spec : inputs) {
       std::string name, path;
       if (!split(spec, cmd, "--input", name, path)) return false;
@@ -46,14 +47,20 @@ struct NpyOptions {
       if (auto e = host::parseNpy(bytes, a)) return fail(cmd, "--input " + spec + ": " + *e);
       const std::string want = ir::toString(p->type);
       if (p->type.isView()) {
-        if (a.dtype != "float32")
+        const std::string dtype = p->type.elem == ir::Elem::I32   ? "int32"
+                                  : p->type.elem == ir::Elem::I64 ? "int64"
+                                                                  : "float32";
+        if (a.dtype != dtype)
           return fail(cmd, "--input " + spec + ": %" + name + " is " + want + " but the file holds " + a.dtype +
-                               " data; views take float32");
+                               " data; a view<" + std::string(ir::elemName(p->type.elem)) + "> takes " + dtype);
         if (a.shape != p->type.shape())
           return fail(cmd, "--input " + spec + ": %" + name + " is " + want + " (shape " +
-                               host::npyShapeText(p->type.shape()) + ") but the file holds float32 " +
+                               host::npyShapeText(p->type.shape()) + ") but the file holds " + dtype + " " +
                                host::npyShapeText(a.shape));
-        views[name] = std::move(a.f32);
+        if (dtype == "float32")
+          views[name] = std::move(a.f32);
+        else
+          ints[name] = std::move(a.i64);
       } else {
         const bool i64 = p->type.elem == ir::Elem::I64;
         if (!a.shape.empty() || a.dtype != (i64 ? "int64" : "float32"))
@@ -89,8 +96,11 @@ struct NpyOptions {
       std::string name, path;
       if (!split(spec, cmd, "--output", name, path)) return false;
       const ir::Value* p = param(k, name);
-      if (auto e = jit::writeFile(path, host::npyF32(p->type.shape(), params.at(p->index).data)))
-        return fail(cmd, "--output " + spec + ": " + *e);
+      const host::ParamData& d = params.at(p->index);
+      const std::string bytes = ir::isIntegerStorage(p->type.elem)
+                                    ? host::npyInts(p->type.shape(), d.ints, p->type.elem == ir::Elem::I32)
+                                    : host::npyF32(p->type.shape(), d.data);
+      if (auto e = jit::writeFile(path, bytes)) return fail(cmd, "--output " + spec + ": " + *e);
     }
     return true;
   }

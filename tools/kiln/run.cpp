@@ -58,7 +58,7 @@ Command addRun(CLI::App& parent) {
               }
               opts.scalar_args[s.substr(0, eq)] = s.substr(eq + 1);
             }
-            if (!a->npy.load(*kernel, "run", opts.views, opts.scalar_args)) return 1;
+            if (!a->npy.load(*kernel, "run", opts.views, opts.int_views, opts.scalar_args)) return 1;
             driver::CheckResult r;
             if (auto e = driver::check(*kernel, knobs, opts, r)) {
               std::cerr << "kiln run: error: " << *e << (e->back() == '\n' ? "" : "\n") << a->source.hint(*e);

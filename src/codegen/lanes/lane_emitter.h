@@ -59,8 +59,9 @@ class LaneEmitter final : public ProgramEmitter {
   llvm::Value* alongLane(const ir::Value* v, const ir::Type& ctxType, const Coords& ctx, int64_t chunkFirst, Ix chunk);
   void define(const ir::Value* v, const VecGen& gen);
   llvm::Value* genVec(const ir::Op* op, Ix row, Ix chunk);
-  llvm::Value* loadVector(const ir::Op* op, Ix row, Ix chunk);   // a tile load's vector
-  llvm::Value* loadElement(const ir::Op* op, const Coords& cs);  // one element of it
+  llvm::Value* loadVector(const ir::Op* op, Ix row, Ix chunk);        // a tile load's vector
+  llvm::Value* loadMemoryVector(const ir::Op* op, Ix row, Ix chunk);  // the same in the view's type
+  llvm::Value* loadElement(const ir::Op* op, const Coords& cs);       // one element of it
   // True when the whole tile of a load lies inside its view (a runtime i1).
   llvm::Value* tileInside(const ir::Op* load);
   llvm::Value* genScalar(const ir::Op* op, const Coords& cs);

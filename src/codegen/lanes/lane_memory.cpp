@@ -38,7 +38,7 @@ llvm::Value* LaneEmitter::elementPointer(const Op* op, const ir::Type& tt, const
     offset = b_.CreateAdd(offset, stride == 1 ? c : b_.CreateMul(c, b_.getInt64(stride)));
     stride *= vd[k].extent;
   }
-  return b_.CreateGEP(b_.getFloatTy(), base_[view->index], offset);
+  return b_.CreateGEP(memType(view), base_[view->index], offset);
 }
 
 namespace {
@@ -61,7 +61,9 @@ LaneAxis laneAxis(const Op* op, const std::string& lane) {
 
 llvm::Value* LaneEmitter::loadElement(const Op* op, const Coords& cs) {
   const ir::Type& rt = op->results[0]->type;
-  llvm::Value* fill = llvm::ConstantFP::get(b_.getFloatTy(), static_cast<float>(op->fconst));
+  const ir::Value* view = op->operands[0];
+  llvm::Type* mt = memType(view);
+  llvm::Value* fill = memFill(op);
   llvm::Value* inb = nullptr;
   Ix lane = rt.isScalar() ? Ix{nullptr, 0} : cs.back();
   llvm::Value* ptr = elementPointer(op, rt, cs, lane, inb);
@@ -74,10 +76,10 @@ llvm::Value* LaneEmitter::loadElement(const Op* op, const Coords& cs) {
         inb = b_.CreateAnd(inb, b_.CreateICmpULT(pos, b_.getInt64(vd[k].extent)));
       }
   }
-  if (isInside(op)) return b_.CreateLoad(b_.getFloatTy(), ptr);
+  if (isInside(op)) return widenLoaded(view, b_.CreateLoad(mt, ptr));
   // Out of the view: read the view's first element (always there) and keep the fill.
-  llvm::Value* safe = b_.CreateSelect(inb, ptr, base_[op->operands[0]->index]);
-  return b_.CreateSelect(inb, b_.CreateLoad(b_.getFloatTy(), safe), fill);
+  llvm::Value* safe = b_.CreateSelect(inb, ptr, base_[view->index]);
+  return widenLoaded(view, b_.CreateSelect(inb, b_.CreateLoad(mt, safe), fill));
 }
 
 llvm::Value* LaneEmitter::tileInside(const Op* op) {
@@ -93,8 +95,17 @@ llvm::Value* LaneEmitter::tileInside(const Op* op) {
 }
 
 llvm::Value* LaneEmitter::loadVector(const Op* op, Ix row, Ix chunk) {
+  const ir::Value* view = op->operands[0];
+  return widenLoaded(view, loadMemoryVector(op, row, chunk));
+}
+
+llvm::Value* LaneEmitter::loadMemoryVector(const Op* op, Ix row, Ix chunk) {
   const ir::Type& rt = op->results[0]->type;
-  llvm::Value* fill = llvm::ConstantFP::get(b_.getFloatTy(), static_cast<float>(op->fconst));
+  const ir::Value* view = op->operands[0];
+  llvm::Type* mt = memType(view);
+  llvm::VectorType* vt = llvm::FixedVectorType::get(mt, w_);
+  const llvm::Align align = memAlign(view);
+  llvm::Constant* fill = memFill(op);
   const std::string& lane = rt.dims.back().name;
   const int64_t laneExt = rt.dims.back().extent;
   LaneAxis ax = laneAxis(op, lane);
@@ -117,8 +128,7 @@ llvm::Value* LaneEmitter::loadVector(const Op* op, Ix row, Ix chunk) {
     // Inside the view: only the tile's own tail chunk is masked.
     int64_t valid = laneExt - (chunk.isConst() ? chunk.c * w_ : 0);
     if (chunk.isConst() && valid >= w_) {
-      if (lp_.access.at(op) == plan::LaneAccess::Vector)
-        return b_.CreateAlignedLoad(vty(Elem::F32), ptr, llvm::Align(4));
+      if (lp_.access.at(op) == plan::LaneAccess::Vector) return b_.CreateAlignedLoad(vt, ptr, align);
     } else if (chunk.isConst()) {
       mask = laneMask(valid);
     } else {
@@ -132,10 +142,10 @@ llvm::Value* LaneEmitter::loadVector(const Op* op, Ix row, Ix chunk) {
     // AVX2 lowering replaced that half by an unmasked load (wrong bits and an out-of-bounds
     // read; tests/fuzz/masked_load_half_empty_avx2.tile). Behind the asm a mask is opaque, and
     // vmaskmovps with an all-false mask reads nothing.
-    const int64_t r = lp_.register_lanes;
-    if (static_cast<int64_t>(w_) <= r)
-      return b_.CreateMaskedLoad(vty(Elem::F32), ptr, llvm::Align(4), mask, splat(fill));
-    llvm::Type* pieceTy = llvm::FixedVectorType::get(b_.getFloatTy(), static_cast<unsigned>(r));
+    // Register lanes count 4-byte elements: a register holds half as many 8-byte ones.
+    const int64_t r = lp_.register_lanes * 4 / ir::elemBytes(view->type.elem);
+    if (static_cast<int64_t>(w_) <= r) return b_.CreateMaskedLoad(vt, ptr, align, mask, splat(fill));
+    llvm::Type* pieceTy = llvm::FixedVectorType::get(mt, static_cast<unsigned>(r));
     llvm::Value* fillPiece = b_.CreateVectorSplat(static_cast<unsigned>(r), fill);
     std::vector<llvm::Value*> pieces;
     for (int64_t at = 0; at < static_cast<int64_t>(w_); at += r) {
@@ -146,8 +156,8 @@ llvm::Value* LaneEmitter::loadVector(const Op* op, Ix row, Ix chunk) {
       llvm::InlineAsm* opaque =
           llvm::InlineAsm::get(llvm::FunctionType::get(intsTy, {intsTy}, false), "", "=x,0", /*hasSideEffects=*/false);
       m = b_.CreateICmpNE(b_.CreateCall(opaque, {b_.CreateSExt(m, intsTy)}), llvm::Constant::getNullValue(intsTy));
-      llvm::Value* p = b_.CreateGEP(b_.getFloatTy(), ptr, b_.getInt64(at));
-      pieces.push_back(b_.CreateMaskedLoad(pieceTy, p, llvm::Align(4), m, fillPiece));
+      llvm::Value* p = b_.CreateGEP(mt, ptr, b_.getInt64(at));
+      pieces.push_back(b_.CreateMaskedLoad(pieceTy, p, align, m, fillPiece));
     }
     while (pieces.size() > 1) {
       std::vector<llvm::Value*> next;
@@ -161,8 +171,8 @@ llvm::Value* LaneEmitter::loadVector(const Op* op, Ix row, Ix chunk) {
     }
     return pieces[0];
   }
-  llvm::Value* ptrs = b_.CreateGEP(b_.getFloatTy(), ptr, b_.CreateMul(laneIota(), splat(b_.getInt64(ax.stride))));
-  return b_.CreateMaskedGather(vty(Elem::F32), ptrs, llvm::Align(4), mask, splat(fill));
+  llvm::Value* ptrs = b_.CreateGEP(mt, ptr, b_.CreateMul(laneIota(), splat(b_.getInt64(ax.stride))));
+  return b_.CreateMaskedGather(vt, ptrs, align, mask, splat(fill));
 }
 
 void LaneEmitter::emitLoad(const Op* op) {
@@ -179,10 +189,13 @@ void LaneEmitter::emitLoad(const Op* op) {
 void LaneEmitter::emitStore(const Op* op) {
   const ir::Value* t = op->operands[1];
   const ir::Type& tt = t->type;
+  const ir::Value* view = op->operands[0];
+  const llvm::Align align = memAlign(view);
   if (tt.isScalar()) {
     llvm::Value* inb = nullptr;
     llvm::Value* ptr = elementPointer(op, tt, {}, Ix{nullptr, 0}, inb);
-    b_.CreateMaskedStore(b_.CreateVectorSplat(1, scalar(t)), ptr, llvm::Align(4), b_.CreateVectorSplat(1, inb));
+    b_.CreateMaskedStore(b_.CreateVectorSplat(1, narrowStored(view, scalar(t))), ptr, align,
+                         b_.CreateVectorSplat(1, inb));
     return;
   }
   const plan::Layout& l = lp_.layout[t->id];
@@ -202,13 +215,13 @@ void LaneEmitter::emitStore(const Op* op) {
     mask = b_.CreateAnd(mask, splat(inb));
     // As for loads: an empty-masked vector outside the view addresses the view's first element.
     ptr = b_.CreateSelect(b_.CreateOrReduce(mask), ptr, base_[op->operands[0]->index]);
-    llvm::Value* x = vec(t, row, chunk);
+    llvm::Value* x = narrowStored(view, vec(t, row, chunk));
     if (vector) {
-      b_.CreateMaskedStore(x, ptr, llvm::Align(4), mask);
+      b_.CreateMaskedStore(x, ptr, align, mask);
       return;
     }
-    llvm::Value* ptrs = b_.CreateGEP(b_.getFloatTy(), ptr, b_.CreateMul(laneIota(), splat(b_.getInt64(ax.stride))));
-    b_.CreateMaskedScatter(x, ptrs, llvm::Align(4), mask);
+    llvm::Value* ptrs = b_.CreateGEP(memType(view), ptr, b_.CreateMul(laneIota(), splat(b_.getInt64(ax.stride))));
+    b_.CreateMaskedScatter(x, ptrs, align, mask);
   });
 }
 

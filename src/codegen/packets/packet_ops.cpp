@@ -84,7 +84,9 @@ llvm::Value* PacketEmitter::genElement(const Op* op, Ix idx) {
       llvm::Value* inb = nullptr;
       llvm::Value* ptrs = viewAccess(op, cs, rt, inb);
       llvm::Value* m = inb ? b_.CreateAnd(mask_, inb) : mask_;
-      return b_.CreateMaskedGather(vecTy(Elem::F32), ptrs, llvm::Align(4), m, constVec(Elem::F32, op->fconst, 0));
+      const ir::Value* view = op->operands[0];
+      llvm::Type* vt = llvm::FixedVectorType::get(memType(view), w_);
+      return widenLoaded(view, b_.CreateMaskedGather(vt, ptrs, memAlign(view), m, splat(memFill(op))));
     }
     default: break;
   }
@@ -300,7 +302,7 @@ llvm::Value* PacketEmitter::viewAccess(const Op* op, const std::vector<Ix>& tile
     offset = offset ? b_.CreateAdd(offset, term) : term;
     stride *= vd[k].extent;
   }
-  return b_.CreateInBoundsGEP(b_.getFloatTy(), base_[view->index], offset);
+  return b_.CreateInBoundsGEP(memType(view), base_[view->index], offset);
 }
 
 void PacketEmitter::emitStore(const Op* op) {
@@ -312,7 +314,8 @@ void PacketEmitter::emitStore(const Op* op) {
     llvm::Value* inb = nullptr;
     llvm::Value* ptrs = viewAccess(op, cs, tt, inb);
     llvm::Value* m = inb ? b_.CreateAnd(mask_, inb) : mask_;
-    b_.CreateMaskedScatter(read(tile, idx), ptrs, llvm::Align(4), m);
+    const ir::Value* view = op->operands[0];
+    b_.CreateMaskedScatter(narrowStored(view, read(tile, idx)), ptrs, memAlign(view), m);
   };
   if (p_.largeTile(n)) {
     loopFor(n, [&](llvm::Value* iv) { one(Ix{iv, 0}); });
