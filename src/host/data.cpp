@@ -66,6 +66,8 @@ std::optional<std::string> makeInputs(const ir::Kernel& kernel, uint64_t seed,
     SplitMix64 rng(seed ^ mix(static_cast<uint64_t>(i) + 1));
     if (t.isView() && ir::isIntegerStorage(t.elem)) {
       out[i].ints.assign(static_cast<size_t>(t.numElements()), 0);
+      if (loaded[i])
+        for (int64_t& x : out[i].ints) x = static_cast<int64_t>(rng.next() >> 58) - 8;
     } else if (t.isView()) {
       out[i].data.assign(static_cast<size_t>(t.numElements()), 0.0f);
       if (loaded[i])

@@ -23,10 +23,12 @@ struct ParamData {
 
 // Deterministic inputs (docs/cli.md, "Inputs"): every view that the kernel loads gets
 // uniform values in [-1, 1) on a 2^-23 grid from a SplitMix64 stream seeded by (seed, param
-// index); views only stored to start as zeros; integer views (lengths, positions, tables:
-// values only the caller knows) start as zeros in `ints`; f32 scalars get one draw of the same
-// stream; i64 scalars are 0. `overrides` (name -> value) sets scalar parameters by name.
-// Returns an error message for an override naming no scalar parameter or a malformed value.
+// index); views only stored to start as zeros; an integer view that the kernel loads gets
+// small integers in `ints` (lengths, positions and tables are the caller's to give: these
+// exercise the code, including negative and past-the-end values), one only stored zeros; f32
+// scalars get one draw of the same stream; i64 scalars are 0. `overrides` (name -> value) sets
+// scalar parameters by name. Returns an error message for an override naming no scalar
+// parameter or a malformed value.
 //
 // The generator, exactly (all arithmetic on uint64_t, wrapping):
 //   mix(z):  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9; z = (z ^ (z >> 27)) * 0x94D049BB133111EB;
@@ -36,7 +38,8 @@ struct ParamData {
 //   next():  state = state + 0x9E3779B97F4A7C15; return mix(state)          (SplitMix64)
 //   draw():  u = next() >> 40 (the top 24 bits, 0 .. 2^24-1);
 //            value = float(int64(u) - 2^23) * 2^-23   (exact: in [-1, 1 - 2^-23], step 2^-23)
-// A loaded view takes numElements draws, element 0 first (row-major order). An f32 scalar takes
+// A loaded view takes numElements draws, element 0 first (row-major order). A loaded integer
+// view takes numElements values int64(next() >> 58) - 8 (in [-8, 56)), element 0 first. An f32 scalar takes
 // the first draw of its stream. Overrides: the key is the parameter name with or without the
 // leading '%'; an i64 value is a decimal integer (optional sign), an f32 value is a decimal or
 // exponent-form number, `inf`, `-inf` or `nan`; the whole string must parse.

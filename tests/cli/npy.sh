@@ -106,5 +106,34 @@ expect "output that is an input" 1 "" "--output q=out.npy: %q is not an output o
 run "$kiln" run "${shape[@]}" --output o=/nonexistent/dir/o.npy
 expect "unwritable output" 1 "" "--output o=/nonexistent/dir/o.npy: cannot write"
 
+# Integer views (docs/ir.md, "Integer views"): int32 lengths and an int64 table in, int32 and
+# int64 outputs back, bitexact against the interpreter; the wrong integer type is refused.
+iv=$2/tests/ir/integer_views.tile
+"$py" - <<'PY'
+import numpy as np
+np.save("lens.npy", np.array([0, 1, 16, 17, 31, 32, 40, 5], dtype=np.int32))
+np.save("lens64.npy", np.array([0, 1, 16, 17, 31, 32, 40, 5], dtype=np.int64))
+np.save("rows.npy", np.array([7, 6, 5, 4, 3, 2, 1, 0], dtype=np.int64))
+PY
+run "$kiln" run "$iv" --input lens=lens.npy --input rows=rows.npy --check bitexact --output o32=o32.npy \
+  --output o64=o64.npy
+expect "integer views from NumPy, bitexact" 0 "check bitexact: PASS"
+if "$py" - <<'PY' 2>"$tmp/py"; then
+import numpy as np
+o32, o64 = np.load("o32.npy"), np.load("o64.npy")
+assert o32.dtype == np.int32 and o64.dtype == np.int64, (o32.dtype, o64.dtype)
+lens = np.load("lens.npy").astype(np.int64)
+want = np.arange(16, dtype=np.int64)[None, :] * 1000000007 + lens[:, None]
+assert (o64 == want).all() and (o32 == want.astype(np.int32)).all()
+PY
+  pass "NumPy reads the int32 and int64 outputs and they are the kernel's definition"
+else
+  fail "integer outputs" "$(tail -2 "$tmp/py")"
+fi
+run "$kiln" run "$iv" --input lens=lens64.npy
+expect "int64 data for a view<i32>" 1 "" "--input lens=lens64.npy: %lens is view<i32>\[8\] but the file holds int64 data; a view<i32> takes int32"
+run "$kiln" run "$iv" --input rows=lens.npy
+expect "int32 data for a view<i64>" 1 "" "a view<i64> takes int64"
+
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
