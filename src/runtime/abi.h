@@ -11,7 +11,7 @@
 //   int64_t kiln_abi_version;                       // global constant: kKilnAbiVersion
 // Phase i's blocks run after every block of phase i-1 has returned (kiln_launch runs them in
 // order; the runtime waits between phases). Objects without the two phase symbols have one phase.
-// params[i] points at parameter i: the first float of a view, or the int64_t / float value
+// params[i] points at parameter i: the first element of a view, or the int64_t / float value
 // of a scalar, then params[P + j] at workspace j (P parameters; the runtime allocates them).
 // No LLVM types here: the runtime does not depend on LLVM.
 #pragma once
