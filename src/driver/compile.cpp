@@ -212,34 +212,6 @@ std::optional<std::string> load(const std::string& object, const ir::Kernel& ker
 
 namespace {
 
-// An integer view's elements (ParamData::ints) as its memory holds them, and back.
-std::vector<std::byte> intBytes(const std::vector<int64_t>& ints, runtime::ViewElem elem) {
-  std::vector<std::byte> bytes(ints.size() * static_cast<size_t>(runtime::viewElemBytes(elem)));
-  for (size_t i = 0; i < ints.size(); ++i) {
-    if (elem == runtime::ViewElem::I32) {
-      const auto v = static_cast<int32_t>(ints[i]);
-      std::memcpy(bytes.data() + 4 * i, &v, 4);
-    } else {
-      std::memcpy(bytes.data() + 8 * i, &ints[i], 8);
-    }
-  }
-  return bytes;
-}
-
-void intsFromBytes(std::span<const std::byte> bytes, runtime::ViewElem elem, std::vector<int64_t>& ints) {
-  const size_t size = static_cast<size_t>(runtime::viewElemBytes(elem));
-  ints.assign(bytes.size() / size, 0);
-  for (size_t i = 0; i < ints.size(); ++i) {
-    if (elem == runtime::ViewElem::I32) {
-      int32_t v = 0;
-      std::memcpy(&v, bytes.data() + 4 * i, 4);
-      ints[i] = v;
-    } else {
-      std::memcpy(&ints[i], bytes.data() + 8 * i, 8);
-    }
-  }
-}
-
 // An integer view's ParamData must hold its elements (a caller may pass none for an f32 view).
 std::optional<std::string> checkIntegerView(const runtime::ParamSpec& p, const host::ParamData& d) {
   const int64_t elements = p.byte_size / runtime::viewElemBytes(p.elem);
@@ -259,18 +231,18 @@ std::optional<std::string> run(const runtime::LoadedKernel& kernel, std::vector<
   auto integer = [&](size_t i) {
     return sig[i].kind == runtime::ParamKind::View && sig[i].elem != runtime::ViewElem::F32;
   };
-  std::vector<std::vector<std::byte>> packed(sig.size());
+  std::vector<std::string> packed(sig.size());
   for (size_t i = 0; i < sig.size(); ++i)
     if (integer(i)) {
       if (auto e = checkIntegerView(sig[i], params[i])) return e;
-      packed[i] = intBytes(params[i].ints, sig[i].elem);
+      packed[i] = host::integerBytes(params[i].ints, sig[i].elem == runtime::ViewElem::I32);
     }
   if (guarded) {
     runtime::GuardedArgs g(sig);
     for (size_t i = 0; i < sig.size(); ++i) {
       std::optional<std::string> e;
       if (integer(i))
-        e = g.setViewBytes(i, packed[i]);
+        e = g.setViewBytes(i, std::as_bytes(std::span<const char>(packed[i])));
       else if (sig[i].kind == runtime::ParamKind::View)
         e = g.setView(i, params[i].data);
       else if (sig[i].kind == runtime::ParamKind::I64)
@@ -283,7 +255,8 @@ std::optional<std::string> run(const runtime::LoadedKernel& kernel, std::vector<
     if (auto e = g.checkGuards()) return "guard zones corrupted: " + *e;
     for (size_t i = 0; i < sig.size(); ++i)
       if (integer(i)) {
-        intsFromBytes(g.viewBytes(i), sig[i].elem, params[i].ints);
+        host::integersFromBytes(g.viewBytes(i).data(), g.viewBytes(i).size(), sig[i].elem == runtime::ViewElem::I32,
+                                params[i].ints);
       } else if (sig[i].kind == runtime::ParamKind::View) {
         auto v = g.view(i);
         params[i].data.assign(v.begin(), v.end());
@@ -303,7 +276,9 @@ std::optional<std::string> run(const runtime::LoadedKernel& kernel, std::vector<
   }
   if (auto e = kernel.launch(args, record)) return e;
   for (size_t i = 0; i < sig.size(); ++i)
-    if (integer(i)) intsFromBytes(packed[i], sig[i].elem, params[i].ints);
+    if (integer(i))
+      host::integersFromBytes(packed[i].data(), packed[i].size(), sig[i].elem == runtime::ViewElem::I32,
+                              params[i].ints);
   return std::nullopt;
 }
 

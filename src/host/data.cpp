@@ -7,6 +7,8 @@
 
 #include "host/data.h"
 
+#include <cstring>
+
 namespace kiln::host {
 namespace {
 
@@ -53,6 +55,33 @@ std::optional<float> parseF32(const std::string& s) {
 }
 
 }  // namespace
+
+std::string integerBytes(const std::vector<int64_t>& ints, bool int32) {
+  std::string bytes(ints.size() * (int32 ? 4 : 8), '\0');
+  for (size_t i = 0; i < ints.size(); ++i) {
+    if (int32) {
+      const auto v = static_cast<int32_t>(ints[i]);
+      std::memcpy(bytes.data() + 4 * i, &v, 4);
+    } else {
+      std::memcpy(bytes.data() + 8 * i, &ints[i], 8);
+    }
+  }
+  return bytes;
+}
+
+void integersFromBytes(const void* bytes, size_t size, bool int32, std::vector<int64_t>& out) {
+  const auto* p = static_cast<const char*>(bytes);
+  out.assign(size / (int32 ? 4 : 8), 0);
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (int32) {
+      int32_t v = 0;
+      std::memcpy(&v, p + 4 * i, 4);
+      out[i] = v;
+    } else {
+      std::memcpy(&out[i], p + 8 * i, 8);
+    }
+  }
+}
 
 std::optional<std::string> makeInputs(const ir::Kernel& kernel, uint64_t seed,
                                       const std::map<std::string, std::string>& overrides,

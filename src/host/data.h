@@ -46,6 +46,11 @@ struct ParamData {
 std::optional<std::string> makeInputs(const ir::Kernel& kernel, uint64_t seed,
                                       const std::map<std::string, std::string>& overrides, std::vector<ParamData>& out);
 
+// An integer view's elements as its memory holds them: int32_t (each value's low 32 bits) or
+// int64_t, native byte order; and back, each element sign-extended to int64_t.
+std::string integerBytes(const std::vector<int64_t>& ints, bool int32);
+void integersFromBytes(const void* bytes, size_t size, bool int32, std::vector<int64_t>& out);
+
 // Result of comparing an output against the FP64 oracle.
 struct CompareResult {
   bool pass = true;

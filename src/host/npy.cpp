@@ -4,6 +4,8 @@
 // newline, then the raw data.
 #include "host/npy.h"
 
+#include "host/data.h"
+
 #include <fmt/format.h>
 
 #include <cctype>
@@ -143,12 +145,7 @@ std::optional<std::string> parseNpy(const std::string& bytes, NpyArray& out) {
     out.f32.resize(static_cast<size_t>(n));
     std::memcpy(out.f32.data(), bytes.data() + data_at, want);
   } else if (out.dtype == "int32") {
-    out.i64.resize(static_cast<size_t>(n));
-    for (size_t i = 0; i < out.i64.size(); ++i) {
-      int32_t v = 0;
-      std::memcpy(&v, bytes.data() + data_at + 4 * i, 4);
-      out.i64[i] = v;
-    }
+    integersFromBytes(bytes.data() + data_at, want, /*int32=*/true, out.i64);
   } else {
     out.i64.resize(static_cast<size_t>(n));
     std::memcpy(out.i64.data(), bytes.data() + data_at, want);
@@ -184,16 +181,7 @@ std::string npyF32(const std::vector<int64_t>& shape, const std::vector<float>& 
 }
 
 std::string npyInts(const std::vector<int64_t>& shape, const std::vector<int64_t>& data, bool int32) {
-  std::string out = npyHeader(int32 ? "<i4" : "<i8", shape);
-  for (int64_t v : data) {
-    if (int32) {
-      const auto w = static_cast<int32_t>(v);
-      out.append(reinterpret_cast<const char*>(&w), 4);
-    } else {
-      out.append(reinterpret_cast<const char*>(&v), 8);
-    }
-  }
-  return out;
+  return npyHeader(int32 ? "<i4" : "<i8", shape) + integerBytes(data, int32);
 }
 
 }  // namespace kiln::host

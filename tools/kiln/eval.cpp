@@ -118,10 +118,9 @@ int runEval(const EvalArgs& a) {
     o["name"] = v->name;
     o["shape"] = v->type.shape();
     if (ir::isIntegerStorage(v->type.elem)) {
-      // An integer view: the digest of its .npy data bytes (int32 or int64 little-endian).
+      // An integer view: the digest of its elements as int32 or int64 (host::integerBytes; little-endian on x86).
       const std::vector<int64_t>& data = params[v->index].ints;
-      const std::string npy = host::npyInts({static_cast<int64_t>(data.size())}, data, v->type.elem == ir::Elem::I32);
-      const std::string bytes = npy.substr(npy.size() - data.size() * ir::elemBytes(v->type.elem));
+      const std::string bytes = host::integerBytes(data, v->type.elem == ir::Elem::I32);
       o["sha256"] = host::sha256Hex(bytes.data(), bytes.size());
       o["min"] = data.empty() ? nlohmann::ordered_json(nullptr)
                               : nlohmann::ordered_json(*std::min_element(data.begin(), data.end()));
