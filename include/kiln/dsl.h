@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <source_location>
 #include <string>
 #include <string_view>
@@ -44,10 +45,19 @@ using SrcLoc = std::source_location;
 
 inline constexpr double inf = std::numeric_limits<double>::infinity();
 
-// A named tile dimension, or one axis of the parallel domain.
+// A named tile dimension, or one axis of the parallel domain. A domain axis may take its
+// extent at launch (docs/ir.md, "Runtime extents"): runtimeAxis() below.
 struct Dim {
   std::string name;
   int64_t extent = 0;
+  ir::Value* runtime = nullptr;  // domain axes only: the i64 parameter giving the extent
+  int64_t divisor = 1;           // the extent is ceil(runtime / divisor)
+};
+
+// An integer view's element type, and a parameter's stated inclusive range (docs/ir.md).
+enum class IntElem { I32, I64 };
+struct Range {
+  int64_t lo = 0, hi = 0;
 };
 
 // One entry of a load/store access list: a named tile dim, or `_` (a squeezed view dim).
@@ -306,8 +316,17 @@ class KernelBuilder {
 
   // Parameters, in the order declared.
   View view(std::string name, std::vector<int64_t> shape, SrcLoc loc = SrcLoc::current());
+  // An integer view (elem i32 or i64: lengths, positions, block tables), optionally with a
+  // stated range every launch checks each element against.
+  View intView(std::string name, std::vector<int64_t> shape, IntElem elem, std::optional<Range> range = {},
+               SrcLoc loc = SrcLoc::current());
   Tile scalarF32(std::string name, SrcLoc loc = SrcLoc::current());
   Idx scalarI64(std::string name, SrcLoc loc = SrcLoc::current());
+  // An i64 parameter with a stated range (checked by every launch): a length, a row count.
+  Idx scalarI64(std::string name, Range range, SrcLoc loc = SrcLoc::current());
+  // A domain axis whose extent is ceil(param / divisor) at launch; `param` is an i64 parameter
+  // with a stated range [lo >= 0, hi], and the axis's maximum is ceil(hi / divisor).
+  Dim runtimeAxis(std::string name, const Idx& param, int64_t divisor = 1, SrcLoc loc = SrcLoc::current());
   // A workspace: an f32 view Kiln allocates for each launch (zero-filled before the first
   // phase), not an argument of the call. Phases pass partial results through workspaces.
   View workspace(std::string name, std::vector<int64_t> shape, SrcLoc loc = SrcLoc::current());
@@ -470,6 +489,11 @@ Tile toI1(const Tile& x, SrcLoc loc = SrcLoc::current());
 Tile broadcast(const Tile& x, const std::vector<Dim>& dims, SrcLoc loc = SrcLoc::current());
 // One element, rank 0.
 Tile extract(const Tile& x, const std::vector<IdxArg>& indices, SrcLoc loc = SrcLoc::current());
+// The same, of an i64 tile (an integer view's load), as an index.
+Idx extractIndex(const Tile& x, const std::vector<IdxArg>& indices, SrcLoc loc = SrcLoc::current());
+// min / max of indices.
+Idx minIndex(const Idx& a, const IdxOperand& b);
+Idx maxIndex(const Idx& a, const IdxOperand& b);
 
 // Reductions over named dims; `init` is a tile of the result's type, a scalar, or a literal.
 Tile reduceSum(const Tile& x, const std::vector<std::string>& dims, const Operand& init, ReduceOrder order = ordered,

@@ -94,8 +94,8 @@ namespace {
 // void NAME(ptr params, i64 begin, i64 end, ptr record): the blocks of one root domain.
 // `masked` runs `w` programs from `first` (lanes past the domain masked); `full` (optional) the
 // same with every lane active. The lane realization passes w = 1 and its program as `full`.
-llvm::Function* emitBlocks(llvm::Module& m, const plan::Plan& p, llvm::Function* masked, llvm::Function* full,
-                           int64_t w, const std::string& name, bool exported) {
+llvm::Function* emitBlocks(llvm::Module& m, const ir::Op& root, const plan::Plan& p, llvm::Function* masked,
+                           llvm::Function* full, int64_t w, const std::string& name, bool exported) {
   llvm::LLVMContext& c = m.getContext();
   llvm::IRBuilder<> b(c);
   auto* i64 = b.getInt64Ty();
@@ -115,17 +115,23 @@ llvm::Function* emitBlocks(llvm::Module& m, const plan::Plan& p, llvm::Function*
   int64_t bs = p.knobs.block_size;
 
   b.SetInsertPoint(entry);
+  // The programs of this launch's domain (runtime extents), and the blocks they fill.
+  llvm::Value* programs = domainPrograms(b, params, root);
+  llvm::Value* end = f->getArg(2);
+  if (!llvm::isa<llvm::Constant>(programs))
+    end = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, end,
+                                  b.CreateUDiv(b.CreateAdd(programs, b.getInt64(bs - 1)), b.getInt64(bs)));
   b.CreateBr(blockHead);
   b.SetInsertPoint(blockHead);
   auto* blk = b.CreatePHI(i64, 2, "block");
   blk->addIncoming(f->getArg(1), entry);
-  b.CreateCondBr(b.CreateICmpSLT(blk, f->getArg(2)), packetHead, done);
+  b.CreateCondBr(b.CreateICmpSLT(blk, end), packetHead, done);
 
   b.SetInsertPoint(packetHead);
   auto* pk = b.CreatePHI(i64, 2, "packet");
   pk->addIncoming(b.getInt64(0), blockHead);
   llvm::Value* first = b.CreateAdd(b.CreateMul(blk, b.getInt64(bs)), b.CreateMul(pk, b.getInt64(w)), "first");
-  llvm::Value* inDomain = b.CreateICmpSLT(first, b.getInt64(p.num_programs));
+  llvm::Value* inDomain = b.CreateICmpSLT(first, programs);
   llvm::Value* inBlock = b.CreateICmpSLT(pk, b.getInt64(bs / w));
   b.CreateCondBr(b.CreateAnd(inDomain, inBlock), packetBody, blockNext);
 
@@ -140,7 +146,7 @@ llvm::Function* emitBlocks(llvm::Module& m, const plan::Plan& p, llvm::Function*
   } else if (full) {
     auto* runFull = llvm::BasicBlock::Create(c, "packet.full", f);
     auto* runMasked = llvm::BasicBlock::Create(c, "packet.masked", f);
-    llvm::Value* complete = b.CreateICmpSLE(b.CreateAdd(first, b.getInt64(w)), b.getInt64(p.num_programs));
+    llvm::Value* complete = b.CreateICmpSLE(b.CreateAdd(first, b.getInt64(w)), programs);
     b.CreateCondBr(complete, runFull, runMasked);
     b.SetInsertPoint(runFull);
     b.CreateCall(full, {params, first});
@@ -173,8 +179,8 @@ llvm::Function* emitBlocks(llvm::Module& m, const plan::Plan& p, llvm::Function*
 // c * programs_per_thread, when g < launch.threads.
 // The body stays the CPU's (the lane program, or the masked packet body, which masks the
 // programs past the domain itself); only the traversal differs.
-llvm::Function* emitGpuEntry(llvm::Module& m, const plan::Plan& p, llvm::Function* body, const std::string& name,
-                             int64_t threadsPerProgram) {
+llvm::Function* emitGpuEntry(llvm::Module& m, const ir::Op& root, const plan::Plan& p, llvm::Function* body,
+                             const std::string& name, int64_t threadsPerProgram) {
   const plan::GpuLaunch launch = plan::gpuLaunch(p, threadsPerProgram);
   llvm::LLVMContext& c = m.getContext();
   llvm::IRBuilder<> b(c);
@@ -195,9 +201,15 @@ llvm::Function* emitGpuEntry(llvm::Module& m, const plan::Plan& p, llvm::Functio
       sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), "thread");
   // The W threads of a program's segment (aligned in the warp) leave or stay together.
   llvm::Value* call = b.CreateUDiv(g, b.getInt64(launch.threads_per_program), "call");
-  b.CreateCondBr(b.CreateICmpSLT(g, b.getInt64(launch.threads)), run, done);
+  llvm::Value* first = b.CreateMul(call, b.getInt64(launch.programs_per_thread), "first");
+  llvm::Value* active = b.CreateICmpSLT(g, b.getInt64(launch.threads));
+  // Runtime extents: the grid is the maximum's; calls past this launch's programs return (a
+  // packet body masks its own lanes past them).
+  llvm::Value* programs = domainPrograms(b, f->getArg(0), root);
+  if (!llvm::isa<llvm::Constant>(programs)) active = b.CreateAnd(active, b.CreateICmpSLT(first, programs));
+  b.CreateCondBr(active, run, done);
   b.SetInsertPoint(run);
-  b.CreateCall(body, {f->getArg(0), b.CreateMul(call, b.getInt64(launch.programs_per_thread), "first")});
+  b.CreateCall(body, {f->getArg(0), first});
   b.CreateBr(done);
   b.SetInsertPoint(done);
   b.CreateRetVoid();
@@ -237,6 +249,27 @@ llvm::Function* emitDispatch(llvm::Module& m, const std::vector<llvm::Function*>
   }
   b.CreateRetVoid();
   return f;
+}
+
+// void kiln_phase_blocks(ptr params, ptr blocks): phase i's blocks for these arguments,
+// ceil(programs / block_size) (the plan's count when every axis of its domain is static).
+void emitPhaseBlocks(llvm::Module& m, const std::vector<Phase>& phases) {
+  llvm::LLVMContext& c = m.getContext();
+  llvm::IRBuilder<> b(c);
+  auto* fty = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(), b.getPtrTy()}, false);
+  auto* f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, runtime::kPhaseBlocksSymbol, m);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  b.SetInsertPoint(llvm::BasicBlock::Create(c, "entry", f));
+  for (size_t i = 0; i < phases.size(); ++i) {
+    const plan::Plan& p = *phases[i].plan;
+    llvm::Value* programs = domainPrograms(b, f->getArg(0), *phases[i].kernel->root());
+    const int64_t bs = p.knobs.block_size;
+    llvm::Value* n = llvm::isa<llvm::Constant>(programs)
+                         ? static_cast<llvm::Value*>(b.getInt64(p.num_blocks))
+                         : b.CreateUDiv(b.CreateAdd(programs, b.getInt64(bs - 1)), b.getInt64(bs));
+    b.CreateStore(n, b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), f->getArg(1), i));
+  }
+  b.CreateRetVoid();
 }
 
 // kiln_launch (reset the record, run every block: the phases in order), kiln_num_blocks,
@@ -288,7 +321,7 @@ std::optional<std::string> lowerDomain(const ir::Kernel& kernel, const plan::Pla
     out.lane_code = realizedLaneCode(*body, plan.knobs.packet_width);
     out.full_packet_decision = "not_applicable";
     if (!gpu) {
-      blocks = emitBlocks(m, plan, nullptr, body, 1, name, exported);
+      blocks = emitBlocks(m, *kernel.root(), plan, nullptr, body, 1, name, exported);
       return std::nullopt;
     }
     // The lanes over the threads of a warp segment, unless the knob or the code says otherwise.
@@ -300,7 +333,7 @@ std::optional<std::string> lowerDomain(const ir::Kernel& kernel, const plan::Pla
         entry.threads_per_program = plan.knobs.packet_width;
       }
     }
-    blocks = emitGpuEntry(m, plan, body, name, entry.threads_per_program);
+    blocks = emitGpuEntry(m, *kernel.root(), plan, body, name, entry.threads_per_program);
     out.gpu_entry = entry;
     return std::nullopt;
   }
@@ -314,7 +347,7 @@ std::optional<std::string> lowerDomain(const ir::Kernel& kernel, const plan::Pla
   const plan::Knobs& kn = plan.knobs;
   if (gpu) {
     out.full_packet_decision = "not_applicable";  // a GPU thread runs one packet; no clone
-    blocks = emitGpuEntry(m, plan, body, name, 1);
+    blocks = emitGpuEntry(m, *kernel.root(), plan, body, name, 1);
     out.gpu_entry = LoweredPhase::GpuEntry{name, 1, "local_lanes=1: a thread runs a packet of W programs"};
     return std::nullopt;
   }
@@ -331,7 +364,7 @@ std::optional<std::string> lowerDomain(const ir::Kernel& kernel, const plan::Pla
     out.full_packet_decision = "selected";
     out.full_body_instructions = countInstructions(*full);
   }
-  blocks = emitBlocks(m, plan, body, full, kn.packet_width, name, exported);
+  blocks = emitBlocks(m, *kernel.root(), plan, body, full, kn.packet_width, name, exported);
   return std::nullopt;
 }
 
@@ -370,7 +403,10 @@ std::optional<std::string> lower(const ir::Kernel& kernel, const std::vector<Pha
     fns.push_back(blocks);
     ends.push_back((ends.empty() ? 0 : ends.back()) + phases[i].plan->num_blocks);
   }
-  if (!gpu) emitEntries(*out.module, dispatched ? emitDispatch(*out.module, fns, ends) : fns.at(0), ends);
+  if (!gpu) {
+    emitEntries(*out.module, dispatched ? emitDispatch(*out.module, fns, ends) : fns.at(0), ends);
+    emitPhaseBlocks(*out.module, phases);
+  }
   return finish(*out.module, out);
 }
 

@@ -4,6 +4,35 @@
 
 namespace kiln::codegen {
 
+std::vector<llvm::Value*> domainExtents(llvm::IRBuilder<>& b, llvm::Value* params, const ir::Op& root) {
+  std::vector<llvm::Value*> out;
+  for (size_t i = 0; i < root.extents.size(); ++i) {
+    const ir::RuntimeExtent r = i < root.runtime_extents.size() ? root.runtime_extents[i] : ir::RuntimeExtent{};
+    if (!r.runtime()) {
+      out.push_back(b.getInt64(root.extents[i]));
+      continue;
+    }
+    llvm::Value* slot = b.CreateConstInBoundsGEP1_64(b.getPtrTy(), params, static_cast<uint64_t>(r.param->index));
+    llvm::Value* v = b.CreateLoad(b.getInt64Ty(), b.CreateLoad(b.getPtrTy(), slot), r.param->name + ".extent");
+    out.push_back(r.divisor == 1 ? v : b.CreateUDiv(b.CreateAdd(v, b.getInt64(r.divisor - 1)), b.getInt64(r.divisor)));
+  }
+  return out;
+}
+
+llvm::Value* domainPrograms(llvm::IRBuilder<>& b, llvm::Value* params, const ir::Op& root) {
+  const std::vector<llvm::Value*> extents = domainExtents(b, params, root);
+  int64_t fixed = 1;  // the static axes' product
+  llvm::Value* n = nullptr;
+  for (size_t i = 0; i < extents.size(); ++i) {
+    if (llvm::isa<llvm::Constant>(extents[i]))
+      fixed *= root.extents[i];
+    else
+      n = n ? b.CreateMul(n, extents[i]) : extents[i];
+  }
+  if (!n) return b.getInt64(fixed);  // every axis static: the plan's count
+  return fixed == 1 ? n : b.CreateMul(n, b.getInt64(fixed), "programs");
+}
+
 ProgramEmitter::ProgramEmitter(const ir::Kernel& kernel, const plan::Plan& plan, llvm::Module& module,
                                bool noUnrollLoops)
     : k_(kernel),
@@ -93,16 +122,16 @@ void ProgramEmitter::loadParams(const std::function<void(const ir::Value* param,
   }
 }
 
-void ProgramEmitter::decomposeRootIds(llvm::Value* ids, const std::function<llvm::Value*(int64_t)>& extent,
+void ProgramEmitter::decomposeRootIds(llvm::Value* ids, const std::function<llvm::Value*(llvm::Value*)>& extent,
                                       const std::function<void(const ir::Value* axis, llvm::Value* id)>& bind) {
   const ir::Op* root = k_.root();
   const auto& axes = root->regions[0]->args;
+  const std::vector<llvm::Value*> extents = domainExtents(b_, f_->getArg(0), *root);
   llvm::Value* rest = ids;
   for (int i = static_cast<int>(p_.root_axis_order.size()) - 1; i >= 0; --i) {
     const int axis = p_.root_axis_order[i];
-    const int64_t ext = root->extents[axis];
-    bind(axes[axis], b_.CreateURem(rest, extent(ext), axes[axis]->name));
-    rest = b_.CreateUDiv(rest, extent(ext));
+    bind(axes[axis], b_.CreateURem(rest, extent(extents[axis]), axes[axis]->name));
+    rest = b_.CreateUDiv(rest, extent(extents[axis]));
   }
 }
 

@@ -20,6 +20,13 @@
 
 namespace kiln::codegen {
 
+// The extent of each axis of root domain `root` for the arguments at `params` (the argument
+// array, docs/ir.md "Runtime extents"): a constant for a static axis, ceil(value / divisor) of
+// the i64 scalar parameter's value (range-checked by the launch, so >= 0) for a runtime one;
+// and their product, the programs of the domain (a constant when every axis is static).
+std::vector<llvm::Value*> domainExtents(llvm::IRBuilder<>& b, llvm::Value* params, const ir::Op& root);
+llvm::Value* domainPrograms(llvm::IRBuilder<>& b, llvm::Value* params, const ir::Op& root);
+
 class ProgramEmitter {
  protected:
   // `noUnrollLoops`: the loops this realization builds carry llvm.loop.unroll.disable.
@@ -60,9 +67,11 @@ class ProgramEmitter {
   // Loads every parameter's pointer from the argument array (argument 0): a view's base goes
   // into base_; a scalar parameter's pointer is handed to `scalar`.
   void loadParams(const std::function<void(const ir::Value* param, llvm::Value* ptr)>& scalar);
-  // The root domain's axes from the linear program id `ids` (a scalar, or a vector of ids):
-  // innermost axis of the plan's order first, `extent(e)` the divisor's value of the same shape.
-  void decomposeRootIds(llvm::Value* ids, const std::function<llvm::Value*(int64_t)>& extent,
+  // The root domain's axes from the linear program id `ids` (a scalar, or a vector of ids) over
+  // the domain's extents for this launch (domainExtents): innermost axis of the plan's order
+  // first, `extent(e)` the divisor (an i64 scalar, a constant for a static axis) in the shape of
+  // `ids`.
+  void decomposeRootIds(llvm::Value* ids, const std::function<llvm::Value*(llvm::Value*)>& extent,
                         const std::function<void(const ir::Value* axis, llvm::Value* id)>& bind);
   // Every op of `r` but yields and stage markers, through emitOp then afterOp (a nested parallel
   // is an error); stops at the first error and positions it at its op.

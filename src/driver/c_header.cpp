@@ -109,9 +109,12 @@ std::string cHeader(const ir::Kernel& kernel, const plan::Knobs& knobs, const st
       " * {P}launch runs every block on the calling thread. To use threads of your own, call\n"
       " * {P}blocks on disjoint ranges of blocks of one phase at a time (phase i is the blocks from\n"
       " * {P}phase_ends[i-1], or 0, up to {P}phase_ends[i]); every block of a phase must have returned\n"
-      " * before the next phase starts, and the workspaces are shared by all of them. */\n"
+      " * before the next phase starts, and the workspaces are shared by all of them. A domain with\n"
+      " * runtime extents runs only the first blocks[i] of phase i's blocks for given arguments, as\n"
+      " * {P}phase_blocks(params, blocks) says (the others find no program); check stated ranges first. */\n"
       "void {P}blocks(void* const* params, int64_t block_begin, int64_t block_end, kiln_launch_record* record);\n"
       "void {P}launch(void* const* params, kiln_launch_record* record);\n"
+      "void {P}phase_blocks(void* const* params, int64_t* blocks);\n"
       "extern const int64_t {P}num_blocks;\nextern const int64_t {P}num_phases;\n"
       "extern const int64_t {P}phase_ends[];\nextern const int64_t {P}abi_version;\n\n",
       fmt::arg("abi", runtime::kKilnAbiVersion), fmt::arg("P", P), fmt::arg("U", U));

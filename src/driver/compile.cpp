@@ -38,8 +38,9 @@ llvm::Expected<jit::CompiledObject> emitObject(std::unique_ptr<llvm::Module> mod
 void renameExports(llvm::Module& m, const std::string& prefix) {
   static const std::string kAbiPrefix = "kiln_";
   if (prefix == kAbiPrefix) return;
-  for (const char* name : {runtime::kBlocksSymbol, runtime::kLaunchSymbol, runtime::kNumBlocksSymbol,
-                           runtime::kNumPhasesSymbol, runtime::kPhaseEndsSymbol, runtime::kAbiVersionSymbol})
+  for (const char* name :
+       {runtime::kBlocksSymbol, runtime::kLaunchSymbol, runtime::kNumBlocksSymbol, runtime::kNumPhasesSymbol,
+        runtime::kPhaseEndsSymbol, runtime::kPhaseBlocksSymbol, runtime::kAbiVersionSymbol})
     if (llvm::GlobalValue* g = m.getNamedValue(name)) g->setName(prefix + std::string(name).substr(kAbiPrefix.size()));
 }
 
@@ -183,6 +184,7 @@ std::vector<runtime::ParamSpec> signature(const ir::Kernel& kernel) {
       sig.push_back(runtime::ParamSpec::i64(p->name));
     else
       sig.push_back(runtime::ParamSpec::f32(p->name));
+    if (p->range) sig.back().range = std::pair{p->range->lo, p->range->hi};
   }
   return sig;
 }

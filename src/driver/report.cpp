@@ -125,6 +125,16 @@ nlohmann::json phasePlanJson(const ir::Kernel& kernel, const plan::Plan& p) {
       {"packets_per_block",
        p.realization == plan::Realization::Lanes ? p.knobs.block_size : p.knobs.block_size / p.knobs.packet_width},
       {"root_axis_order", order}};
+  // Axes whose extent is given at launch (docs/ir.md, "Runtime extents"): programs and blocks
+  // above are for the maxima, which the plan was made for.
+  nlohmann::json runtime = nlohmann::json::array();
+  for (size_t a = 0; a < root->runtime_extents.size(); ++a)
+    if (const ir::RuntimeExtent& e = root->runtime_extents[a]; e.runtime())
+      runtime.push_back({{"axis", root->regions[0]->args[a]->name},
+                         {"param", "%" + e.param->name},
+                         {"divisor", e.divisor},
+                         {"max", root->extents[a]}});
+  j["domain"]["runtime_extents"] = std::move(runtime);
   nlohmann::json mmas = nlohmann::json::array();
   ir::walk(kernel.body, [&](const ir::Op* op) {
     if (op->kind != ir::OpKind::Mma) return;
@@ -274,7 +284,12 @@ nlohmann::json planReport(const ir::Kernel& kernel, const std::vector<codegen::P
     blocks += p.num_blocks;
     snapshot = std::max(snapshot, p.snapshot_bytes_per_worker);
   }
-  r["domain"] = {{"phases", phases.size()}, {"blocks", blocks}};
+  // The parameters a launch may vary without a new compile: runtime extents and ranged integers.
+  nlohmann::json ranged = nlohmann::json::array();
+  for (const ir::Value* prm : kernel.params)
+    if (prm->range) ranged.push_back({{"param", "%" + prm->name}, {"range", {prm->range->lo, prm->range->hi}}});
+  r["domain"] = {
+      {"phases", phases.size()}, {"blocks", blocks}, {"runtime", kernel.runtimeExtents()}, {"ranged_params", ranged}};
   nlohmann::json ws = nlohmann::json::array();
   for (const ir::Value* w : kernel.workspaces)
     ws.push_back({{"name", "%" + w->name}, {"type", ir::toString(w->type)}, {"bytes", 4 * w->type.numElements()}});

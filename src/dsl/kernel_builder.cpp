@@ -4,6 +4,7 @@
 // ir::verify and never returns a kernel while any diagnostic exists.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 
@@ -205,6 +206,17 @@ View KernelBuilder::view(std::string name, std::vector<int64_t> shape, SrcLoc lo
   return Internal::view(this, v);
 }
 
+View KernelBuilder::intView(std::string name, std::vector<int64_t> shape, IntElem elem, std::optional<Range> range,
+                            SrcLoc loc) {
+  Impl& I = *impl_;
+  if (I.names.count(name))
+    I.error(toLoc(loc), "duplicate-name", fmt::format("parameter name '{}' is already used", name));
+  ir::Value* v =
+      I.b.param(I.fresh(name), ir::Type::view(elem == IntElem::I32 ? ir::Elem::I32 : ir::Elem::I64, shape), toLoc(loc));
+  if (range) v->range = ir::IntRange{range->lo, range->hi};
+  return Internal::view(this, v);
+}
+
 View KernelBuilder::workspace(std::string name, std::vector<int64_t> shape, SrcLoc loc) {
   Impl& I = *impl_;
   if (I.names.count(name))
@@ -227,16 +239,43 @@ Idx KernelBuilder::scalarI64(std::string name, SrcLoc loc) {
   return Internal::idx(this, I.b.param(I.fresh(name), ir::Type::scalar(ir::Elem::I64), toLoc(loc)));
 }
 
+Idx KernelBuilder::scalarI64(std::string name, Range range, SrcLoc loc) {
+  Idx i = scalarI64(std::move(name), loc);
+  if (i.ok()) i.value()->range = ir::IntRange{range.lo, range.hi};
+  return i;
+}
+
+Dim KernelBuilder::runtimeAxis(std::string name, const Idx& param, int64_t divisor, SrcLoc loc) {
+  Dim d{std::move(name), 1, param.value(), divisor};
+  ir::Value* p = param.value();
+  if (!p || p->origin != ir::Value::Origin::Param || !p->range || divisor < 1) {
+    error("runtime-extent",
+          "runtimeAxis '" + d.name +
+              "' needs an i64 parameter with a stated range (scalarI64(name, {lo, hi})) and "
+              "a divisor of at least 1",
+          loc);
+    d.runtime = nullptr;
+    return d;
+  }
+  d.extent = (std::max<int64_t>(p->range->hi, 0) + divisor - 1) / divisor;
+  return d;
+}
+
 detail::Scope KernelBuilder::openParallel(const std::vector<Dim>& domain, SrcLoc loc) {
   Impl& I = *impl_;
   ir::Region* saved = I.b.insertion();
   std::vector<std::string> names;
   std::vector<int64_t> extents;
+  std::vector<ir::RuntimeExtent> runtime;
+  bool any = false;
   for (const Dim& d : domain) {
     names.push_back(I.fresh(d.name));
     extents.push_back(d.extent);
+    runtime.push_back({d.runtime, d.divisor});
+    any = any || d.runtime;
   }
-  ir::Op* op = I.b.parallel(names, extents, toLoc(loc));
+  if (!any) runtime.clear();
+  ir::Op* op = I.b.parallel(names, extents, toLoc(loc), runtime);
   if (op) I.b.setInsertion(op->regions[0]);
   return detail::Scope(this, op, saved, 0, loc);
 }

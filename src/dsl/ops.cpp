@@ -286,6 +286,23 @@ Tile extract(const Tile& x, const std::vector<IdxArg>& indices, SrcLoc loc) {
   return Internal::tile(kb, I.b.extract(x.value(), ix, l, I.fresh("t")));
 }
 
+Idx extractIndex(const Tile& x, const std::vector<IdxArg>& indices, SrcLoc loc) {
+  KernelBuilder* kb = x.builder();
+  if (!kb || !x.ok()) return Idx{};
+  if (x.value()->type.elem != ir::Elem::I64) {
+    kb->error("type", "extractIndex reads an i64 tile, not " + x.type(), loc);
+    return Idx{};
+  }
+  return Internal::idx(kb, extract(x, indices, loc).value());
+}
+
+Idx minIndex(const Idx& a, const IdxOperand& b) {
+  return indexBinary(ir::OpKind::Min, IdxOperand(a, b.loc), b);
+}
+Idx maxIndex(const Idx& a, const IdxOperand& b) {
+  return indexBinary(ir::OpKind::Max, IdxOperand(a, b.loc), b);
+}
+
 // ---- reductions and mma ----
 
 Tile reduceSum(const Tile& x, const std::vector<std::string>& dims, const Operand& init, ReduceOrder order,

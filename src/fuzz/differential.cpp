@@ -128,7 +128,8 @@ std::optional<std::string> makeFuzzInputs(const ir::Kernel& kernel, const InputC
   if (in.seed != 0)
     for (const ir::Value* p : kernel.params)
       if (p->type.isScalar() && p->type.elem == ir::Elem::I64)
-        out[static_cast<size_t>(p->index)].i64 = scalars.range(-1, 4);
+        out[static_cast<size_t>(p->index)].i64 =
+            p->range ? scalars.range(p->range->lo, p->range->hi) : scalars.range(-1, 4);  // within a stated range
   if (!in.specials) return std::nullopt;
   const float inf = std::numeric_limits<float>::infinity();
   const float fmax = std::numeric_limits<float>::max();

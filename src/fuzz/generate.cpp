@@ -34,14 +34,40 @@ Program Gen::run() {
     for (int64_t e : v.shape) ext.push_back(std::to_string(e));
     params.push_back(fmt::format("{}: view<f32>[{}]", v.name, fmt::join(ext, ", ")));
   }
-  if (use_n_) params.push_back("%n: i64");
+  // Lengths at launch, drawn from a stream of their own so that the programs of every other
+  // seed stay as they were: the runtime scalar %n as a per-program integer read from a
+  // view<i32> shaped like the domain (a bound or origin that differs between the lanes of a
+  // packet), and the first root axis as a runtime extent (docs/ir.md).
+  Rng side(seed_ ^ 0x1E4637A5ull);
+  const bool perProgramN = use_n_ && side.chance(1, 3);
+  std::vector<std::string> head;
+  if (perProgramN) {
+    std::vector<std::string> shape, at, access;
+    for (size_t i = 0; i < root_ext_.size(); ++i) {
+      shape.push_back(std::to_string(root_ext_[i]));
+      at.push_back(root_ivs_[i]);
+      access.push_back(i + 1 == root_ext_.size() ? "one:1" : "_");
+    }
+    params.push_back(fmt::format("%nv: view<i32>[{}] in [-1, 4]", fmt::join(shape, ", ")));
+    head.push_back(
+        fmt::format("    %nt = load %nv[{}] as [{}] : i64[one:1]", fmt::join(at, ", "), fmt::join(access, ", ")));
+    head.push_back("    %n = extract %nt[0] : i64");
+  } else if (use_n_) {
+    params.push_back("%n: i64");
+  }
   if (use_s_) params.push_back("%s: f32");
   std::vector<std::string> ivs(root_ivs_.begin(), root_ivs_.end());
   std::vector<std::string> ext;
   for (int64_t e : root_ext_) ext.push_back(std::to_string(e));
+  if (side.chance(1, 4)) {
+    const int64_t divisor = side.chance(1, 2) ? 1 : side.range(2, 3);
+    params.push_back(fmt::format("%len: i64 in [0, {}]", root_ext_[0] * divisor));
+    ext[0] = divisor == 1 ? std::string("%len") : fmt::format("cdiv(%len, {})", divisor);
+  }
   std::string text =
       fmt::format("# kiln fuzz program, seed {:#x}\nkernel @fuzz({}) {{\n", seed_, fmt::join(params, ", "));
   text += fmt::format("  parallel ({}) in ({}) {{\n", fmt::join(ivs, ", "), fmt::join(ext, ", "));
+  for (const std::string& l : head) text += l + "\n";
   for (const std::string& l : lines_) text += l + "\n";
   text += "  }\n}\n";
   p.text = std::move(text);

@@ -9,7 +9,8 @@
 // origins and fills; every unary and binary op, cmp/select, cast, iota, broadcast; reduce
 // (add/max/min/mul, ordered and unordered_tree with and without P); mma (1 or 2 contracted
 // dims, batch dims, K = 0, both policy flags); extract at constant and runtime indices;
-// serial and pipeline loops with carried scalars and tiles, nested, with runtime bounds.
+// serial and pipeline loops with carried scalars and tiles, nested, with runtime bounds;
+// per-program integers read from a view<i32>, and a runtime extent of the first root axis.
 #pragma once
 
 #include <cstdint>

@@ -93,16 +93,24 @@ std::optional<std::string> makeInputs(const ir::Kernel& kernel, uint64_t seed,
   for (size_t i = 0; i < n; ++i) {
     const ir::Type& t = kernel.params[i]->type;
     SplitMix64 rng(seed ^ mix(static_cast<uint64_t>(i) + 1));
+    const std::optional<ir::IntRange> range = kernel.params[i]->range;
+    // A value in the stated range: lo + next() % (hi - lo + 1) (the span as uint64_t, wrapping).
+    auto ranged = [&] {
+      const uint64_t span = static_cast<uint64_t>(range->hi) - static_cast<uint64_t>(range->lo) + 1;
+      return static_cast<int64_t>(static_cast<uint64_t>(range->lo) + (span == 0 ? rng.next() : rng.next() % span));
+    };
     if (t.isView() && ir::isIntegerStorage(t.elem)) {
-      out[i].ints.assign(static_cast<size_t>(t.numElements()), 0);
+      out[i].ints.assign(static_cast<size_t>(t.numElements()), range && !range->contains(0) ? range->lo : 0);
       if (loaded[i])
-        for (int64_t& x : out[i].ints) x = static_cast<int64_t>(rng.next() >> 58) - 8;
+        for (int64_t& x : out[i].ints) x = range ? ranged() : static_cast<int64_t>(rng.next() >> 58) - 8;
     } else if (t.isView()) {
       out[i].data.assign(static_cast<size_t>(t.numElements()), 0.0f);
       if (loaded[i])
         for (float& x : out[i].data) x = rng.draw();
     } else if (t.elem == ir::Elem::F32) {
       out[i].f32 = rng.draw();
+    } else if (range) {
+      out[i].i64 = ranged();
     }
   }
   for (const auto& [key, text] : overrides) {

@@ -26,9 +26,9 @@ struct ParamData {
 // index); views only stored to start as zeros; an integer view that the kernel loads gets
 // small integers in `ints` (lengths, positions and tables are the caller's to give: these
 // exercise the code, including negative and past-the-end values), one only stored zeros; f32
-// scalars get one draw of the same stream; i64 scalars are 0. `overrides` (name -> value) sets
-// scalar parameters by name. Returns an error message for an override naming no scalar
-// parameter or a malformed value.
+// scalars get one draw of the same stream; i64 scalars are 0 (or in their stated range). `overrides` (name -> value)
+// sets scalar parameters by name. Returns an error message for an override naming no scalar parameter or a malformed
+// value.
 //
 // The generator, exactly (all arithmetic on uint64_t, wrapping):
 //   mix(z):  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9; z = (z ^ (z >> 27)) * 0x94D049BB133111EB;
@@ -40,8 +40,10 @@ struct ParamData {
 //            value = float(int64(u) - 2^23) * 2^-23   (exact: in [-1, 1 - 2^-23], step 2^-23)
 // A loaded view takes numElements draws, element 0 first (row-major order). A loaded integer
 // view takes numElements values int64(next() >> 58) - 8 (in [-8, 56)), element 0 first. An f32 scalar takes
-// the first draw of its stream. Overrides: the key is the parameter name with or without the
-// leading '%'; an i64 value is a decimal integer (optional sign), an f32 value is a decimal or
+// the first draw of its stream. A parameter with a stated range [lo, hi] (an i64 scalar, or a
+// loaded integer view) takes lo + next() % (hi - lo + 1) per element instead (one draw for a
+// scalar; an unloaded view stays zeros, or lo when 0 is outside the range). Overrides: the key is the parameter name
+// with or without the leading '%'; an i64 value is a decimal integer (optional sign), an f32 value is a decimal or
 // exponent-form number, `inf`, `-inf` or `nan`; the whole string must parse.
 std::optional<std::string> makeInputs(const ir::Kernel& kernel, uint64_t seed,
                                       const std::map<std::string, std::string>& overrides, std::vector<ParamData>& out);

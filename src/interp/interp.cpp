@@ -5,6 +5,7 @@
 
 #include "interp/machine.h"
 #include "interp/steps.h"
+#include "ir/range.h"
 
 namespace kiln::interp {
 namespace {
@@ -17,7 +18,12 @@ std::optional<std::string> checkArguments(const ir::Kernel& kernel, const std::v
     return fmt::format("kernel @{} takes {} parameters but {} were given", kernel.name, kernel.params.size(),
                        params.size());
   for (const ir::Value* p : kernel.params) {
-    if (!p->type.isView()) continue;
+    const std::string which = fmt::format("parameter '{}' (#{})", p->name, p->index);
+    if (!p->type.isView()) {
+      if (p->range)
+        if (auto e = ir::rangeViolation(which, p->range->lo, p->range->hi, params[p->index].i64)) return e;
+      continue;
+    }
     const auto want = static_cast<size_t>(p->type.numElements());
     const bool integer = ir::isIntegerStorage(p->type.elem);
     const size_t got = integer ? params[p->index].ints.size() : params[p->index].data.size();
@@ -29,6 +35,11 @@ std::optional<std::string> checkArguments(const ir::Kernel& kernel, const std::v
         if (params[p->index].ints[i] != static_cast<int32_t>(params[p->index].ints[i]))
           return fmt::format("parameter %{} is {}: element {} = {} is outside the i32 range", p->name,
                              ir::toString(p->type), i, params[p->index].ints[i]);
+    if (p->range)
+      for (size_t i = 0; i < got; ++i)
+        if (auto e = ir::rangeViolation(which, p->range->lo, p->range->hi, params[p->index].ints[i],
+                                        static_cast<int64_t>(i)))
+          return e;
   }
   if (options.reduction_partitions < 1 || options.reduction_partitions > 16)
     return fmt::format("reduction_partitions is {}; it must be in 1..16", options.reduction_partitions);

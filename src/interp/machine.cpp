@@ -189,14 +189,18 @@ void Machine<F>::run(const Step& root) {
   const ir::Op& op = *root.op;
   const std::vector<ir::Value*>& ivs = op.regions[0]->args;
   const size_t rank = op.extents.size();
+  // A runtime extent from its (range-checked) parameter; programs run over the runtime domain.
+  std::vector<int64_t> extents = op.extents;
+  for (size_t d = 0; d < op.runtime_extents.size(); ++d)
+    if (const ir::RuntimeExtent& r = op.runtime_extents[d]; r.runtime()) extents[d] = r.at(slot(r.param).i.at(0));
   std::vector<int64_t> coord(rank, 0);
   int64_t programs = 1;
-  for (int64_t e : op.extents) programs *= e;
+  for (int64_t e : extents) programs *= std::max<int64_t>(e, 0);
   for (int64_t p = 0; p < programs; ++p) {
     for (size_t d = 0; d < rank; ++d) slot(ivs[d]).i = {coord[d]};
     runRegion(root.body);
     for (size_t d = rank; d-- > 0;) {
-      if (++coord[d] < op.extents[d]) break;
+      if (++coord[d] < extents[d]) break;
       coord[d] = 0;
     }
   }

@@ -69,9 +69,11 @@ Value* Builder::single(Op* op, const Type* declared, std::string name) {
   return op->results.empty() ? nullptr : op->results[0];
 }
 
-Op* Builder::parallel(const std::vector<std::string>& ivNames, const std::vector<int64_t>& extents, const Loc& loc) {
+Op* Builder::parallel(const std::vector<std::string>& ivNames, const std::vector<int64_t>& extents, const Loc& loc,
+                      const std::vector<RuntimeExtent>& runtime) {
   Op* op = k_.newOp(OpKind::Parallel, loc);
   op->extents = extents;
+  op->runtime_extents = runtime;
   if (!finish(op, nullptr, {})) return nullptr;
   Region* body = k_.newRegion(op);
   op->regions.push_back(body);

@@ -36,7 +36,10 @@ class Builder {
 
   // Structure. parallel/loop return the op; its body is op->regions[0], whose args are the
   // induction variables (and, for loops, the carried values).
-  Op* parallel(const std::vector<std::string>& ivNames, const std::vector<int64_t>& extents, const Loc& loc);
+  // `runtime` (empty, or one entry per axis): the axes whose extent is given at launch; their
+  // `extents` entry is the maximum.
+  Op* parallel(const std::vector<std::string>& ivNames, const std::vector<int64_t>& extents, const Loc& loc,
+               const std::vector<RuntimeExtent>& runtime = {});
   Op* loop(OpKind kind, const std::string& ivName, Index lower, Index upper, int64_t step,
            const std::vector<std::pair<std::string, Value*>>& carried, const std::vector<std::string>& resultNames,
            const Loc& loc);

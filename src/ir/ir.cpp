@@ -162,6 +162,13 @@ Op* Kernel::root() const {
   return nullptr;
 }
 
+bool Kernel::runtimeExtents() const {
+  for (const Op* r : roots())
+    for (const RuntimeExtent& e : r->runtime_extents)
+      if (e.runtime()) return true;
+  return false;
+}
+
 std::vector<Op*> Kernel::roots() const {
   std::vector<Op*> out;
   if (body)
@@ -179,6 +186,7 @@ class Cloner {
   Value* value(const Value* v, Value::Origin origin, int index) {
     Value* n = k_.newValue(v->name, v->type, origin, v->loc);
     n->index = index;
+    n->range = v->range;
     map_[v] = n;
     return n;
   }
@@ -193,6 +201,8 @@ class Cloner {
     for (const Index& ix : src.indices) n->indices.push_back({ix.value ? map_.at(ix.value) : nullptr, ix.constant});
     n->access = src.access;
     n->extents = src.extents;
+    for (const RuntimeExtent& e : src.runtime_extents)
+      n->runtime_extents.push_back({e.param ? map_.at(e.param) : nullptr, e.divisor});
     n->dims = src.dims;
     n->pred = src.pred;
     n->reduce = src.reduce;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -139,6 +140,14 @@ struct MmaPolicy {
 struct Op;
 struct Region;
 
+// An integer parameter's stated inclusive range (`%n: i64 in [1, 600]`, `%lens: view<i32>[8]
+// in [0, 2048]`): a launch refuses an argument (an element of an integer view) outside it.
+struct IntRange {
+  int64_t lo = 0, hi = 0;
+  bool contains(int64_t v) const { return v >= lo && v <= hi; }
+  bool operator==(const IntRange&) const = default;
+};
+
 struct Value {
   enum class Origin : uint8_t { Param, RegionArg, OpResult, Workspace };
   int id = 0;        // unique within the kernel
@@ -149,6 +158,18 @@ struct Value {
   Region* region = nullptr;  // RegionArg: the region whose arg this is
   int index = 0;             // result index / arg index / param index / workspace index
   Loc loc;
+  std::optional<IntRange> range;  // Param of type i64 or an integer view: its stated range
+};
+
+// A root domain axis whose extent is given at launch (docs/ir.md, "Runtime extents"):
+// ceil(param / divisor) of an i64 scalar parameter with a stated range; the op's `extents`
+// entry for the axis holds its maximum, ceil(range.hi / divisor), which plans are made for.
+struct RuntimeExtent {
+  Value* param = nullptr;  // null: the axis is static
+  int64_t divisor = 1;
+  bool runtime() const { return param != nullptr; }
+  // The extent for an argument `value` of `param` (within its range, so >= 0).
+  int64_t at(int64_t value) const { return (value + divisor - 1) / divisor; }
 };
 
 // An index operand: a literal, or a rank-0 i64 value (value != nullptr).
@@ -173,13 +194,14 @@ struct Op {
   Region* parent = nullptr;  // the region this op sits in
 
   // Attributes (which ones are meaningful depends on `kind`).
-  double fconst = 0.0;            // Const (f32), Load fill
-  int64_t iconst = 0;             // Const (i64 / i1), Stage number
-  std::vector<Index> indices;     // Load/Store origin (one per view dim), Extract indices,
-                                  // Serial/Pipeline bounds {lower, upper, step}
-  std::vector<Dim> access;        // Load/Store: per view dim, name:extent, or name "" = squeezed
-  std::vector<int64_t> extents;   // Parallel: domain extents (static)
-  std::vector<std::string> dims;  // Reduce: reduced dims; Mma: contracted dims; Iota: {dim}
+  double fconst = 0.0;                         // Const (f32), Load fill
+  int64_t iconst = 0;                          // Const (i64 / i1), Stage number
+  std::vector<Index> indices;                  // Load/Store origin (one per view dim), Extract indices,
+                                               // Serial/Pipeline bounds {lower, upper, step}
+  std::vector<Dim> access;                     // Load/Store: per view dim, name:extent, or name "" = squeezed
+  std::vector<int64_t> extents;                // Parallel: domain extents (a runtime extent's maximum)
+  std::vector<RuntimeExtent> runtime_extents;  // Parallel: per axis, or empty (all static)
+  std::vector<std::string> dims;               // Reduce: reduced dims; Mma: contracted dims; Iota: {dim}
   CmpPred pred = CmpPred::LT;
   ReduceKind reduce = ReduceKind::Add;
   ReducePolicy reduce_policy;
@@ -214,6 +236,8 @@ struct Kernel {
   Op* root() const;
   // Every root parallel op (phase), in order.
   std::vector<Op*> roots() const;
+  // Some root domain has an extent given at launch.
+  bool runtimeExtents() const;
   // More than one phase, or any workspace: launched as a sequence of single-phase kernels.
   bool phased() const { return !workspaces.empty() || roots().size() > 1; }
   // Params that some Store writes (outputs) / that some Load reads (inputs), in param order.

@@ -191,6 +191,16 @@ Type Parser::parseType() {
   return Type::tile(e, std::move(dims));
 }
 
+IntRange Parser::parseRange() {
+  bump();  // 'in'
+  expect(Tok::LBracket, "'[' and the parameter's range '[lo, hi]'");
+  Token lo = expectInt("the lower end of the range (an integer)");
+  expect(Tok::Comma, "',' between the ends of the range");
+  Token hi = expectInt("the upper end of the range (an integer)");
+  expect(Tok::RBracket, "']' after the range");
+  return IntRange{toInt(lo).value_or(0), toInt(hi).value_or(0)};
+}
+
 std::optional<Type> Parser::parseResultType(Loc& at) {
   if (tok_.kind != Tok::Colon) return std::nullopt;
   bump();
@@ -404,7 +414,9 @@ void Parser::parseKernel() {
       Token p = expect(Tok::Value, "a parameter '%name: TYPE'");
       expect(Tok::Colon, "':' and the parameter's type");
       Type t = parseType();
-      define(p, b_->param(std::string(p.name()), std::move(t), loc(p)));
+      Value* v = b_->param(std::string(p.name()), std::move(t), loc(p));
+      if (atWord("in")) v->range = parseRange();
+      define(p, v);
       if (tok_.kind == Tok::RParen) break;
       expect(Tok::Comma, "',' or ')' after a parameter");
     }

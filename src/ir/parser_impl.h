@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -125,6 +126,7 @@ class Parser {
 
   // f32 | f32[m:4, n:16] | view<f32>[1, 8]. Extents are kept as written; the verifier limits them.
   Type parseType();
+  IntRange parseRange();  // after a parameter's type: `in [lo, hi]`
 
   // ": TYPE" after an op, if written.
   std::optional<Type> parseResultType(Loc& at);

@@ -18,17 +18,41 @@ void Parser::parseParallel(const std::vector<Token>& names, const Token& opTok, 
   expectWord("in", "'in' and the domain extents");
   expect(Tok::LParen, "'(' and the domain extents");
   std::vector<int64_t> extents;
+  std::vector<RuntimeExtent> runtime;
   Token first = tok_;
   if (tok_.kind != Tok::RParen) {
     while (true) {
-      auto v = toInt(expectInt("an integer domain extent"));
-      if (!v) bad = true;
-      extents.push_back(v.value_or(1));
+      // An integer, or a runtime extent: `%n` or `cdiv(%n, 16)` of an i64 parameter with a range.
+      RuntimeExtent r;
+      if (tok_.kind == Tok::Value || atWord("cdiv")) {
+        const bool cdiv = tok_.kind != Tok::Value;
+        if (cdiv) {
+          bump();
+          expect(Tok::LParen, "'(' after 'cdiv'");
+        }
+        Token t = expect(Tok::Value, "an i64 parameter '%name' as the runtime extent");
+        r.param = use(t);
+        if (!r.param) bad = true;
+        if (cdiv) {
+          expect(Tok::Comma, "',' and the divisor in 'cdiv(%param, divisor)'");
+          r.divisor = toInt(expectInt("an integer divisor")).value_or(1);
+          expect(Tok::RParen, "')' after 'cdiv(%param, divisor'");
+        }
+        // The maximum from the parameter's range (the verifier names what is missing).
+        extents.push_back(r.param && r.param->range && r.divisor >= 1 ? std::max<int64_t>(r.at(r.param->range->hi), 1)
+                                                                      : 1);
+      } else {
+        auto v = toInt(expectInt("a domain extent (an integer, '%param' or 'cdiv(%param, N)')"));
+        if (!v) bad = true;
+        extents.push_back(v.value_or(1));
+      }
+      runtime.push_back(r);
       if (tok_.kind == Tok::RParen) break;
       expect(Tok::Comma, "',' or ')' after a domain extent");
     }
   }
   bump();
+  if (std::none_of(runtime.begin(), runtime.end(), [](const RuntimeExtent& r) { return r.runtime(); })) runtime.clear();
   if (ivs.size() != extents.size()) {
     error(loc(first), "arity",
           fmt::format("parallel names {} program indices but gives {} extents", ivs.size(), extents.size()));
@@ -36,7 +60,7 @@ void Parser::parseParallel(const std::vector<Token>& names, const Token& opTok, 
   }
   Op* op = nullptr;
   if (!bad) {
-    op = b_->parallel(strings(ivs), extents, loc(opTok));
+    op = b_->parallel(strings(ivs), extents, loc(opTok), runtime);
     if (!op) checkLimit();
   }
   parseRegion(op ? op->regions[0] : nullptr, ivs, depth + 1);

@@ -66,7 +66,9 @@ class Printer {
  public:
   std::string run(const Kernel& k) {
     std::vector<std::string> params;
-    for (const Value* p : k.params) params.push_back(fmt::format("{}: {}", name(p), toString(p->type)));
+    for (const Value* p : k.params)
+      params.push_back(fmt::format("{}: {}{}", name(p), toString(p->type),
+                                   p->range ? fmt::format(" in [{}, {}]", p->range->lo, p->range->hi) : ""));
     std::vector<std::string> ws;
     for (const Value* w : k.workspaces) ws.push_back(fmt::format("{}: {}", name(w), toString(w->type)));
     std::string wsText = ws.empty() ? "" : fmt::format(" workspace({})", join(ws));
@@ -123,7 +125,15 @@ class Printer {
         std::vector<std::string> ivs, extents;
         if (!op.regions.empty() && op.regions[0])
           for (const Value* iv : op.regions[0]->args) ivs.push_back(name(iv));
-        for (int64_t e : op.extents) extents.push_back(fmt::format("{}", e));
+        for (size_t i = 0; i < op.extents.size(); ++i) {
+          const RuntimeExtent r = i < op.runtime_extents.size() ? op.runtime_extents[i] : RuntimeExtent{};
+          if (!r.runtime())
+            extents.push_back(fmt::format("{}", op.extents[i]));
+          else if (r.divisor == 1)
+            extents.push_back(name(r.param));
+          else
+            extents.push_back(fmt::format("cdiv({}, {})", name(r.param), r.divisor));
+        }
         line(depth, fmt::format("parallel ({}) in ({}) {{", join(ivs), join(extents)));
         body(op, depth);
         return;

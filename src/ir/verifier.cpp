@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -142,6 +143,7 @@ class Verifier {
         error(p->loc, "param-type",
               fmt::format("{} has type {}; a parameter is a view or an i64 / f32 scalar", nameOf(*p), toString(t)));
       }
+      if (p->range) checkRange(*p);
     }
     for (size_t i = 0; i < k_.workspaces.size(); ++i) {
       const Value* w = k_.workspaces[i];
@@ -166,6 +168,64 @@ class Verifier {
       else if (cappedProduct(t.shape()) > kMaxViewElements)
         error(w->loc, "view-too-large",
               fmt::format("workspace {} has type {}: more than 2^31 elements", nameOf(*w), toString(t)));
+    }
+  }
+
+  // A stated range `in [lo, hi]`: on an i64 scalar or an integer view, lo <= hi, within i32 for view<i32>.
+  void checkRange(const Value& p) {
+    const Type& t = p.type;
+    const IntRange r = *p.range;
+    const bool integer = t.isView() ? isIntegerStorage(t.elem) : t.isScalar() && t.elem == Elem::I64;
+    if (!integer) {
+      error(p.loc, "param-range",
+            fmt::format("{} has type {}; only an i64 scalar or an integer view (view<i32>, view<i64>) states a range",
+                        nameOf(p), toString(t)));
+    } else if (r.lo > r.hi) {
+      error(p.loc, "param-range",
+            fmt::format("{} states the range [{}, {}], whose lower end is above its upper end", nameOf(p), r.lo, r.hi));
+    } else if (t.isView() && t.elem == Elem::I32 &&
+               (r.lo < std::numeric_limits<int32_t>::min() || r.hi > std::numeric_limits<int32_t>::max())) {
+      error(p.loc, "param-range",
+            fmt::format("{} has type {}; its range [{}, {}] does not fit in i32", nameOf(p), toString(t), r.lo, r.hi));
+    }
+  }
+
+  // Runtime extents: an i64 parameter with a range in [0, ..], hi >= 1, a divisor >= 1, and the
+  // op's extent is the maximum ceil(hi / divisor).
+  void checkRuntimeExtents(const Op& op) {
+    if (op.runtime_extents.empty()) return;
+    if (op.runtime_extents.size() != op.extents.size()) {
+      error(op.loc, "malformed",
+            fmt::format("the parallel domain has {} extents but {} runtime extent entries", op.extents.size(),
+                        op.runtime_extents.size()));
+      return;
+    }
+    for (size_t i = 0; i < op.extents.size(); ++i) {
+      const RuntimeExtent& r = op.runtime_extents[i];
+      if (!r.runtime()) continue;
+      const Value& p = *r.param;
+      const std::string axis = fmt::format("domain extent {}", i);
+      if (p.origin != Value::Origin::Param || !p.type.isScalar() || p.type.elem != Elem::I64) {
+        error(op.loc, "runtime-extent",
+              fmt::format("{} is {}, which is not an i64 scalar parameter; a runtime extent is '%param' or "
+                          "'cdiv(%param, N)' of an i64 parameter",
+                          axis, nameOf(p)));
+      } else if (!p.range) {
+        error(op.loc, "runtime-extent",
+              fmt::format("{} is {}, which states no range; give it one ('{}: i64 in [0, MAX]'): plans are made for "
+                          "the maximum",
+                          axis, nameOf(p), nameOf(p)));
+      } else if (p.range->lo < 0 || p.range->hi < 1) {
+        error(op.loc, "runtime-extent",
+              fmt::format("{} is {}, whose range [{}, {}] is not within [0, ..] with an upper end of at least 1", axis,
+                          nameOf(p), p.range->lo, p.range->hi));
+      } else if (r.divisor < 1) {
+        error(op.loc, "runtime-extent", fmt::format("{}: cdiv's divisor is {}; it is at least 1", axis, r.divisor));
+      } else if (op.extents[i] != r.at(p.range->hi)) {
+        error(op.loc, "malformed",
+              fmt::format("{}: the stated maximum {} is not ceil({} / {}) = {}", axis, op.extents[i], p.range->hi,
+                          r.divisor, r.at(p.range->hi)));
+      }
     }
   }
 
@@ -411,6 +471,7 @@ class Verifier {
         bool positive = std::all_of(op.extents.begin(), op.extents.end(), [](int64_t e) { return e >= 1; });
         if (positive && cappedProduct(op.extents) > kMaxDomainPrograms)
           error(op.loc, "domain-too-large", "the parallel domain has more than 2^31 programs");
+        checkRuntimeExtents(op);
         break;
       }
       case OpKind::Load:

@@ -76,6 +76,9 @@ llvm::Expected<std::unique_ptr<Session>> Session::load(std::string object_bytes,
     }
     if (prev != session->num_blocks_) return error("kernel object: the last phase does not end at kiln_num_blocks");
   }
+  auto phaseBlocks = resolve(runtime::kPhaseBlocksSymbol);
+  if (!phaseBlocks) return phaseBlocks.takeError();
+  session->phase_blocks_ = reinterpret_cast<runtime::PhaseBlocksFn>(*phaseBlocks);
   return session;
 }
 
@@ -94,6 +97,7 @@ runtime::KernelEntry kernelEntry(std::shared_ptr<Session> session) {
   entry.launch = session->launch();
   entry.num_blocks = session->numBlocks();
   entry.phase_ends = session->phaseEnds();
+  entry.phase_blocks = session->phaseBlocks();
   entry.owner = std::move(session);
   return entry;
 }

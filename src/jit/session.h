@@ -21,7 +21,8 @@ namespace kiln::jit {
 class Session {
  public:
   // Links `object_bytes` (copied) into a fresh LLJIT for the host and resolves the ABI
-  // symbols (kiln_blocks, kiln_launch, kiln_num_blocks, kiln_abi_version; kiln_num_phases and
+  // symbols (kiln_blocks, kiln_launch, kiln_num_blocks, kiln_phase_blocks, kiln_abi_version;
+  // kiln_num_phases and
   // kiln_phase_ends when present). A malformed
   // object, a missing or unresolvable symbol, or another ABI version is an error; so is an
   // object compiled for an `isa` this host cannot run (cannotRunHere), before anything links.
@@ -38,6 +39,7 @@ class Session {
   int64_t numBlocks() const { return num_blocks_; }
   // End block of each phase (kiln_phase_ends; {numBlocks()} for a one-phase object).
   const std::vector<int64_t>& phaseEnds() const { return phase_ends_; }
+  runtime::PhaseBlocksFn phaseBlocks() const { return phase_blocks_; }
   const std::string& objectSha256() const { return object_sha256_; }
 
  private:
@@ -47,6 +49,7 @@ class Session {
   runtime::LaunchFn launch_ = nullptr;
   int64_t num_blocks_ = 0;
   std::vector<int64_t> phase_ends_;
+  runtime::PhaseBlocksFn phase_blocks_ = nullptr;
   std::string object_sha256_;
 };
 

@@ -2,8 +2,10 @@
 // output accumulator acc (online softmax); see attention.h for the contract.
 #include "kernels/attention.h"
 
+#include <array>
 #include <cmath>
 #include <string>
+#include <utility>
 
 namespace kiln::kernels {
 
@@ -68,6 +70,21 @@ BuildResult separateHeads(KernelBuilder& kb, const AttentionShape& s, const Atte
   return kb.finish();
 }
 
+// The online-softmax update of stacked heads for one KV block of (masked) `scores` and V tile
+// `vt`: the new row max m, row sum l and unnormalised accumulator; row max and sum in the
+// 16-partition tree.
+Tiles stackedUpdate(const Tile& scores, const Tile& vt, const Tile& mPrev, const Tile& lPrev, const Tile& accPrev,
+                    MmaFlags flags) {
+  Tile mNew = max(mPrev, reduceMax(scores, {"n"}, -inf, unorderedTree(16)).as("row_max")).as("m_new");
+  // A row with no valid key so far has m = -inf; exp(s - 0) keeps it at p = 0, never NaN.
+  Tile mSafe = select(eq(mNew, -inf), 0.0, mNew).as("m_safe");
+  Tile p = exp(scores - mSafe).as("p");
+  Tile alpha = exp(mPrev - mSafe).as("alpha");
+  Tile lNew = (lPrev * alpha + reduceSum(p, {"n"}, 0.0, unorderedTree(16)).as("row_sum")).as("l_new");
+  Tile accNew = mma(p, vt, accPrev * alpha, {"n"}, flags).as("acc_new");
+  return Tiles{mNew, lNew, accNew};
+}
+
 }  // namespace
 
 BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
@@ -78,6 +95,12 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
   else if (s.Hq % s.Hkv != 0)
     kb.error("bad-shape", "attention needs Hq to be a multiple of Hkv (got Hq=" + std::to_string(s.Hq) +
                               ", Hkv=" + std::to_string(s.Hkv) + ")");
+  else if (opt.kv_cache != KvCache::None && !opt.stack_heads)
+    kb.error("bad-options", "attention over a KV cache needs stacked heads");
+  else if (opt.kv_cache == KvCache::Paged && (opt.page < 1 || opt.pages < 1 || opt.page % BK != 0))
+    kb.error("bad-options", "a paged KV cache needs page >= 1 positions, a multiple of block_k (" + std::to_string(BK) +
+                                "), and pages >= 1 (got page " + std::to_string(opt.page) + ", pages " +
+                                std::to_string(opt.pages) + ")");
   if (kb.hasErrors()) return kb.finish();
   const int64_t group = s.Hq / s.Hkv, nQB = (s.Q + BQ - 1) / BQ, nKB = (s.K + BK - 1) / BK;
   const MmaFlags flags = opt.fused ? fusedMma : MmaFlags{};
@@ -87,9 +110,15 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
   // max and sum use the 16-partition tree (docs/ir.md, Reductions): lane j of a 16-wide vector
   // (two 8-wide ones) holds partition j, on any ISA.
   const int64_t G = group;
+  // A KV cache (docs/kernels.md, "KV caches"): K holds the capacity, lens the lengths.
+  const bool cache = opt.kv_cache != KvCache::None, paged = opt.kv_cache == KvCache::Paged;
+  const int64_t PG = opt.page, maxPages = paged ? (s.K + PG - 1) / PG : 0;
   View q = kb.view("q", {s.B, s.Hq, s.Q, s.D});
-  View k = kb.view("k", {s.B, s.Hkv, s.K, s.D});
-  View v = kb.view("v", {s.B, s.Hkv, s.K, s.Dv});
+  View k = paged ? kb.view("k", {opt.pages, s.Hkv, PG, s.D}) : kb.view("k", {s.B, s.Hkv, s.K, s.D});
+  View v = paged ? kb.view("v", {opt.pages, s.Hkv, PG, s.Dv}) : kb.view("v", {s.B, s.Hkv, s.K, s.Dv});
+  View lens, table;
+  if (cache) lens = kb.intView("lens", {s.B}, IntElem::I32, Range{0, s.K});
+  if (paged) table = kb.intView("block_table", {s.B, maxPages}, IntElem::I32, Range{0, opt.pages - 1});
   View o = kb.view("o", {s.B, s.Hq, s.Q, s.Dv});
   // Score and accumulator dims: the last one lies along the vector lanes (keys n, or queries m).
   const bool qLanes = opt.queries_in_lanes;
@@ -116,17 +145,58 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
       Tile scores = (qk * attentionScale(s, opt)).as("scores");
       Tile valid = lt((kb.iota(gmn, "n") + k0).as("kidx"), limit).as("valid");
       scores = select(valid, scores, -inf).as("masked");
-
-      Tile mNew = max(mPrev, reduceMax(scores, {"n"}, -inf, unorderedTree(16)).as("row_max")).as("m_new");
-      // A row with no valid key so far has m = -inf; exp(s - 0) keeps it at p = 0, never NaN.
-      Tile mSafe = select(eq(mNew, -inf), 0.0, mNew).as("m_safe");
-      Tile p = exp(scores - mSafe).as("p");
-      Tile alpha = exp(mPrev - mSafe).as("alpha");
-      Tile lNew = (lPrev * alpha + reduceSum(p, {"n"}, 0.0, unorderedTree(16)).as("row_sum")).as("l_new");
-      Tile accNew = mma(p, vt, accPrev * alpha, {"n"}, flags).as("acc_new");
-      return Tiles{mNew, lNew, accNew};
+      return stackedUpdate(scores, vt, mPrev, lPrev, accPrev, flags);
     });
   };
+
+  // Over a KV cache: sequence b's keys are positions [0, len) (of its dense rows, or of the
+  // pages its block table names), its Q queries the positions len - Q .. len - 1. Blocks
+  // before `full` are visible to every row of the program and run without a mask; the rest up
+  // to ceil(len / BK) mask the scores and zero the V rows past len (the cache's memory there
+  // is not the kernel's to trust: 0 * NaN would be NaN). Blocks [lo, hi) of them, a chunk.
+  auto cacheLoop = [&](Idx b, Idx kvh, Idx h0, Idx q0, Idx len, Idx lo, Idx hi) {
+    Tile qt = load(q, {b, h0, q0, 0}, {_, {"g", G}, {"m", BQ}, {"d", s.D}}).as("qt");
+    // Query row i sees key j iff j < len and (causal) j <= i + len - Q.
+    Idx shift = (len - (s.Q - 1)).as("shift");
+    Tile limit = (opt.causal ? min(kb.iota({{"m", BQ}}, "m") + (q0 + shift), len) : Tile(len)).as("limit");
+    Idx seen = opt.causal ? minIndex(len, q0 + shift) : len;  // keys the program's first row sees
+    Idx full = maxIndex(seen / BK, 0).as("full");
+    auto kvTiles = [&](Idx k0) {
+      Idx row = b, at = k0;  // K/V row block: (batch, position) or (page, offset)
+      if (paged) {
+        Idx pi = (k0 / PG).as("page_index");
+        row = extractIndex(load(table, {b, pi}, {_, {"one", 1}}).as("page_t"), {0}).as("page");
+        at = (k0 - pi * PG).as("offset");
+      }
+      Tile kt = load(k, {row, kvh, at, 0}, {_, _, {"n", BK}, {"d", s.D}}).as("kt");
+      Tile vt = load(v, {row, kvh, at, 0}, {_, _, {"n", BK}, {"dv", s.Dv}}).as("vt");
+      return std::pair{kt, vt};
+    };
+    auto scoresOf = [&](const Tile& qt2, const Tile& kt) {
+      Tile qk = mma(qt2, kt, kb.zeros(gmn), {"d"}, qkFlags(flags, opt)).as("qk");
+      return (qk * attentionScale(s, opt)).as("scores");
+    };
+    Carry m0{"m", kb.full(gm, -inf)}, l0{"l", kb.zeros(gm)};
+    Carry acc0{"acc", kb.zeros(gmdv)};
+    auto [m1, l1, acc1] =
+        kb.serial("kb", lo, minIndex(hi, full), {m0, l0, acc0}, [&](Idx j, Tile mPrev, Tile lPrev, Tile accPrev) {
+          auto [kt, vt] = kvTiles((j * BK).as("k0"));
+          return stackedUpdate(scoresOf(qt, kt), vt, mPrev, lPrev, accPrev, flags);
+        });
+    Carry m1c{"m", m1}, l1c{"l", l1}, acc1c{"acc", acc1};
+    return kb.serial("kb_tail", maxIndex(lo, full), hi, {m1c, l1c, acc1c},
+                     [&](Idx j, Tile mPrev, Tile lPrev, Tile accPrev) {
+                       Idx k0 = (j * BK).as("k0");
+                       auto [kt, vt] = kvTiles(k0);
+                       Tile inCache = lt((kb.iota({{"n", BK}, {"dv", s.Dv}}, "n") + k0).as("vidx"), len).as("in_cache");
+                       vt = select(inCache, vt, 0.0).as("vt_masked");
+                       Tile valid = lt((kb.iota(gmn, "n") + k0).as("kidx"), limit).as("valid");
+                       Tile scores = select(valid, scoresOf(qt, kt), -inf).as("masked");
+                       return stackedUpdate(scores, vt, mPrev, lPrev, accPrev, flags);
+                     });
+  };
+  auto lengthOf = [&](Idx b) { return extractIndex(load(lens, {b}, {{"one", 1}}).as("len_t"), {0}).as("len"); };
+  auto blocksOf = [&](Idx len) { return ((len + (BK - 1)) / BK).as("blocks"); };
 
   // l == 0: no valid key for the row (acc is 0 too); output zeros instead of 0/0.
   auto normalise = [&](Tile l, Tile acc) { return (acc / select(eq(l, 0.0), 1.0, l).as("l_safe")).as("out"); };
@@ -136,6 +206,12 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
     kb.parallel({{"b", s.B}, {"kvh", s.Hkv}, {"qb", nQB}}, [&](Idx b, Idx kvh, Idx qb) {
       Idx h0 = (kvh * G).as("h0");
       Idx q0 = (qb * BQ).as("q0");
+      if (cache) {
+        Idx len = lengthOf(b);
+        auto [m, l, acc] = cacheLoop(b, kvh, h0, q0, len, kb.index(0), blocksOf(len));
+        store(normalise(l, acc), o, {b, h0, q0, 0}, {_, {"g", G}, {"m", BQ}, {"dv", s.Dv}});
+        return;
+      }
       auto [m, l, acc] = kvLoop(b, kvh, h0, q0, 0, nKB);
       store(normalise(l, acc), o, {b, h0, q0, 0}, {_, {"g", G}, {"m", BQ}, {"dv", s.Dv}});
     });
@@ -154,8 +230,19 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
     Idx h0 = (kvh * G).as("h0");
     Idx q0 = (qb * BQ).as("q0");
     Idx lo = (c * CB).as("lo");
-    Idx hi = ((lo + CB) - ((c + 1) / C) * (C * CB - nKB)).as("hi");
-    auto [m, l, acc] = kvLoop(b, kvh, h0, q0, lo, hi);
+    Tiles part;
+    if (cache) {
+      // Chunks are of the capacity; one past this launch's length has no block (the merge's
+      // identity: m = -inf, l = acc = 0).
+      Idx len = lengthOf(b);
+      auto r = cacheLoop(b, kvh, h0, q0, len, lo, minIndex(lo + CB, blocksOf(len)).as("hi"));
+      part.assign(r.begin(), r.end());
+    } else {
+      Idx hi = ((lo + CB) - ((c + 1) / C) * (C * CB - nKB)).as("hi");
+      auto r = kvLoop(b, kvh, h0, q0, lo, hi);
+      part.assign(r.begin(), r.end());
+    }
+    const Tile &m = part[0], &l = part[1], &acc = part[2];
     Idx pi = prog(b, kvh, qb);
     store(m, pm, {pi, c, 0, 0}, {_, _, {"g", G}, {"m", BQ}});
     store(l, pl, {pi, c, 0, 0}, {_, _, {"g", G}, {"m", BQ}});

@@ -18,6 +18,15 @@ struct AttentionShape {
   int64_t B = 1, Hq = 1, Hkv = 1, Q = 1, K = 1, D = 1, Dv = 1;
 };
 
+// Where K and V live (docs/kernels.md, "KV caches"). None: K and V of exactly K keys per
+// sequence. Dense: a cache of capacity K positions per sequence, k [B,Hkv,K,D], plus
+// `lens: view<i32>[B] in [0, K]`, each sequence's length at launch. Paged: `pages` pages of
+// `page` positions, k [pages,Hkv,page,D], `lens` and `block_table: view<i32>[B, ceil(K/page)]
+// in [0, pages-1]` (position t of sequence b is row t % page of page block_table[b][t / page]).
+// The Q queries of a sequence are its last Q positions (causal: bottom-right aligned per
+// sequence). Parameters: q, k, v, lens, [block_table,] o.
+enum class KvCache { None, Dense, Paged };
+
 struct AttentionOptions {
   int64_t block_q = 1;          // BQ: query rows per program
   int64_t block_k = 16;         // BK: keys per step of the KV loop
@@ -41,6 +50,9 @@ struct AttentionOptions {
   // of the vector width, the lane realization runs it as a dot product over D (the `dot`
   // form). 0: ascending D (an outer product over the keys). A different, equally defined result.
   int qk_partitions = 0;
+  KvCache kv_cache = KvCache::None;  // stacked heads only
+  int64_t page = 16;                 // paged: positions per page (a multiple of block_k)
+  int64_t pages = 1;                 // paged: pages in the pool
 };
 
 dsl::BuildResult attention(const AttentionShape& shape, const AttentionOptions& options = {});

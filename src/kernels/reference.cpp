@@ -55,6 +55,35 @@ std::vector<double> attention(const AttentionShape& s, bool causal, double scale
   return o;
 }
 
+std::vector<double> cachedAttention(const AttentionShape& s, const AttentionOptions& opt, double scale,
+                                    std::span<const float> q, std::span<const float> k, std::span<const float> v,
+                                    std::span<const int64_t> lens, std::span<const int64_t> table) {
+  const bool paged = opt.kv_cache == KvCache::Paged;
+  const int64_t page = opt.page, maxPages = paged ? (s.K + page - 1) / page : 0;
+  std::vector<double> o;
+  for (int64_t b = 0; b < s.B; ++b) {
+    const int64_t len = lens[b];
+    // Row j of KV head h of sequence b, in k (width D) or v (width Dv).
+    auto row = [&](std::span<const float> x, int64_t h, int64_t j, int64_t width) {
+      const int64_t at =
+          paged ? ((table[b * maxPages + j / page] * s.Hkv + h) * page + j % page) : ((b * s.Hkv + h) * s.K + j);
+      return x.subspan(at * width, width);
+    };
+    std::vector<float> kb, vb;
+    for (int64_t h = 0; h < s.Hkv; ++h)
+      for (int64_t j = 0; j < len; ++j) {
+        auto kr = row(k, h, j, s.D), vr = row(v, h, j, s.Dv);
+        kb.insert(kb.end(), kr.begin(), kr.end());
+        vb.insert(vb.end(), vr.begin(), vr.end());
+      }
+    const AttentionShape one{1, s.Hq, s.Hkv, s.Q, len, s.D, s.Dv};
+    std::vector<double> ob =
+        attention(one, opt.causal, scale, q.subspan(b * s.Hq * s.Q * s.D, s.Hq * s.Q * s.D), kb, vb);
+    o.insert(o.end(), ob.begin(), ob.end());
+  }
+  return o;
+}
+
 std::vector<double> gemm(const GemmShape& s, bool trans_b, std::span<const float> a, std::span<const float> b) {
   std::vector<double> c(s.M * s.N, 0.0);
   for (int64_t i = 0; i < s.M; ++i)

@@ -22,6 +22,14 @@ namespace kiln::kernels::reference {
 std::vector<double> attention(const AttentionShape& s, bool causal, double scale, std::span<const float> q,
                               std::span<const float> k, std::span<const float> v);
 
+// The same over a KV cache (options.kv_cache Dense or Paged; s.K is the capacity): for each
+// sequence b, attention of its Q queries over its first lens[b] positions (rows of k[b], or of
+// the pages block_table[b] names), as `attention` with K = lens[b]. Positions past the length
+// do not exist (whatever the cache holds there).
+std::vector<double> cachedAttention(const AttentionShape& s, const AttentionOptions& options, double scale,
+                                    std::span<const float> q, std::span<const float> k, std::span<const float> v,
+                                    std::span<const int64_t> lens, std::span<const int64_t> block_table);
+
 // c[M,N] = a[M,K] . b (b is [K,N], or [N,K] with trans_b).
 std::vector<double> gemm(const GemmShape& s, bool trans_b, std::span<const float> a, std::span<const float> b);
 

@@ -45,8 +45,10 @@ struct Spec {
   int64_t block_q = 0, block_k = 0;  // attention
   int64_t split_blocks = 0;          // attention: KV blocks per chunk (0: no split)
   bool stack_heads = true, fused = true;
-  bool queries_in_lanes = false;  // attention --lanes
-  bool qk_dot = false;            // attention --qk dot: q.k^T in partitions(16)
+  bool queries_in_lanes = false;     // attention --lanes
+  bool qk_dot = false;               // attention --qk dot: q.k^T in partitions(16)
+  KvCache kv_cache = KvCache::None;  // attention --kv-cache
+  int64_t page = 16, pages = 1;      // attention --page, --pages (paged)
   bool causal = true;
   std::optional<double> scale;
   bool trans_b = false;  // gemm
@@ -60,6 +62,7 @@ struct ViewShape {
   std::string name;
   std::vector<int64_t> shape;
   bool output = false;
+  bool integer = false;  // an integer view (lengths, tables): ParamData::ints
 };
 
 struct Entry {
@@ -70,8 +73,8 @@ struct Entry {
   std::function<Error(const LibraryRequest&, Spec&)> options_fn;  // parse options, check shape relations
   std::function<std::vector<ViewShape>(const Spec&)> views;       // parameters, in kernel order
   std::function<dsl::BuildResult(const Spec&)> build;
-  // outputs[i] for the output views; inputs as spans in parameter order.
-  std::function<std::vector<double>(const Spec&, const std::vector<std::span<const float>>&)> reference;
+  // outputs[i] for the output views; the parameters' data in parameter order.
+  std::function<std::vector<double>(const Spec&, const std::vector<host::ParamData>&)> reference;
 };
 
 std::string joined(const std::vector<std::string>& v, const char* sep) {
@@ -168,6 +171,25 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
   if (auto e = optionChoice(r, "fma", {"fused", "unfused"}, fma)) return e;
   s.stack_heads = heads == "stacked";
   s.fused = fma == "fused";
+  // A KV cache: K is its capacity (or --capacity); lengths come with each launch.
+  std::string kv = "none";
+  if (auto e = optionChoice(r, "kv-cache", {"none", "dense", "paged"}, kv)) return e;
+  s.kv_cache = kv == "dense" ? KvCache::Dense : kv == "paged" ? KvCache::Paged : KvCache::None;
+  for (const char* name : {"capacity", "page", "pages"})
+    if (r.options.count(name) && s.kv_cache == KvCache::None)
+      return fmt::format("attention: {} needs --kv-cache dense|paged", opt(name));
+  if ((r.options.count("page") || r.options.count("pages")) && s.kv_cache != KvCache::Paged)
+    return "attention: --page and --pages need --kv-cache paged";
+  if (s.kv_cache != KvCache::None) {
+    if (!s.stack_heads) return "attention: --kv-cache needs --heads stacked";
+    double v = 0;
+    if (r.options.count("capacity")) {
+      if (auto e = optionNumber(r, "capacity", 1, false, double(kMaxExtent), v)) return e;
+      if (v != std::floor(v)) return fmt::format("attention: --capacity {} is not an integer", v);
+      s.shape[4] = static_cast<int64_t>(v);
+    }
+    if (s.shape[4] < 1) return "attention: a KV cache needs a capacity K of at least 1 position";
+  }
   std::string lanes = "auto";
   if (auto e = optionChoice(r, "lanes", {"keys", "queries", "auto"}, lanes)) return e;
   if (lanes == "queries" && !s.stack_heads) return "attention: --lanes queries needs --heads stacked";
@@ -247,6 +269,31 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
   if (auto e = optionChoice(r, "qk", {"outer", "dot", "auto"}, qk)) return e;
   const int64_t rows = (s.stack_heads ? Hq / Hkv : 1) * s.block_q;
   s.qk_dot = qk == "auto" ? rows == 1 && s.shape[5] % 16 == 0 : qk == "dot";
+  if (s.kv_cache == KvCache::Paged) {
+    double v = 16;
+    if (auto e = optionNumber(r, "page", 1, false, 4096, v)) return e;
+    if (v != std::floor(v)) return fmt::format("attention: --page {} is not an integer", v);
+    s.page = static_cast<int64_t>(v);
+    // Default pool: every sequence's pages at full capacity.
+    v = double(s.shape[0] * ((s.shape[4] + s.page - 1) / s.page));
+    if (auto e = optionNumber(r, "pages", 1, false, double(kMaxExtent), v)) return e;
+    if (v != std::floor(v)) return fmt::format("attention: --pages {} is not an integer", v);
+    s.pages = static_cast<int64_t>(v);
+    // A KV block lies within one page: BK divides the page (the largest divisor up to BK).
+    if (s.page % s.block_k != 0) {
+      if (r.options.count("block"))
+        return fmt::format("attention: --block BK={} does not divide --page {} (a KV block lies within one page)",
+                           s.block_k, s.page);
+      int64_t bk = std::min(s.block_k, s.page);
+      while (s.page % bk != 0) --bk;
+      s.block_k = bk;
+      if (s.split_blocks > 0) {  // the same chunk length in keys, in the new blocks
+        const int64_t nKBp = (s.shape[4] + bk - 1) / bk;
+        s.split_blocks = (nKBp + chunks - 1) / chunks;
+        if (s.split_blocks >= nKBp) s.split_blocks = 0;
+      }
+    }
+  }
   std::string mask = "causal";
   if (auto e = optionChoice(r, "mask", {"causal", "none"}, mask)) return e;
   s.causal = mask == "causal";
@@ -273,6 +320,9 @@ AttentionOptions attentionOpts(const Spec& s) {
   o.split_blocks = s.split_blocks;
   o.queries_in_lanes = s.queries_in_lanes;
   o.qk_partitions = s.qk_dot ? 16 : 0;
+  o.kv_cache = s.kv_cache;
+  o.page = s.page;
+  o.pages = s.pages;
   return o;
 }
 
@@ -299,50 +349,69 @@ const std::vector<Entry>& entries() {
       };
     };
 
-    t.push_back(
-        Entry{{"attention", "B,Hq,Hkv,Q,K,D,Dv",
-               "--block BQxBK   queries x keys per KV block (stacked heads: BQ = 64/group rows capped at Q, BK 64 "
-               "(K <= 96: one block) capped at K rounded up to 16, fewer when 64*max(D,Dv) > 16384; separate heads: "
-               "1x16 when Q = 1, else "
-               "4x16; BQ 1..128, BK 1..1024, BQ*BK <= 4096)\n"
-               "--heads stacked|separate   query heads of one KV head as rows of one program (K/V read once per "
-               "group), or one program per query head (default stacked)\n"
-               "--fma fused|unfused   mma steps as one fused multiply-add rounded once, or MUL then ADD (default "
-               "fused)\n"
-               "--mask causal|none   causal is bottom-right aligned: key k is visible to query q iff k <= q + K - Q "
-               "(default causal)\n"
-               "--scale S   score scale (default 1/sqrt(D)), rounded to f32\n"
-               "--split N|auto|off   split the KV sequence into N chunks of whole KV blocks, run as programs of "
-               "their own and merged in chunk order by a second phase (stacked heads; auto: when the kernel has "
-               "fewer than 16 programs, enough chunks for 16, each of at least 4 KV blocks; default auto). The "
-               "chunks depend on the shape only, never on threads\n"
-               "--lanes keys|queries|auto   what lies along the vector lanes (stacked heads): the keys of a KV "
-               "block, or the queries of the block (scores [g,n,m]: K rows broadcast, Q transposed once per program, "
-               "no padding for a ragged K block); auto: queries when BQ >= 32 and either the keys would pad their "
-               "blocks by more than 1/8 or Hq = Hkv "
-               "(default auto). Same results either way\n"
-               "--qk outer|dot|auto   q.k^T in ascending D (an outer product over the keys), or in the "
-               "partitions(16) order of docs/ir.md, which the lanes run as a dot product over D when D is a multiple "
-               "of 16; auto: dot when a program has one score row (Hq = Hkv with one query per block) and D is a "
-               "multiple of 16 (default auto). A different, equally defined result",
-               "softmax(scale q.k^T) v with GQA/MQA (query head h reads KV head h / (Hq/Hkv)); online softmax over KV "
-               "blocks"},
-              {"B", "Hq", "Hkv", "Q", "K", "D", "Dv"},
-              {1, 1, 1, 1, 0, 1, 1},
-              {"block", "mask", "scale", "heads", "fma", "split", "lanes", "qk"},
-              attentionOptions,
-              [](const Spec& s) {
-                AttentionShape a = attentionShape(s);
-                return std::vector<ViewShape>{{"q", {a.B, a.Hq, a.Q, a.D}},
-                                              {"k", {a.B, a.Hkv, a.K, a.D}},
-                                              {"v", {a.B, a.Hkv, a.K, a.Dv}},
-                                              {"o", {a.B, a.Hq, a.Q, a.Dv}, true}};
-              },
-              [](const Spec& s) { return attention(attentionShape(s), attentionOpts(s)); },
-              [](const Spec& s, const std::vector<std::span<const float>>& in) {
-                return reference::attention(attentionShape(s), s.causal,
-                                            attentionScale(attentionShape(s), attentionOpts(s)), in[0], in[1], in[2]);
-              }});
+    t.push_back(Entry{
+        {"attention", "B,Hq,Hkv,Q,K,D,Dv",
+         "--block BQxBK   queries x keys per KV block (stacked heads: BQ = 64/group rows capped at Q, BK 64 "
+         "(K <= 96: one block) capped at K rounded up to 16, fewer when 64*max(D,Dv) > 16384; separate heads: "
+         "1x16 when Q = 1, else "
+         "4x16; BQ 1..128, BK 1..1024, BQ*BK <= 4096)\n"
+         "--heads stacked|separate   query heads of one KV head as rows of one program (K/V read once per "
+         "group), or one program per query head (default stacked)\n"
+         "--fma fused|unfused   mma steps as one fused multiply-add rounded once, or MUL then ADD (default "
+         "fused)\n"
+         "--mask causal|none   causal is bottom-right aligned: key k is visible to query q iff k <= q + K - Q "
+         "(default causal)\n"
+         "--scale S   score scale (default 1/sqrt(D)), rounded to f32\n"
+         "--split N|auto|off   split the KV sequence into N chunks of whole KV blocks, run as programs of "
+         "their own and merged in chunk order by a second phase (stacked heads; auto: when the kernel has "
+         "fewer than 16 programs, enough chunks for 16, each of at least 4 KV blocks; default auto). The "
+         "chunks depend on the shape only, never on threads\n"
+         "--lanes keys|queries|auto   what lies along the vector lanes (stacked heads): the keys of a KV "
+         "block, or the queries of the block (scores [g,n,m]: K rows broadcast, Q transposed once per program, "
+         "no padding for a ragged K block); auto: queries when BQ >= 32 and either the keys would pad their "
+         "blocks by more than 1/8 or Hq = Hkv "
+         "(default auto). Same results either way\n"
+         "--qk outer|dot|auto   q.k^T in ascending D (an outer product over the keys), or in the "
+         "partitions(16) order of docs/ir.md, which the lanes run as a dot product over D when D is a multiple "
+         "of 16; auto: dot when a program has one score row (Hq = Hkv with one query per block) and D is a "
+         "multiple of 16 (default auto). A different, equally defined result\n"
+         "--kv-cache none|dense|paged   K and V as a cache of capacity K positions per sequence, with each "
+         "sequence's length given at launch: lens: view<i32>[B] in [0, K] after v; the Q queries are a "
+         "sequence's last Q positions (causal: bottom-right aligned per sequence). dense: k [B,Hkv,K,D]; "
+         "paged: k [pages,Hkv,page,D] and block_table: view<i32>[B, ceil(K/page)] in [0, pages-1] after "
+         "lens (vLLM's layout). One compile serves every length (default none)\n"
+         "--capacity C   the cache's positions per sequence (default: K of --shape)\n"
+         "--page P   paged: positions per page, 1..4096, a multiple of BK (BK falls to a divisor of P; "
+         "default 16)\n"
+         "--pages N   paged: pages in the pool (default B * ceil(K/P))",
+         "softmax(scale q.k^T) v with GQA/MQA (query head h reads KV head h / (Hq/Hkv)); online softmax over KV "
+         "blocks"},
+        {"B", "Hq", "Hkv", "Q", "K", "D", "Dv"},
+        {1, 1, 1, 1, 0, 1, 1},
+        {"block", "mask", "scale", "heads", "fma", "split", "lanes", "qk", "kv-cache", "capacity", "page", "pages"},
+        attentionOptions,
+        [](const Spec& s) {
+          AttentionShape a = attentionShape(s);
+          const bool paged = s.kv_cache == KvCache::Paged;
+          std::vector<ViewShape> v = {
+              {"q", {a.B, a.Hq, a.Q, a.D}},
+              {"k", paged ? std::vector<int64_t>{s.pages, a.Hkv, s.page, a.D} : std::vector{a.B, a.Hkv, a.K, a.D}},
+              {"v", paged ? std::vector<int64_t>{s.pages, a.Hkv, s.page, a.Dv} : std::vector{a.B, a.Hkv, a.K, a.Dv}}};
+          if (s.kv_cache != KvCache::None) v.push_back({"lens", {a.B}, false, true});
+          if (paged) v.push_back({"block_table", {a.B, (a.K + s.page - 1) / s.page}, false, true});
+          v.push_back({"o", {a.B, a.Hq, a.Q, a.Dv}, true});
+          return v;
+        },
+        [](const Spec& s) { return attention(attentionShape(s), attentionOpts(s)); },
+        [](const Spec& s, const std::vector<host::ParamData>& in) {
+          const AttentionShape a = attentionShape(s);
+          const float scale = attentionScale(a, attentionOpts(s));
+          if (s.kv_cache == KvCache::None)
+            return reference::attention(a, s.causal, scale, in[0].data, in[1].data, in[2].data);
+          return reference::cachedAttention(
+              a, attentionOpts(s), scale, in[0].data, in[1].data, in[2].data, in[3].ints,
+              s.kv_cache == KvCache::Paged ? std::span<const int64_t>(in[4].ints) : std::span<const int64_t>());
+        }});
 
     t.push_back(Entry{
         {"gemm", "M,N,K",
@@ -368,8 +437,8 @@ const std::vector<Entry>& entries() {
           GemmShape g{s.shape[0], s.shape[1], s.shape[2]};
           return gemm(g, defaultGemmTiles(g), s.trans_b, s.fused);
         },
-        [](const Spec& s, const std::vector<std::span<const float>>& in) {
-          return reference::gemm({s.shape[0], s.shape[1], s.shape[2]}, s.trans_b, in[0], in[1]);
+        [](const Spec& s, const std::vector<host::ParamData>& in) {
+          return reference::gemm({s.shape[0], s.shape[1], s.shape[2]}, s.trans_b, in[0].data, in[1].data);
         }});
 
     t.push_back(
@@ -380,8 +449,8 @@ const std::vector<Entry>& entries() {
               [](const LibraryRequest&, Spec&) { return Error{}; },
               rowsViews({"x"}, false, false),
               [](const Spec& s) { return softmax(s.shape[0], s.shape[1], 1, kRowChunk); },
-              [](const Spec& s, const std::vector<std::span<const float>>& in) {
-                return reference::softmax(s.shape[0], s.shape[1], in[0]);
+              [](const Spec& s, const std::vector<host::ParamData>& in) {
+                return reference::softmax(s.shape[0], s.shape[1], in[0].data);
               }});
 
     t.push_back(
@@ -393,8 +462,8 @@ const std::vector<Entry>& entries() {
               epsOption(1e-6),
               rowsViews({"x"}, true, false),
               [](const Spec& s) { return rmsnorm(s.shape[0], s.shape[1], s.eps, 1, kRowChunk); },
-              [](const Spec& s, const std::vector<std::span<const float>>& in) {
-                return reference::rmsnorm(s.shape[0], s.shape[1], double(float(s.eps)), in[0], in[1]);
+              [](const Spec& s, const std::vector<host::ParamData>& in) {
+                return reference::rmsnorm(s.shape[0], s.shape[1], double(float(s.eps)), in[0].data, in[1].data);
               }});
 
     t.push_back(Entry{{"layernorm", "rows,cols", "--eps E   added to the variance (default 1e-5), rounded to f32; 0..1",
@@ -405,8 +474,9 @@ const std::vector<Entry>& entries() {
                       epsOption(1e-5),
                       rowsViews({"x"}, true, true),
                       [](const Spec& s) { return layernorm(s.shape[0], s.shape[1], s.eps, kRowChunk); },
-                      [](const Spec& s, const std::vector<std::span<const float>>& in) {
-                        return reference::layernorm(s.shape[0], s.shape[1], double(float(s.eps)), in[0], in[1], in[2]);
+                      [](const Spec& s, const std::vector<host::ParamData>& in) {
+                        return reference::layernorm(s.shape[0], s.shape[1], double(float(s.eps)), in[0].data,
+                                                    in[1].data, in[2].data);
                       }});
 
     t.push_back(Entry{
@@ -417,7 +487,9 @@ const std::vector<Entry>& entries() {
         [](const LibraryRequest&, Spec&) { return Error{}; },
         rowsViews({"gate", "up"}, false, false),
         [](const Spec& s) { return swiglu(s.shape[0], s.shape[1]); },
-        [](const Spec& s, const std::vector<std::span<const float>>& in) { return reference::swiglu(in[0], in[1]); }});
+        [](const Spec& s, const std::vector<host::ParamData>& in) {
+          return reference::swiglu(in[0].data, in[1].data);
+        }});
 
     t.push_back(
         Entry{{"rope", "tokens,heads,head_dim",
@@ -444,8 +516,8 @@ const std::vector<Entry>& entries() {
                 return std::vector<ViewShape>{{"x", x}, {"y", x, true}};
               },
               [](const Spec& s) { return rope(s.shape[0], s.shape[1], s.shape[2], s.neox, s.base); },
-              [](const Spec& s, const std::vector<std::span<const float>>& in) {
-                return reference::rope(s.shape[0], s.shape[1], s.shape[2], s.neox, s.base, in[0]);
+              [](const Spec& s, const std::vector<host::ParamData>& in) {
+                return reference::rope(s.shape[0], s.shape[1], s.shape[2], s.neox, s.base, in[0].data);
               }});
 
     t.push_back(Entry{{"gelu", "n", "--approx erf|tanh   exact erf form or the tanh approximation (default erf)",
@@ -463,8 +535,8 @@ const std::vector<Entry>& entries() {
                         return std::vector<ViewShape>{{"x", {s.shape[0]}}, {"y", {s.shape[0]}, true}};
                       },
                       [](const Spec& s) { return gelu(s.shape[0], 64, s.tanh_form ? GeluForm::Tanh : GeluForm::Erf); },
-                      [](const Spec& s, const std::vector<std::span<const float>>& in) {
-                        return reference::gelu(s.tanh_form, in[0]);
+                      [](const Spec& s, const std::vector<host::ParamData>& in) {
+                        return reference::gelu(s.tanh_form, in[0].data);
                       }});
     return t;
   }();
@@ -563,6 +635,11 @@ std::optional<std::string> libraryChoices(const LibraryRequest& request, std::ma
   out["heads"] = spec.stack_heads ? "stacked" : "separate";
   out["lanes"] = std::string(spec.queries_in_lanes ? "queries" : "keys") + origin("lanes");
   out["qk"] = std::string(spec.qk_dot ? "dot" : "outer") + origin("qk");
+  if (spec.kv_cache != KvCache::None)
+    out["kv_cache"] = spec.kv_cache == KvCache::Dense
+                          ? fmt::format("dense, capacity {}, lengths at launch", spec.shape[4])
+                          : fmt::format("paged, capacity {}, {} pages of {}, lengths and block table at launch",
+                                        spec.shape[4], spec.pages, spec.page);
   const int64_t nKB = (spec.shape[4] + spec.block_k - 1) / spec.block_k;
   auto split = request.options.find("split");
   const char* how = split == request.options.end() || split->second == "auto" ? " (auto)" : " (given)";
@@ -581,19 +658,17 @@ std::optional<std::string> libraryReference(const LibraryRequest& request, const
   const std::vector<ViewShape> views = e->views(spec);
   if (params.size() != views.size())
     return fmt::format("{}: the reference needs {} parameters, got {}", request.name, views.size(), params.size());
-  std::vector<std::span<const float>> in;
   size_t out_index = 0;
   for (size_t i = 0; i < views.size(); ++i) {
     size_t n = 1;
     for (int64_t d : views[i].shape) n *= size_t(d);
-    if (params[i].data.size() != n)
-      return fmt::format("{}: parameter {} has {} elements, the shape needs {}", request.name, views[i].name,
-                         params[i].data.size(), n);
+    const size_t got = views[i].integer ? params[i].ints.size() : params[i].data.size();
+    if (got != n)
+      return fmt::format("{}: parameter {} has {} elements, the shape needs {}", request.name, views[i].name, got, n);
     if (views[i].output) out_index = i;
-    in.emplace_back(params[i].data);
   }
   outputs.assign(params.size(), {});
-  outputs[out_index] = e->reference(spec, in);
+  outputs[out_index] = e->reference(spec, params);
   return std::nullopt;
 }
 

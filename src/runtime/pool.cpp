@@ -88,14 +88,14 @@ int BlockPool::concurrency() const {
   return std::min(impl_->threads, impl_->allowed);
 }
 
-void BlockPool::run(const std::vector<int64_t>& phase_ends, const std::function<void(int64_t, int64_t)>& body) {
+void BlockPool::run(const std::vector<std::pair<int64_t, int64_t>>& phases,
+                    const std::function<void(int64_t, int64_t)>& body) {
   void* sync = const_cast<void*>(static_cast<const void*>(&body));
   KILN_HAND_OFF_RELEASE(sync);
   // One entry into the arena for every phase: the workers that finish phase i find phase i+1's
   // blocks without going back to sleep in between.
   impl_->arena->execute([&] {
-    int64_t start = 0;
-    for (int64_t end : phase_ends) {
+    for (const auto& [start, end] : phases) {
       if (end - start == 1) {
         body(start, end);
       } else if (end > start) {
@@ -108,7 +108,6 @@ void BlockPool::run(const std::vector<int64_t>& phase_ends, const std::function<
             },
             tbb::simple_partitioner());
       }
-      start = end;
     }
   });
   KILN_HAND_OFF_ACQUIRE(sync);

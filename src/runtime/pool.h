@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace kiln::runtime {
@@ -22,9 +23,9 @@ class BlockPool {
   BlockPool& operator=(const BlockPool&) = delete;
 
   // body(begin, end) over the blocks of each phase in chunks of one block, on the pool's
-  // threads (the calling thread takes part): phase i covers [phase_ends[i-1], phase_ends[i])
+  // threads (the calling thread takes part): phase i covers [phases[i].first, phases[i].second)
   // and starts when every chunk of phase i-1 has returned; returns when the last has run.
-  void run(const std::vector<int64_t>& phase_ends, const std::function<void(int64_t, int64_t)>& body);
+  void run(const std::vector<std::pair<int64_t, int64_t>>& phases, const std::function<void(int64_t, int64_t)>& body);
 
   // The threads oneTBB lets this pool's arena have (the caller's included): the count asked
   // for, since creating the pool raised the process's allowed parallelism to it (pool.cpp).

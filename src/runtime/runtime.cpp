@@ -4,11 +4,13 @@
 // record, phase after phase (the arena's run returns when every block of the phase has run).
 #include "runtime/runtime.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
 
+#include "ir/range.h"
 #include "runtime/pool.h"
 
 namespace kiln::runtime {
@@ -160,6 +162,8 @@ std::optional<std::string> LoadedKernel::checkArgs(std::span<const Arg> args) co
     if (a.kind != p.kind)
       return which + " is " + (p.kind == ParamKind::View ? "a " : "an ") + paramKindName(p.kind) + ", got " +
              (a.kind == ParamKind::View ? "a " : "an ") + paramKindName(a.kind);
+    if (p.kind == ParamKind::I64 && p.range)
+      if (auto e = ir::rangeViolation(which, p.range->first, p.range->second, a.i64_value)) return e;
     if (p.kind != ParamKind::View) continue;
     if (a.data == nullptr) return which + ": null buffer for view " + describe(p);
     if (a.elem && *a.elem != p.elem)
@@ -167,6 +171,14 @@ std::optional<std::string> LoadedKernel::checkArgs(std::span<const Arg> args) co
     if (a.byte_size != p.byte_size)
       return which + ": buffer has " + std::to_string(a.byte_size) + " bytes, view " + describe(p) + " needs " +
              std::to_string(p.byte_size) + " bytes";
+    if (p.range) {
+      const int64_t n = p.byte_size / viewElemBytes(p.elem);
+      for (int64_t e = 0; e < n; ++e) {
+        const int64_t v =
+            p.elem == ViewElem::I32 ? static_cast<const int32_t*>(a.data)[e] : static_cast<const int64_t*>(a.data)[e];
+        if (auto err = ir::rangeViolation(which, p.range->first, p.range->second, v, e)) return err;
+      }
+    }
   }
   return std::nullopt;
 }
@@ -195,13 +207,26 @@ std::optional<std::string> LoadedKernel::launch(std::span<const Arg> args, KilnL
   }
 
   KilnLaunchRecord total;
-  const int64_t blocks = entry_.num_blocks;
+  // Each phase's block range for these arguments: all of them, or as many as the runtime
+  // extents give (kiln_phase_blocks; never more than the phase has).
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  std::vector<int64_t> run(entry_.phase_ends.size());
+  if (entry_.phase_blocks) entry_.phase_blocks(params.data(), run.data());
+  int64_t blocks = 0;
+  for (size_t i = 0; i < run.size(); ++i) {
+    const int64_t start = i == 0 ? 0 : entry_.phase_ends[i - 1];
+    const int64_t all = entry_.phase_ends[i] - start;
+    const int64_t n = entry_.phase_blocks ? std::clamp<int64_t>(run[i], 0, all) : all;
+    ranges.emplace_back(start, start + n);
+    blocks += n;
+  }
   if (!pool_ || blocks <= 1) {
-    // One call runs the phases in order (the generated dispatch walks them).
-    if (blocks > 0) entry_.blocks(params.data(), 0, blocks, &total);
+    // One call runs the phases in order (the generated dispatch walks them; blocks past a
+    // runtime domain find no program).
+    if (blocks > 0) entry_.blocks(params.data(), 0, entry_.num_blocks, &total);
   } else {
     std::atomic<int64_t> full{0}, masked{0};
-    pool_->run(entry_.phase_ends, [&](int64_t begin, int64_t end) {
+    pool_->run(ranges, [&](int64_t begin, int64_t end) {
       KilnLaunchRecord task;
       entry_.blocks(params.data(), begin, end, &task);
       full.fetch_add(task.packets_full, std::memory_order_relaxed);

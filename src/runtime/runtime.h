@@ -17,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/abi.h"
@@ -43,6 +44,9 @@ struct ParamSpec {
   std::vector<int64_t> shape;     // views: extents; scalars: empty
   int64_t byte_size = 0;          // views: element bytes * product(shape); i64: 8; f32: 4
   ViewElem elem = ViewElem::F32;  // views
+  // i64 scalars and integer views: the stated range (docs/ir.md) every argument (element) is
+  // checked against; unset: any value.
+  std::optional<std::pair<int64_t, int64_t>> range;
 
   static ParamSpec view(std::string name, std::vector<int64_t> shape, ViewElem elem = ViewElem::F32);
   static ParamSpec i64(std::string name);
@@ -80,6 +84,8 @@ struct KernelEntry {
   // End block of each phase (ascending, the last = num_blocks); empty: one phase. The blocks
   // of phase i start after every block of phase i-1 has returned.
   std::vector<int64_t> phase_ends;
+  // Optional: the blocks of each phase these arguments run (runtime extents); null: all.
+  PhaseBlocksFn phase_blocks = nullptr;
   std::shared_ptr<void> owner;  // keeps the code mapped (the JIT session); null for code
                                 // linked into the process
 };
@@ -95,8 +101,9 @@ class LoadedKernel {
   LoadedKernel(LoadedKernel&&) noexcept;
   LoadedKernel& operator=(LoadedKernel&&) noexcept;
 
-  // nullopt when `args` match the signature: count, kind, non-null buffers, byte sizes.
-  // Otherwise one sentence naming the parameter and both sizes or kinds.
+  // nullopt when `args` match the signature: count, kind, non-null buffers, byte sizes, and
+  // stated ranges (every element of a ranged integer view is read). Otherwise one sentence
+  // naming the parameter and both sizes or kinds, or the value and the range.
   std::optional<std::string> checkArgs(std::span<const Arg> args) const;
 
   // Checks `args`, then runs every block, phase after phase. `record` (optional) receives the sum of the

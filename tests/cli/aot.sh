@@ -53,7 +53,7 @@ expect "library kernel with --symbol-prefix" 0 "symbols rms_\*"
 run cc -std=c99 -Wall -Wextra -Werror main.c axpb.o rms.o -o prog
 expect "C program with two headers links" 0
 run ./prog
-expect "C program runs the kernel with scalar arguments" 0 "axpb ok, [0-9]+ blocks, abi 1"
+expect "C program runs the kernel with scalar arguments" 0 "axpb ok, [0-9]+ blocks, abi 2"
 cp main.c main.cpp
 run c++ -std=c++17 -Wall -Wextra -Werror main.cpp axpb.o rms.o -o prog_cpp
 expect "the header is valid C++" 0

@@ -32,7 +32,12 @@ constexpr int64_t kPrograms = 100;
 constexpr int64_t kBlocks = 13;
 const char* kDoubleIR = R"(
 @kiln_num_blocks = constant i64 13
-@kiln_abi_version = constant i64 1
+@kiln_abi_version = constant i64 2
+
+define void @kiln_phase_blocks(ptr %params, ptr %blocks) {
+  store i64 13, ptr %blocks
+  ret void
+}
 
 define void @kiln_blocks(ptr %params, i64 %begin, i64 %end, ptr %record) {
 entry:
@@ -85,7 +90,12 @@ define void @kiln_launch(ptr %params, ptr %record) {
 // out[i] = a[i] * b[i] + c[i] for 16 elements, as separate fmul and fadd: one block.
 const char* kMulAddIR = R"(
 @kiln_num_blocks = constant i64 1
-@kiln_abi_version = constant i64 1
+@kiln_abi_version = constant i64 2
+
+define void @kiln_phase_blocks(ptr %params, ptr %blocks) {
+  store i64 1, ptr %blocks
+  ret void
+}
 
 define void @kiln_blocks(ptr %params, i64 %begin, i64 %end, ptr %record) {
 entry:
@@ -372,7 +382,7 @@ TEST(JitErrors, GarbageObjectIsAnError) {
 TEST(JitErrors, MissingAbiSymbolIsNamed) {
   const char* no_launch = R"(
 @kiln_num_blocks = constant i64 1
-@kiln_abi_version = constant i64 1
+@kiln_abi_version = constant i64 2
 define void @kiln_blocks(ptr %params, i64 %begin, i64 %end, ptr %record) {
   ret void
 }
@@ -385,7 +395,7 @@ define void @kiln_blocks(ptr %params, i64 %begin, i64 %end, ptr %record) {
 
 TEST(JitErrors, WrongAbiVersionIsAnError) {
   std::string ir = kDoubleIR;
-  ir.replace(ir.find("@kiln_abi_version = constant i64 1"), 34, "@kiln_abi_version = constant i64 7");
+  ir.replace(ir.find("@kiln_abi_version = constant i64 2"), 34, "@kiln_abi_version = constant i64 7");
   auto session = Session::load(compile(ir.c_str()).object_bytes, "native");
   ASSERT_FALSE(session);
   const std::string message = llvm::toString(session.takeError());

@@ -49,6 +49,11 @@ struct KernelSource {
         {"qk",
          "attention: outer | dot | auto (q.k^T as an outer product in ascending D, or a dot product over D "
          "in the partitions(16) order)"},
+        {"kv-cache",
+         "attention: none | dense | paged (a KV cache of capacity K; lengths at launch: --arg/--input lens)"},
+        {"capacity", "attention --kv-cache: positions per sequence (default K of --shape)"},
+        {"page", "attention --kv-cache paged: positions per page (default 16)"},
+        {"pages", "attention --kv-cache paged: pages in the pool (default B * ceil(K/page))"},
     };
     values.assign(std::size(opts), std::string());
     for (size_t i = 0; i < std::size(opts); ++i)

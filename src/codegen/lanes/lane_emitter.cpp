@@ -320,7 +320,7 @@ llvm::Function* LaneEmitter::emitProgram(const std::string& name, std::string& e
     scalars_[prm->id] = b_.CreateLoad(sty(prm->type.elem), ptr, prm->name);
   });
   decomposeRootIds(
-      f_->getArg(1), [&](int64_t extent) { return b_.getInt64(extent); },
+      f_->getArg(1), [](llvm::Value* extent) { return extent; },
       [&](const ir::Value* axis, llvm::Value* id) { scalars_[axis->id] = id; });
   emitRegion(k_.root()->regions[0]);
   return finishFunction(error);

@@ -38,10 +38,13 @@ llvm::Function* PacketEmitter::emitPacket(const std::string& name, std::string& 
   for (unsigned l = 0; l < w_; ++l) lanes.push_back(b_.getInt64(l));
   laneIota_ = llvm::ConstantVector::get(lanes);
   llvm::Value* ids = b_.CreateAdd(splat(first), laneIota_, "program");
-  mask_ = full_ ? allTrue() : b_.CreateICmpULT(ids, splatI64(p_.num_programs), "active");
-  decomposeRootIds(
-      ids, [&](int64_t extent) { return splatI64(extent); },
-      [&](const ir::Value* axis, llvm::Value* id) { ssa_[axis->id] = {id}; });
+  llvm::Value* programs = domainPrograms(b_, f_->getArg(0), *k_.root());
+  auto splatExtent = [&](llvm::Value* e) {
+    if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(e)) return splatI64(c->getSExtValue());
+    return b_.CreateVectorSplat(w_, e);
+  };
+  mask_ = full_ ? allTrue() : b_.CreateICmpULT(ids, splatExtent(programs), "active");
+  decomposeRootIds(ids, splatExtent, [&](const ir::Value* axis, llvm::Value* id) { ssa_[axis->id] = {id}; });
   emitRegion(k_.root()->regions[0]);
   return finishFunction(error);
 }

@@ -1,0 +1,347 @@
+// Runtime lengths (docs/ir.md, "Runtime extents" and "Stated ranges"; docs/kernels.md, "KV
+// caches"): one compiled kernel for every length. A domain whose extent comes with the
+// launch, against the interpreter over the backend grid; a decode loop over lengths 1..600 on
+// one cache that compiles once; varlen batches on dense and paged caches; and the refusals of
+// arguments outside their stated ranges, by every layer.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "driver/check.h"
+#include "driver/compile.h"
+#include "host/data.h"
+#include "host_isa.h"
+#include "interp/interp.h"
+#include "ir/diag.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "jit/object_file.h"
+#include "kernels/registry.h"
+#include "plan/knobs.h"
+#include "runtime/runtime.h"
+
+namespace {
+
+using kiln::driver::CheckMode;
+
+std::unique_ptr<kiln::ir::Kernel> parse(const std::string& text, kiln::ir::DiagEngine& diag) {
+  auto k = kiln::ir::parseKernel(text, "t.tile", diag);
+  if (k && !kiln::ir::verify(*k, diag)) return nullptr;
+  return k;
+}
+
+std::unique_ptr<kiln::ir::Kernel> rowsKernel() {
+  kiln::ir::DiagEngine diag;
+  auto k = kiln::ir::parseFile(std::string(KILN_SOURCE_DIR) + "/tests/ir/runtime_extents.tile", diag);
+  EXPECT_TRUE(k && kiln::ir::verify(*k, diag)) << diag.str();
+  return k;
+}
+
+std::unique_ptr<kiln::ir::Kernel> library(const kiln::kernels::LibraryRequest& r) {
+  std::unique_ptr<kiln::ir::Kernel> k;
+  auto e = kiln::kernels::buildLibraryKernel(r, k);
+  EXPECT_FALSE(e.has_value()) << *e;
+  return k;
+}
+
+kiln::plan::Knobs knobsOf(const std::vector<std::string>& sets) {
+  kiln::plan::Knobs knobs;
+  for (const std::string& s : sets) EXPECT_FALSE(knobs.setAssignment(s).has_value()) << s;
+  return knobs;
+}
+
+// tests/ir/runtime_extents.tile's y, from its definition.
+std::vector<float> expectedRows(const std::vector<float>& x, const std::vector<int64_t>& lens, int64_t n) {
+  std::vector<float> y(64 * 40, 0.0f);
+  const int64_t rows = (n + 7) / 8 * 8;
+  for (int64_t r = 0; r < rows; ++r) {
+    float sum = 0.0f;
+    for (int64_t c = 0; c < 40; ++c)
+      if (c < lens[r]) sum = sum + x[r * 40 + c];
+    const float scale = sum + static_cast<float>(r / 8);
+    for (int64_t c = 0; c < 40; ++c) y[r * 40 + c] = (c < lens[r] ? x[r * 40 + c] : 0.0f) * scale;
+  }
+  return y;
+}
+
+TEST(RuntimeLengths, TheTextFormRoundTripsRangesAndRuntimeExtents) {
+  auto k = rowsKernel();
+  ASSERT_TRUE(k);
+  const std::string text = kiln::ir::print(*k);
+  EXPECT_NE(text.find("%lens: view<i32>[64] in [0, 40]"), std::string::npos) << text;
+  EXPECT_NE(text.find("%n: i64 in [0, 64]"), std::string::npos) << text;
+  EXPECT_NE(text.find("parallel (%rb, %j) in (cdiv(%n, 8), 8)"), std::string::npos) << text;
+  kiln::ir::DiagEngine diag;
+  auto again = parse(text, diag);
+  ASSERT_TRUE(again) << diag.str();
+  EXPECT_EQ(kiln::ir::print(*again), text);
+  EXPECT_EQ(k->root()->extents, (std::vector<int64_t>{8, 8}));  // the maximum: ceil(64 / 8)
+  EXPECT_TRUE(k->runtimeExtents());
+}
+
+TEST(RuntimeLengths, TheInterpreterRunsTheDomainOfTheLaunch) {
+  auto k = rowsKernel();
+  ASSERT_TRUE(k);
+  for (int64_t n : {0, 1, 8, 9, 45, 64}) {
+    std::vector<kiln::host::ParamData> p;
+    ASSERT_FALSE(kiln::host::makeInputs(*k, 5, {{"n", std::to_string(n)}}, p).has_value());
+    for (int64_t v : p[1].ints) EXPECT_TRUE(v >= 0 && v <= 40) << v;  // within the stated range
+    kiln::interp::Options o;
+    o.mode = kiln::interp::Mode::StrictF32;
+    ASSERT_FALSE(kiln::interp::evaluate(*k, p, o).has_value());
+    EXPECT_EQ(p[3].data, expectedRows(p[0].data, p[1].ints, n)) << "n=" << n;
+  }
+}
+
+TEST(RuntimeLengths, OneObjectRunsEveryExtentOnEveryRealization) {
+  auto k = rowsKernel();
+  ASSERT_TRUE(k);
+  const std::vector<std::vector<std::string>> points = {
+      {"local_lanes=1", "packet_width=8", "isa=avx2", "threads=1"},
+      {"local_lanes=1", "packet_width=16", "isa=avx512", "threads=2"},
+      {"local_lanes=1", "packet_width=4", "isa=avx2", "max_unrolled_tile_elements=1", "threads=2"},
+      {"local_lanes=16", "packet_width=16", "isa=avx2", "threads=2"},
+      {"local_lanes=8", "packet_width=8", "isa=avx512", "threads=1", "block_size=3"},
+      {"local_lanes=1", "packet_width=8", "isa=avx2", "root_axis_order=j,rb", "threads=2"}};
+  for (const auto& point : points) {
+    const kiln::plan::Knobs knobs = knobsOf(point);
+    std::string label;
+    for (const std::string& s : point) label += s + " ";
+    kiln::driver::Compilation c;
+    ASSERT_FALSE(kiln::driver::compile(*k, knobs, c).has_value()) << label;
+    EXPECT_EQ(kiln::driver::planDisagreesWithCode(c.report), std::nullopt) << label;
+    EXPECT_EQ(c.report["domain"]["runtime"], true);
+    EXPECT_EQ(c.report["phases"][0]["domain"]["runtime_extents"][0]["param"], "%n");
+    if (!kiln::testhost::runsHere(knobs.isa, "RuntimeLengths " + label)) continue;
+    std::unique_ptr<kiln::runtime::LoadedKernel> loaded;
+    ASSERT_FALSE(kiln::driver::load(c.object, *k, knobs.isa, knobs.threads, loaded).has_value()) << label;
+    for (int64_t n : {0, 1, 7, 8, 17, 45, 63, 64}) {
+      std::vector<kiln::host::ParamData> p;
+      ASSERT_FALSE(kiln::host::makeInputs(*k, 11, {{"n", std::to_string(n)}}, p).has_value());
+      std::vector<kiln::host::ParamData> interp = p;
+      kiln::interp::Options o;
+      o.mode = kiln::interp::Mode::StrictF32;
+      ASSERT_FALSE(kiln::interp::evaluate(*k, interp, o).has_value());
+      kiln::runtime::KilnLaunchRecord record;
+      ASSERT_FALSE(kiln::driver::run(*loaded, p, true, &record).has_value()) << label << " n=" << n;
+      EXPECT_EQ(p[3].data, interp[3].data) << label << " n=" << n;
+      EXPECT_EQ(p[3].data, expectedRows(p[0].data, p[1].ints, n)) << label << " n=" << n;
+      // Only the launch's programs ran: cdiv(n, 8) x 8 of them, in packets or one by one.
+      const int64_t programs = (n + 7) / 8 * 8, ran = record.packets_full + record.packets_masked;
+      if (knobs.local_lanes == 1)
+        EXPECT_EQ(ran, (programs + knobs.packet_width - 1) / knobs.packet_width) << label << " n=" << n;
+      else
+        EXPECT_EQ(ran, programs) << label << " n=" << n;
+    }
+  }
+}
+
+// Every layer refuses an argument outside its stated range, naming the parameter and value;
+// the IR refuses ranges and runtime extents it cannot honour.
+TEST(RuntimeLengths, ArgumentsOutsideTheirRangesAreRefused) {
+  auto k = rowsKernel();
+  ASSERT_TRUE(k);
+  kiln::driver::Compilation c;
+  ASSERT_FALSE(kiln::driver::compile(*k, kiln::plan::Knobs{}, c).has_value());
+  if (kiln::testhost::runsHere("native", "RuntimeLengths refusals")) {
+    std::unique_ptr<kiln::runtime::LoadedKernel> loaded;
+    ASSERT_FALSE(kiln::driver::load(c.object, *k, "native", 1, loaded).has_value());
+    std::vector<float> x(64 * 40, 1.0f), y(64 * 40, 7.0f);
+    std::vector<int32_t> lens(64, 3);
+    auto launch = [&](int64_t n) {
+      std::vector<kiln::runtime::Arg> args = {kiln::runtime::Arg::view(x), kiln::runtime::Arg::i32s(lens),
+                                              kiln::runtime::Arg::i64(n), kiln::runtime::Arg::view(y)};
+      return loaded->launch(args);
+    };
+    EXPECT_EQ(launch(65).value_or(""), "parameter 'n' (#2) is 65, outside its stated range [0, 64]");
+    EXPECT_EQ(launch(-1).value_or(""), "parameter 'n' (#2) is -1, outside its stated range [0, 64]");
+    lens[17] = 41;
+    EXPECT_EQ(launch(8).value_or(""), "parameter 'lens' (#1): element 17 is 41, outside its stated range [0, 40]");
+    lens[17] = -2;
+    EXPECT_EQ(launch(8).value_or(""), "parameter 'lens' (#1): element 17 is -2, outside its stated range [0, 40]");
+    for (float v : y) ASSERT_EQ(v, 7.0f);  // nothing ran
+    lens[17] = 40;
+    EXPECT_FALSE(launch(8).has_value());
+  }
+  std::vector<kiln::host::ParamData> p;
+  ASSERT_FALSE(kiln::host::makeInputs(*k, 1, {{"n", "70"}}, p).has_value());
+  EXPECT_EQ(kiln::interp::evaluate(*k, p, {}).value_or(""),
+            "parameter 'n' (#2) is 70, outside its stated range [0, 64]");
+
+  const char* bad[][2] = {
+      {"%n: i64, %y: view<f32>[8]) {\n  parallel (%p) in (%n) {", "which states no range"},
+      {"%n: i64 in [-1, 8], %y: view<f32>[8]) {\n  parallel (%p) in (%n) {", "is not within [0, ..]"},
+      {"%n: i64 in [0, 0], %y: view<f32>[8]) {\n  parallel (%p) in (%n) {", "upper end of at least 1"},
+      {"%n: i64 in [0, 8], %y: view<f32>[8]) {\n  parallel (%p) in (cdiv(%n, 0)) {", "divisor is 0"},
+      {"%n: f32 in [0, 8], %y: view<f32>[8]) {\n  parallel (%p) in (8) {", "only an i64 scalar or an integer view"},
+      {"%n: i64 in [5, 4], %y: view<f32>[8]) {\n  parallel (%p) in (8) {", "lower end is above its upper end"},
+      {"%n: view<i32>[2] in [0, 4294967296], %y: view<f32>[8]) {\n  parallel (%p) in (8) {", "does not fit in i32"},
+      {"%n: view<f32>[8], %y: view<f32>[8]) {\n  parallel (%p) in (%n) {", "not an i64 scalar parameter"},
+  };
+  for (const auto& [head, message] : bad) {
+    kiln::ir::DiagEngine diag;
+    const std::string text =
+        std::string("kernel @k(") + head + "\n    %v = const 1 : f32[n:8]\n" + "    store %v, %y[0] as [n:8]\n  }\n}\n";
+    EXPECT_FALSE(parse(text, diag)) << text;
+    EXPECT_NE(diag.str().find(message), std::string::npos) << diag.str();
+  }
+}
+
+// The object cache's directory for one test: every compile of the request after the first is
+// a hit, so "compiled once" is counted, not assumed.
+struct CacheDir {
+  std::filesystem::path dir;
+  explicit CacheDir(const std::string& name)
+      : dir(std::filesystem::temp_directory_path() / ("kiln-test-" + name + "-" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(dir);
+    kiln::driver::setObjectCache(std::make_shared<kiln::jit::DiskObjectCache>(dir.string(), int64_t{256} << 20));
+  }
+  ~CacheDir() {
+    kiln::driver::setObjectCache(nullptr);
+    std::filesystem::remove_all(dir);
+  }
+};
+
+// A decode loop: the cache grows by one position per step, lengths 1..600 on one compiled
+// attention kernel; each step bit-identical to the interpreter and within the FP64 reference.
+TEST(RuntimeLengths, ADecodeLoopCompilesTheAttentionOnce) {
+  CacheDir cache("decode-loop");
+  const kiln::kernels::LibraryRequest request{"attention", "1,8,2,1,600,32,32", {{"kv-cache", "dense"}}};
+  auto k = library(request);
+  ASSERT_TRUE(k);
+  const kiln::plan::Knobs knobs;
+  int misses = 0, hits = 0;
+  for (int64_t len = 1; len <= 600; ++len) {
+    kiln::driver::CheckOptions o;
+    o.mode = len % 2 ? CheckMode::Bitexact : CheckMode::F64;
+    o.seed = 3;  // the same q, k, v at every step: only the length changes
+    o.int_views = {{"lens", {len}}};
+    o.f64_reference = [&](const std::vector<kiln::host::ParamData>& in, std::vector<std::vector<double>>& out) {
+      return kiln::kernels::libraryReference(request, in, out);
+    };
+    kiln::driver::CheckResult r;
+    ASSERT_FALSE(kiln::driver::check(*library(request), knobs, o, r).has_value()) << "len " << len;
+    ASSERT_TRUE(r.pass) << "len " << len << " (" << (len % 2 ? "bitexact" : "f64") << ")";
+    (r.cache == "miss" ? misses : hits) += 1;
+  }
+  EXPECT_EQ(misses, 1);
+  EXPECT_EQ(hits, 599);
+}
+
+// A varlen batch (every sequence its own length) on a dense cache and on a paged one whose
+// pages are shuffled, over the backend grid: bit-identical to the interpreter, FP64-checked.
+TEST(RuntimeLengths, VarlenBatchesOnDenseAndPagedCaches) {
+  const std::vector<int64_t> lens = {1, 17, 300, 301, 1024};
+  const int64_t page = 64, maxPages = 1024 / page, pages = 5 * maxPages + 3;
+  std::vector<int64_t> table(5 * maxPages);
+  std::vector<int64_t> order(pages);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(7));
+  std::copy_n(order.begin(), table.size(), table.begin());  // distinct pages, in no order
+  const std::vector<kiln::kernels::LibraryRequest> requests = {
+      {"attention", "5,8,2,1,1024,64,64", {{"kv-cache", "dense"}}},
+      {"attention", "5,8,2,1,1024,64,64", {{"kv-cache", "dense"}, {"split", "4"}}},
+      {"attention", "5,8,2,3,1024,64,64", {{"kv-cache", "dense"}, {"mask", "causal"}}},
+      {"attention",
+       "5,8,2,1,1024,64,64",
+       {{"kv-cache", "paged"}, {"page", std::to_string(page)}, {"pages", std::to_string(pages)}}},
+      {"attention",
+       "5,8,2,1,1024,64,64",
+       {{"kv-cache", "paged"}, {"page", std::to_string(page)}, {"pages", std::to_string(pages)}, {"split", "3"}}}};
+  const std::vector<std::vector<std::string>> points = {{"isa=avx2", "threads=1"},
+                                                        {"isa=avx512", "threads=2"},
+                                                        {"isa=avx2", "packet_width=8", "threads=2"},
+                                                        {"isa=avx512", "local_lanes=1", "packet_width=16"}};
+  for (const auto& request : requests) {
+    auto k = library(request);
+    ASSERT_TRUE(k);
+    const bool paged = request.options.at("kv-cache") == "paged";
+    for (const auto& point : points) {
+      const kiln::plan::Knobs knobs = knobsOf(point);
+      std::string label = request.shape;
+      for (const auto& [n, v] : request.options) label += " --" + n + " " + v;
+      for (const std::string& s : point) label += " " + s;
+      if (!kiln::testhost::runsHere(knobs.isa, "RuntimeLengths " + label)) continue;
+      for (CheckMode mode : {CheckMode::Bitexact, CheckMode::F64}) {
+        kiln::driver::CheckOptions o;
+        o.mode = mode;
+        o.int_views = {{"lens", lens}};
+        if (paged) o.int_views["block_table"] = table;
+        o.f64_reference = [&](const std::vector<kiln::host::ParamData>& in, std::vector<std::vector<double>>& out) {
+          return kiln::kernels::libraryReference(request, in, out);
+        };
+        kiln::driver::CheckResult r;
+        ASSERT_FALSE(kiln::driver::check(*k, knobs, o, r).has_value()) << label;
+        EXPECT_TRUE(r.pass) << label << (mode == CheckMode::Bitexact ? " bitexact" : " f64");
+        EXPECT_EQ(r.plan_vs_code, "") << label;
+      }
+    }
+  }
+}
+
+// The positions past a sequence's length are not the kernel's: NaN there changes nothing.
+TEST(RuntimeLengths, WhatTheCacheHoldsPastALengthDoesNotMatter) {
+  const kiln::kernels::LibraryRequest request{"attention", "2,4,2,1,100,16,16", {{"kv-cache", "dense"}}};
+  auto k = library(request);
+  ASSERT_TRUE(k);
+  kiln::driver::Compilation c;
+  ASSERT_FALSE(kiln::driver::compile(*k, kiln::plan::Knobs{}, c).has_value());
+  if (!kiln::testhost::runsHere("native", "RuntimeLengths NaN past the length")) return;
+  std::unique_ptr<kiln::runtime::LoadedKernel> loaded;
+  ASSERT_FALSE(kiln::driver::load(c.object, *k, "native", 1, loaded).has_value());
+  std::vector<kiln::host::ParamData> p;
+  ASSERT_FALSE(kiln::host::makeInputs(*k, 2, {}, p).has_value());
+  p[3].ints = {37, 64};
+  std::vector<kiln::host::ParamData> poisoned = p;
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t j = p[3].ints[b]; j < 100; ++j)
+        for (int64_t d = 0; d < 16; ++d) {
+          poisoned[1].data[((b * 2 + h) * 100 + j) * 16 + d] = std::numeric_limits<float>::quiet_NaN();
+          poisoned[2].data[((b * 2 + h) * 100 + j) * 16 + d] = std::numeric_limits<float>::infinity();
+        }
+  ASSERT_FALSE(kiln::driver::run(*loaded, p, false).has_value());
+  ASSERT_FALSE(kiln::driver::run(*loaded, poisoned, false).has_value());
+  EXPECT_EQ(p[4].data, poisoned[4].data);
+  for (float v : p[4].data) EXPECT_TRUE(std::isfinite(v));
+}
+
+// A library cache kernel refuses lengths past its capacity and pages past its pool.
+TEST(RuntimeLengths, TheLibraryStatesItsRanges) {
+  auto k = library({"attention", "2,4,2,1,100,16,16", {{"kv-cache", "paged"}, {"page", "32"}, {"pages", "5"}}});
+  ASSERT_TRUE(k);
+  const std::string text = kiln::ir::print(*k);
+  EXPECT_NE(text.find("%lens: view<i32>[2] in [0, 100]"), std::string::npos) << text;
+  EXPECT_NE(text.find("%block_table: view<i32>[2, 4] in [0, 4]"), std::string::npos) << text;
+  EXPECT_NE(text.find("%k: view<f32>[5, 2, 32, 16]"), std::string::npos) << text;
+  std::vector<kiln::host::ParamData> p;
+  ASSERT_FALSE(kiln::host::makeInputs(*k, 1, {}, p).has_value());
+  p[3].ints = {101, 3};
+  EXPECT_EQ(kiln::interp::evaluate(*k, p, {}).value_or(""),
+            "parameter 'lens' (#3): element 0 is 101, outside its stated range [0, 100]");
+  p[3].ints = {100, 3};
+  p[4].ints[5] = 5;
+  EXPECT_EQ(kiln::interp::evaluate(*k, p, {}).value_or(""),
+            "parameter 'block_table' (#4): element 5 is 5, outside its stated range [0, 4]");
+  std::unique_ptr<kiln::ir::Kernel> none;
+  EXPECT_EQ(kiln::kernels::buildLibraryKernel({"attention", "1,4,2,1,64,16,16", {{"page", "16"}}}, none).value_or(""),
+            "attention: --page needs --kv-cache dense|paged");
+  EXPECT_EQ(kiln::kernels::buildLibraryKernel(
+                {"attention", "1,4,2,1,64,16,16", {{"kv-cache", "paged"}, {"page", "24"}, {"block", "1x16"}}}, none)
+                .value_or(""),
+            "attention: --block BK=16 does not divide --page 24 (a KV block lies within one page)");
+}
+
+}  // namespace
