@@ -150,17 +150,14 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
   };
 
   // Over a KV cache: sequence b's keys are positions [0, len) (of its dense rows, or of the
-  // pages its block table names), its Q queries the positions len - Q .. len - 1. Blocks
-  // before `full` are visible to every row of the program and run without a mask; the rest up
-  // to ceil(len / BK) mask the scores and zero the V rows past len (the cache's memory there
-  // is not the kernel's to trust: 0 * NaN would be NaN). Blocks [lo, hi) of them, a chunk.
+  // pages its block table names), its Q queries the positions len - Q .. len - 1. A masked
+  // block masks the scores and zeroes the V rows past len (the cache's memory there is not
+  // the kernel's to trust: 0 * NaN would be NaN). Blocks [lo, hi) of ceil(len / BK), a chunk.
   auto cacheLoop = [&](Idx b, Idx kvh, Idx h0, Idx q0, Idx len, Idx lo, Idx hi) {
     Tile qt = load(q, {b, h0, q0, 0}, {_, {"g", G}, {"m", BQ}, {"d", s.D}}).as("qt");
     // Query row i sees key j iff j < len and (causal) j <= i + len - Q.
     Idx shift = (len - (s.Q - 1)).as("shift");
     Tile limit = (opt.causal ? min(kb.iota({{"m", BQ}}, "m") + (q0 + shift), len) : Tile(len)).as("limit");
-    Idx seen = opt.causal ? minIndex(len, q0 + shift) : len;  // keys the program's first row sees
-    Idx full = maxIndex(seen / BK, 0).as("full");
     auto kvTiles = [&](Idx k0) {
       Idx row = b, at = k0;  // K/V row block: (batch, position) or (page, offset)
       if (paged) {
@@ -172,28 +169,34 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
       Tile vt = load(v, {row, kvh, at, 0}, {_, _, {"n", BK}, {"dv", s.Dv}}).as("vt");
       return std::pair{kt, vt};
     };
-    auto scoresOf = [&](const Tile& qt2, const Tile& kt) {
-      Tile qk = mma(qt2, kt, kb.zeros(gmn), {"d"}, qkFlags(flags, opt)).as("qk");
+    auto scoresOf = [&](const Tile& kt) {
+      Tile qk = mma(qt, kt, kb.zeros(gmn), {"d"}, qkFlags(flags, opt)).as("qk");
       return (qk * attentionScale(s, opt)).as("scores");
+    };
+    auto maskedStep = [&](Idx j, Tile mPrev, Tile lPrev, Tile accPrev) {
+      Idx k0 = (j * BK).as("k0");
+      auto [kt, vt] = kvTiles(k0);
+      Tile inCache = lt((kb.iota({{"n", BK}, {"dv", s.Dv}}, "n") + k0).as("vidx"), len).as("in_cache");
+      vt = select(inCache, vt, 0.0).as("vt_masked");
+      Tile valid = lt((kb.iota(gmn, "n") + k0).as("kidx"), limit).as("valid");
+      Tile scores = select(valid, scoresOf(kt), -inf).as("masked");
+      return stackedUpdate(scores, vt, mPrev, lPrev, accPrev, flags);
     };
     Carry m0{"m", kb.full(gm, -inf)}, l0{"l", kb.zeros(gm)};
     Carry acc0{"acc", kb.zeros(gmdv)};
+    // Few rows (decode): the mask would cost as much as the block, so the blocks every row
+    // sees run without one. Many rows: one masked loop (the mask is cheap beside them, and one
+    // loop's panels fit where two would not).
+    if (G * BQ >= 16) return kb.serial("kb", lo, hi, {m0, l0, acc0}, maskedStep);
+    Idx seen = opt.causal ? minIndex(len, q0 + shift) : len;  // keys the program's first row sees
+    Idx full = maxIndex(seen / BK, 0).as("full");
     auto [m1, l1, acc1] =
         kb.serial("kb", lo, minIndex(hi, full), {m0, l0, acc0}, [&](Idx j, Tile mPrev, Tile lPrev, Tile accPrev) {
           auto [kt, vt] = kvTiles((j * BK).as("k0"));
-          return stackedUpdate(scoresOf(qt, kt), vt, mPrev, lPrev, accPrev, flags);
+          return stackedUpdate(scoresOf(kt), vt, mPrev, lPrev, accPrev, flags);
         });
     Carry m1c{"m", m1}, l1c{"l", l1}, acc1c{"acc", acc1};
-    return kb.serial("kb_tail", maxIndex(lo, full), hi, {m1c, l1c, acc1c},
-                     [&](Idx j, Tile mPrev, Tile lPrev, Tile accPrev) {
-                       Idx k0 = (j * BK).as("k0");
-                       auto [kt, vt] = kvTiles(k0);
-                       Tile inCache = lt((kb.iota({{"n", BK}, {"dv", s.Dv}}, "n") + k0).as("vidx"), len).as("in_cache");
-                       vt = select(inCache, vt, 0.0).as("vt_masked");
-                       Tile valid = lt((kb.iota(gmn, "n") + k0).as("kidx"), limit).as("valid");
-                       Tile scores = select(valid, scoresOf(qt, kt), -inf).as("masked");
-                       return stackedUpdate(scores, vt, mPrev, lPrev, accPrev, flags);
-                     });
+    return kb.serial("kb_tail", maxIndex(lo, full), hi, {m1c, l1c, acc1c}, maskedStep);
   };
   auto lengthOf = [&](Idx b) { return extractIndex(load(lens, {b}, {{"one", 1}}).as("len_t"), {0}).as("len"); };
   auto blocksOf = [&](Idx len) { return ((len + (BK - 1)) / BK).as("blocks"); };

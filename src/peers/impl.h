@@ -17,7 +17,7 @@ namespace kiln::peers {
 class Impl {
  public:
   virtual ~Impl() = default;
-  // Short, stable name (JSON "impl"): kiln, kiln-1t, kiln-untuned, kiln-seed, onednn,
+  // Short, stable name (JSON "impl"): kiln, kiln-1t, kiln-untuned, kiln-lengths, kiln-seed, onednn,
   // openblas, openblas-coretype, native, plain.
   virtual std::string name() const = 0;
   // One line for humans: library version, ISA or core type, threads, knobs. Complete after
@@ -57,6 +57,10 @@ std::unique_ptr<Impl> makeKilnOneThread(const ImplOptions& options);
 // Kiln default without the tuning database ("kiln-untuned"; `kiln` uses a tuned choice when the
 // database has one for the shape): listed by default when the tuning database has entries.
 std::unique_ptr<Impl> makeKilnUntuned(const ImplOptions& options);
+// The library's attention over a dense KV cache of capacity K (`--kv-cache dense`), launched
+// with every sequence's length K: the runtime-length kernel at the static kernel's length
+// ("kiln-lengths", untuned like kiln-untuned, so the pair isolates runtime lengths).
+std::unique_ptr<Impl> makeKilnLengths(const ImplOptions& options);
 // The seed preset: packet_width=8 block_size=32 local_lanes=1 max_unrolled_tile_elements=64
 // max_unrolled_region_work=4096 full_packet_budget=4096 mma_output_block=4
 // max_unrolled_mma_terms=8 full_packet=on mma_indexable_snapshot=off; block 4x16 for Q > 1

@@ -57,6 +57,7 @@ class KilnImpl : public LocalImpl {
       req.options["mask"] = p.causal ? "causal" : "none";
       if (!block.empty()) req.options["block"] = block;
       if (!options_.split.empty()) req.options["split"] = options_.split;
+      if (lengths()) req.options["kv-cache"] = "dense";
       tuned_knobs_.threads = options_.threads;
       useTuning(req, tuned_knobs_);
       if (auto e = kernels::buildLibraryKernel(req, kernel_)) return "the attention kernel does not build: " + *e;
@@ -77,6 +78,11 @@ class KilnImpl : public LocalImpl {
              runtime::Arg::view(params_[1], 4 * int64_t(p.k.size())),
              runtime::Arg::view(params_[2], 4 * int64_t(p.v.size())),
              runtime::Arg::view(params_[3], 4 * int64_t(out_.size()))};
+    if (lengths()) {  // the cache's layout is the static kernel's; every sequence of length K
+      lens_.assign(static_cast<size_t>(p.shape.B), static_cast<int32_t>(p.shape.K));
+      params_.insert(params_.begin() + 3, lens_.data());
+      args_.insert(args_.begin() + 3, runtime::Arg::i32s(lens_));
+    }
     if (auto e = loaded_->checkArgs(args_)) return "arguments: " + *e;
     // A kernel with workspaces (split KV) runs through the runtime's launch, which allocates
     // and zero-fills them on every call, as it does for any user.
@@ -136,8 +142,10 @@ class KilnImpl : public LocalImpl {
 
  private:
   // The tuning database's choice for this request (kiln), or none (kiln-untuned, kiln-seed).
+  bool lengths() const { return name_ == "kiln-lengths"; }
+
   void useTuning(kernels::LibraryRequest& req, plan::Knobs& knobs) {
-    if (name_ == "kiln-untuned" || seed_) {
+    if (name_ == "kiln-untuned" || lengths() || seed_) {
       tuning_ = "untuned";
       return;
     }
@@ -157,6 +165,7 @@ class KilnImpl : public LocalImpl {
   runtime::LaunchFn launch_ = nullptr;
   std::vector<void*> params_;
   std::vector<runtime::Arg> args_;
+  std::vector<int32_t> lens_;  // kiln-lengths
 };
 
 }  // namespace
@@ -171,6 +180,9 @@ std::unique_ptr<Impl> makeKilnOneThread(const ImplOptions& o) {
 }
 std::unique_ptr<Impl> makeKilnUntuned(const ImplOptions& o) {
   return std::make_unique<KilnImpl>(o, false, "kiln-untuned");
+}
+std::unique_ptr<Impl> makeKilnLengths(const ImplOptions& o) {
+  return std::make_unique<KilnImpl>(o, false, "kiln-lengths");
 }
 std::unique_ptr<Impl> makeKilnSeed(const ImplOptions& o) {
   return std::make_unique<KilnImpl>(o, true, "kiln-seed");

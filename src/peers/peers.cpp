@@ -97,7 +97,9 @@ std::optional<std::string> runPeers(const PeersOptions& options, PeersResult& re
   std::vector<std::string> names = options.impls;
   if (names.empty())
     for (const std::string& n : implNames(options.workload))
-      if ((n != "kiln-1t" || options.threads > 1) && (n != "kiln-untuned" || tuned)) names.push_back(n);
+      if ((n != "kiln-1t" || options.threads > 1) && (n != "kiln-untuned" || tuned || options.runtime_lengths) &&
+          (n != "kiln-lengths" || options.runtime_lengths))
+        names.push_back(n);
   ImplOptions io = options.impl;
   io.threads = options.threads;
   io.seed = options.seed;

@@ -28,6 +28,9 @@ struct PeersOptions {
   bool causal = false;
   int threads = 1;
   std::vector<std::string> impls;  // empty: all of implNames()
+  // --runtime-lengths: add kiln-lengths (attention over a dense KV cache of capacity K with
+  // every length K at launch) beside kiln and kiln-untuned, paired in the same rounds.
+  bool runtime_lengths = false;
   ProtocolOptions protocol;
   std::string protocol_name = "default";  // or "quick"
   ImplOptions impl;                       // threads and seed are copied in from above

@@ -66,6 +66,9 @@ Command addPeers(CLI::App& parent) {
   app->add_option("--threads", a->o.threads, "Threads for every implementation (default 1)")->check(CLI::Range(1, 256));
   app->add_option("--impl", a->impls, "Implementations to run, comma-separated (default all): " + impl_names)
       ->delimiter(',');
+  app->add_flag("--runtime-lengths", a->o.runtime_lengths,
+                "Add kiln-lengths: the attention over a dense KV cache (lengths at launch, here all K) beside kiln "
+                "and kiln-untuned, paired in the same rounds (attention only)");
   app->add_flag("--quick", a->quick, "Short protocol: warmup 5 ms, sample target 2 ms, 3 samples, 3 rounds");
   app->add_option("--budget", a->budget, "Seconds of timing per shape before samples and rounds are cut (default 45)")
       ->check(CLI::PositiveNumber);
