@@ -4,7 +4,8 @@
 # the CPU against the interpreter (bit for bit) and the FP64 oracle, with its PTX for sm_90a.
 # Decode shapes are captured twice: as the library plans them for the CPU, and with a split
 # chosen for the GPU (the split sets the parallelism); two with the lanes kept in one thread's
-# registers (gpu_lanes=registers) for a paired comparison. The replay times them all.
+# registers (gpu_lanes=registers) for a paired comparison; then lengths at launch (KV caches,
+# dense and paged, and a runtime extent). The replay times them all.
 # Usage: scripts/gpu/capture.sh [KILN] [ARCHIVE] [CASE...]   (defaults: build/bin/kiln,
 # gpu-archive, every case; with CASE names only those, as tests/cli/gpu_record.sh does)
 set -euo pipefail
@@ -48,4 +49,18 @@ attention batched_decode32_split4 32,8,2,1,2053,80,96 --split 4 --block 1x32
 # The lanes in one thread's registers instead of over W threads: the paired comparison.
 attention decode_split16_registers 1,8,2,1,2053,80,96 --split 16 --block 1x32 --set gpu_lanes=registers
 attention mha_decode_split16_registers 1,8,8,1,2048,64,64 --split 16 --block 1x32 --set gpu_lanes=registers
+# Lengths at launch (docs/kernels.md, "KV caches"): a varlen batch on a dense and on a paged
+# cache (the generated lengths lie in [0, K], the block table's pages in the pool), split and
+# not, causal queries at the ends of their sequences, and a runtime extent.
+attention kv_dense 5,8,2,1,1024,64,64 --kv-cache dense
+attention kv_dense_split4 5,8,2,1,1024,64,64 --kv-cache dense --split 4
+attention kv_paged 5,8,2,1,1024,64,64 --kv-cache paged --page 64 --pages 83
+attention kv_paged_split3 5,8,2,1,1024,64,64 --kv-cache paged --page 64 --pages 83 --split 3
+if wanted kv_dense_causal; then
+  "$kiln" gpu-capture --archive "$arch" --case kv_dense_causal --kernel attention --shape 5,8,2,3,1024,64,64 \
+    --kv-cache dense --mask causal
+fi
+if wanted runtime_extents; then
+  "$kiln" gpu-capture --archive "$arch" --case runtime_extents tests/ir/runtime_extents.tile
+fi
 echo "archive: $arch ($(du -sh "$arch" | cut -f1))"

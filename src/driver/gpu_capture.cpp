@@ -106,7 +106,24 @@ std::optional<std::string> captureGpuCase(const ir::Kernel& kernel, const plan::
   std::ostringstream outputs;
   for (size_t i = 0; i < kernel.params.size(); ++i) {
     const ir::Value* p = kernel.params[i];
-    if (p->type.isView()) {
+    if (p->type.isView() && ir::isIntegerStorage(p->type.elem)) {
+      // An integer view (lengths, tables): its words travel in inputs/NAME.bin (INIT file);
+      // an integer output's expected words are its int32 / int64 bytes.
+      if (!options.f64.int_views.empty())
+        return "a GPU capture regenerates its inputs: --input files are not supported";
+      const bool i32 = p->type.elem == ir::Elem::I32;
+      const std::string in = host::integerBytes(inputs[i].ints, i32);
+      fs::create_directories(dir / "inputs", ec);
+      if (auto e = writeFile(dir / "inputs" / (p->name + ".bin"), in.data(), in.size())) return e;
+      m << fmt::format("param {} view {} {} file {} {}\n", i, p->name, in.size() / 4, written[i] ? 1 : 0,
+                       fnv1a64Hex(in.data(), in.size()));
+      bytes += (loaded[i] ? 1.0 : 0.0) * in.size() + (written[i] ? 1.0 : 0.0) * in.size();
+      if (written[i]) {
+        const std::string got = host::integerBytes(exact.native[i].ints, i32);
+        if (auto e = writeFile(dir / "expected" / (p->name + ".f32"), got.data(), got.size())) return e;
+        outputs << fmt::format("output {} {} {}\n", p->name, got.size() / 4, fnv1a64Hex(got.data(), got.size()));
+      }
+    } else if (p->type.isView()) {
       if (!options.f64.views.empty()) return "a GPU capture regenerates its inputs: --input files are not supported";
       const std::vector<float>& in = inputs[i].data;
       m << fmt::format("param {} view {} {} {} {} {}\n", i, p->name, in.size(), loaded[i] ? "random" : "zero",

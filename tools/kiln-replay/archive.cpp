@@ -273,8 +273,10 @@ std::optional<std::string> parseManifestImpl(const std::string& text, const std:
         if (auto e = arity(8, "param I view NAME ELEMENTS INIT OUT DIGEST")) return e;
         p.kind = ParamKind::kView;
         if (auto e = elementCount(t[4], p.elements)) return e;
-        if (t[5] != "random" && t[5] != "zero") return at(ln, "INIT '" + t[5] + "' is neither 'random' nor 'zero'");
+        if (t[5] != "random" && t[5] != "zero" && t[5] != "file")
+          return at(ln, "INIT '" + t[5] + "' is not 'random', 'zero' or 'file'");
         p.random_init = t[5] == "random";
+        p.from_file = t[5] == "file";
         if (t[6] != "0" && t[6] != "1") return at(ln, "OUT '" + t[6] + "' is neither 0 nor 1");
         p.written = t[6] == "1";
         if (!parseHex(t[7], 16, p.digest)) return at(ln, "DIGEST '" + t[7] + "' is not 16 lowercase hex digits");
@@ -474,6 +476,21 @@ std::optional<std::string> loadArchive(const std::string& path, Archive& out) {
       }
     }
 
+    for (Param& p : spec.params) {
+      if (!p.from_file) continue;
+      const std::string path = spec.dir + "/inputs/" + p.name + ".bin";
+      std::string bytes;
+      if (!readFile(path, bytes)) return path + ": cannot read";
+      if (bytes.size() != p.elements * 4)
+        return path + ": " + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(p.elements * 4) +
+               " (" + manifest_path + ")";
+      p.file_words.resize(p.elements);
+      for (uint64_t e = 0; e < p.elements; ++e) {
+        const unsigned char* b = reinterpret_cast<const unsigned char*>(bytes.data()) + 4 * e;
+        p.file_words[e] = uint32_t{b[0]} | uint32_t{b[1]} << 8 | uint32_t{b[2]} << 16 | uint32_t{b[3]} << 24;
+      }
+    }
+
     for (Output& o : spec.outputs) {
       const std::string expected_path = spec.dir + "/expected/" + o.name + ".f32";
       std::string bytes;
@@ -505,12 +522,17 @@ std::vector<std::string> makeInputs(const CaseSpec& spec, std::vector<std::vecto
   for (size_t i = 0; i < spec.params.size(); ++i) {
     const Param& p = spec.params[i];
     if (p.kind != ParamKind::kView) continue;
-    views[i] = p.random_init ? drawView(spec.seed, p.index, p.elements) : std::vector<uint32_t>(p.elements, 0u);
+    views[i] = p.from_file     ? p.file_words
+               : p.random_init ? drawView(spec.seed, p.index, p.elements)
+                               : std::vector<uint32_t>(p.elements, 0u);
     const uint64_t digest = fnvWords(views[i]);
     if (digest != p.digest) {
       problems.push_back("param " + std::to_string(p.index) + " " + p.name + " (" +
-                         (p.random_init ? "random" : "zero") + ", " + std::to_string(p.elements) +
-                         " elements): generated digest " + hex64(digest) + " != manifest " + hex64(p.digest));
+                         (p.from_file     ? "file"
+                          : p.random_init ? "random"
+                                          : "zero") +
+                         ", " + std::to_string(p.elements) + " elements): generated digest " + hex64(digest) +
+                         " != manifest " + hex64(p.digest));
     }
   }
   return problems;

@@ -24,9 +24,13 @@ struct Param {
   std::string name;
   // kView:
   uint64_t elements = 0;
-  bool random_init = false;  // INIT random (else zero)
-  bool written = false;      // OUT 1
-  uint64_t digest = 0;       // of the initial bytes
+  bool random_init = false;  // INIT random (else zero, or file)
+  // INIT file: the initial words, read from CASE/inputs/NAME.bin (an integer view's int32 /
+  // int64 bytes: lengths, block tables), checked against the digest.
+  std::vector<uint32_t> file_words;
+  bool from_file = false;
+  bool written = false;  // OUT 1
+  uint64_t digest = 0;   // of the initial bytes
   // Scalars:
   int64_t i64 = 0;
   uint32_t f32_bits = 0;
