@@ -60,6 +60,14 @@ if wanted kv_dense_causal; then
   "$kiln" gpu-capture --archive "$arch" --case kv_dense_causal --kernel attention --shape 5,8,2,3,1024,64,64 \
     --kv-cache dense --mask causal
 fi
+for v in kv_varlen:dense kv_varlen_paged:paged; do
+  name=${v%%:*}
+  wanted "$name" || continue
+  extra=()
+  [[ ${v#*:} == paged ]] && extra=(--page 64 --pages 83)
+  "$kiln" gpu-capture --archive "$arch" --case "$name" --kernel attention --shape 5,8,2,80,1024,64,64 \
+    --kv-cache "${v#*:}" --varlen "${extra[@]}"
+done
 if wanted runtime_extents; then
   "$kiln" gpu-capture --archive "$arch" --case runtime_extents tests/ir/runtime_extents.tile
 fi

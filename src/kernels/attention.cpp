@@ -97,6 +97,9 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
                               ", Hkv=" + std::to_string(s.Hkv) + ")");
   else if (opt.kv_cache != KvCache::None && !opt.stack_heads)
     kb.error("bad-options", "attention over a KV cache needs stacked heads");
+  else if (opt.varlen &&
+           (opt.kv_cache == KvCache::None || opt.block_q != 1 || opt.split_blocks != 0 || opt.queries_in_lanes))
+    kb.error("bad-options", "packed (varlen) queries need a KV cache, block_q 1, no split and the keys in the lanes");
   else if (opt.kv_cache == KvCache::Paged && (opt.page < 1 || opt.pages < 1 || opt.page % BK != 0))
     kb.error("bad-options", "a paged KV cache needs page >= 1 positions, a multiple of block_k (" + std::to_string(BK) +
                                 "), and pages >= 1 (got page " + std::to_string(opt.page) + ", pages " +
@@ -113,13 +116,16 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
   // A KV cache (docs/kernels.md, "KV caches"): K holds the capacity, lens the lengths.
   const bool cache = opt.kv_cache != KvCache::None, paged = opt.kv_cache == KvCache::Paged;
   const int64_t PG = opt.page, maxPages = paged ? (s.K + PG - 1) / PG : 0;
-  View q = kb.view("q", {s.B, s.Hq, s.Q, s.D});
+  const bool varlen = opt.varlen;  // packed queries: Q is their total capacity T
+  View q = varlen ? kb.view("q", {s.Q, s.Hq, s.D}) : kb.view("q", {s.B, s.Hq, s.Q, s.D});
   View k = paged ? kb.view("k", {opt.pages, s.Hkv, PG, s.D}) : kb.view("k", {s.B, s.Hkv, s.K, s.D});
   View v = paged ? kb.view("v", {opt.pages, s.Hkv, PG, s.Dv}) : kb.view("v", {s.B, s.Hkv, s.K, s.Dv});
   View lens, table;
   if (cache) lens = kb.intView("lens", {s.B}, IntElem::I32, Range{0, s.K});
   if (paged) table = kb.intView("block_table", {s.B, maxPages}, IntElem::I32, Range{0, opt.pages - 1});
-  View o = kb.view("o", {s.B, s.Hq, s.Q, s.Dv});
+  View cu;
+  if (varlen) cu = kb.intView("cu_seqlens", {s.B + 1}, IntElem::I32, Range{0, s.Q});
+  View o = varlen ? kb.view("o", {s.Q, s.Hq, s.Dv}) : kb.view("o", {s.B, s.Hq, s.Q, s.Dv});
   // Score and accumulator dims: the last one lies along the vector lanes (keys n, or queries m).
   const bool qLanes = opt.queries_in_lanes;
   const std::vector<Dim> gm = {{"g", G}, {"m", BQ}};
@@ -153,10 +159,10 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
   // pages its block table names), its Q queries the positions len - Q .. len - 1. A masked
   // block masks the scores and zeroes the V rows past len (the cache's memory there is not
   // the kernel's to trust: 0 * NaN would be NaN). Blocks [lo, hi) of ceil(len / BK), a chunk.
-  auto cacheLoop = [&](Idx b, Idx kvh, Idx h0, Idx q0, Idx len, Idx lo, Idx hi) {
-    Tile qt = load(q, {b, h0, q0, 0}, {_, {"g", G}, {"m", BQ}, {"d", s.D}}).as("qt");
+  // qt: the program's queries [g, m, d] (any order), the first at position q0 + len - 1 -
+  // shift of its sequence (shift = len - (queries of the sequence - 1)).
+  auto cacheLoopOf = [&](Idx b, Idx kvh, Tile qt, Idx q0, Idx len, Idx shift, Idx lo, Idx hi) {
     // Query row i sees key j iff j < len and (causal) j <= i + len - Q.
-    Idx shift = (len - (s.Q - 1)).as("shift");
     Tile limit = (opt.causal ? min(kb.iota({{"m", BQ}}, "m") + (q0 + shift), len) : Tile(len)).as("limit");
     auto kvTiles = [&](Idx k0) {
       Idx row = b, at = k0;  // K/V row block: (batch, position) or (page, offset)
@@ -198,11 +204,38 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
     Carry m1c{"m", m1}, l1c{"l", l1}, acc1c{"acc", acc1};
     return kb.serial("kb_tail", maxIndex(lo, full), hi, {m1c, l1c, acc1c}, maskedStep);
   };
+  auto cacheLoop = [&](Idx b, Idx kvh, Idx h0, Idx q0, Idx len, Idx lo, Idx hi) {
+    Tile qt = load(q, {b, h0, q0, 0}, {_, {"g", G}, {"m", BQ}, {"d", s.D}}).as("qt");
+    return cacheLoopOf(b, kvh, qt, q0, len, (len - (s.Q - 1)).as("shift"), lo, hi);
+  };
   auto lengthOf = [&](Idx b) { return extractIndex(load(lens, {b}, {{"one", 1}}).as("len_t"), {0}).as("len"); };
   auto blocksOf = [&](Idx len) { return ((len + (BK - 1)) / BK).as("blocks"); };
 
   // l == 0: no valid key for the row (acc is 0 too); output zeros instead of 0/0.
   auto normalise = [&](Tile l, Tile acc) { return (acc / select(eq(l, 0.0), 1.0, l).as("l_safe")).as("out"); };
+
+  if (varlen) {
+    // Packed queries (FlashAttention's varlen): one program per (query token t, KV head), its
+    // rows the group's query heads. Token t belongs to sequence b = #{i in 1..B : cu[i] <= t}
+    // (b = B: past the batch, no key: zeros), at position t - cu[b] of its cu[b+1] - cu[b]
+    // queries.
+    kb.parallel({{"t", s.Q}, {"kvh", s.Hkv}}, [&](Idx t, Idx kvh) {
+      Idx h0 = (kvh * G).as("h0");
+      Tile ends = load(cu, {1}, {{"s", s.B}}).as("cu_ends");
+      Tile before = select(le(ends, Tile(t)), kb.index(1), kb.index(0)).as("ended");
+      Idx b = extractIndex(reduceSum(before, {"s"}, kb.index(0)).as("seq_t"), {}).as("seq");
+      auto cuAt = [&](Idx i) { return extractIndex(load(cu, {i}, {{"one", 1}}).as("cu_t"), {0}); };
+      Idx start = cuAt(b).as("start");
+      Idx stop = cuAt((b + 1).as("next")).as("stop");
+      Idx len = lengthOf(b);
+      Idx i = (t - start).as("pos");
+      Tile qt = load(q, {t, h0, 0}, {{"m", 1}, {"g", G}, {"d", s.D}}).as("qt");
+      auto [m, l, acc] =
+          cacheLoopOf(b, kvh, qt, i, len, (len - ((stop - start) - 1)).as("shift"), kb.index(0), blocksOf(len));
+      store(normalise(l, acc), o, {t, h0, 0}, {{"m", 1}, {"g", G}, {"dv", s.Dv}});
+    });
+    return kb.finish();
+  }
 
   const int64_t CB = opt.split_blocks;  // KV blocks per chunk (0: no split)
   if (CB < 1 || CB >= nKB) {

@@ -24,7 +24,7 @@ struct AttentionShape {
 // `page` positions, k [pages,Hkv,page,D], `lens` and `block_table: view<i32>[B, ceil(K/page)]
 // in [0, pages-1]` (position t of sequence b is row t % page of page block_table[b][t / page]).
 // The Q queries of a sequence are its last Q positions (causal: bottom-right aligned per
-// sequence). Parameters: q, k, v, lens, [block_table,] o.
+// sequence). Parameters: q, k, v, lens, [block_table,] [cu_seqlens,] o.
 enum class KvCache { None, Dense, Paged };
 
 struct AttentionOptions {
@@ -53,6 +53,11 @@ struct AttentionOptions {
   KvCache kv_cache = KvCache::None;  // stacked heads only
   int64_t page = 16;                 // paged: positions per page (a multiple of block_k)
   int64_t pages = 1;                 // paged: pages in the pool
+  // With a KV cache: the queries of all sequences packed, q [Q, Hq, D] and o [Q, Hq, Dv] (Q:
+  // their total capacity), `cu_seqlens: view<i32>[B+1] in [0, Q]` after lens (and the block
+  // table): sequence b's queries are rows cu[b] .. cu[b+1]-1, its last positions. One program
+  // per (token, KV head): block_q 1, no split.
+  bool varlen = false;
 };
 
 dsl::BuildResult attention(const AttentionShape& shape, const AttentionOptions& options = {});

@@ -57,29 +57,67 @@ std::vector<double> attention(const AttentionShape& s, bool causal, double scale
 
 std::vector<double> cachedAttention(const AttentionShape& s, const AttentionOptions& opt, double scale,
                                     std::span<const float> q, std::span<const float> k, std::span<const float> v,
-                                    std::span<const int64_t> lens, std::span<const int64_t> table) {
+                                    std::span<const int64_t> lens, std::span<const int64_t> table,
+                                    std::span<const int64_t> cu) {
   const bool paged = opt.kv_cache == KvCache::Paged;
   const int64_t page = opt.page, maxPages = paged ? (s.K + page - 1) / page : 0;
-  std::vector<double> o;
-  for (int64_t b = 0; b < s.B; ++b) {
-    const int64_t len = lens[b];
-    // Row j of KV head h of sequence b, in k (width D) or v (width Dv).
-    auto row = [&](std::span<const float> x, int64_t h, int64_t j, int64_t width) {
-      const int64_t at =
-          paged ? ((table[b * maxPages + j / page] * s.Hkv + h) * page + j % page) : ((b * s.Hkv + h) * s.K + j);
-      return x.subspan(at * width, width);
-    };
-    std::vector<float> kb, vb;
+  // Sequence b's first len positions, gathered as a [1, Hkv, len, width] cache.
+  auto gather = [&](int64_t b, int64_t len, std::span<const float> x, int64_t width) {
+    std::vector<float> out;
     for (int64_t h = 0; h < s.Hkv; ++h)
       for (int64_t j = 0; j < len; ++j) {
-        auto kr = row(k, h, j, s.D), vr = row(v, h, j, s.Dv);
-        kb.insert(kb.end(), kr.begin(), kr.end());
-        vb.insert(vb.end(), vr.begin(), vr.end());
+        const int64_t at =
+            paged ? ((table[b * maxPages + j / page] * s.Hkv + h) * page + j % page) : ((b * s.Hkv + h) * s.K + j);
+        out.insert(out.end(), x.begin() + at * width, x.begin() + (at + 1) * width);
       }
-    const AttentionShape one{1, s.Hq, s.Hkv, s.Q, len, s.D, s.Dv};
-    std::vector<double> ob =
-        attention(one, opt.causal, scale, q.subspan(b * s.Hq * s.Q * s.D, s.Hq * s.Q * s.D), kb, vb);
-    o.insert(o.end(), ob.begin(), ob.end());
+    return out;
+  };
+  if (!opt.varlen) {
+    std::vector<double> o;
+    for (int64_t b = 0; b < s.B; ++b) {
+      const int64_t len = lens[b];
+      const std::vector<float> kb = gather(b, len, k, s.D), vb = gather(b, len, v, s.Dv);
+      const AttentionShape one{1, s.Hq, s.Hkv, s.Q, len, s.D, s.Dv};
+      std::vector<double> ob =
+          attention(one, opt.causal, scale, q.subspan(b * s.Hq * s.Q * s.D, s.Hq * s.Q * s.D), kb, vb);
+      o.insert(o.end(), ob.begin(), ob.end());
+    }
+    return o;
+  }
+  // Packed queries, token by token: its sequence, its position there, that sequence's cache.
+  std::vector<double> o(s.Q * s.Hq * s.Dv, 0.0);
+  const int64_t group = s.Hq / s.Hkv;
+  for (int64_t t = 0; t < s.Q; ++t) {
+    int64_t b = 0;
+    for (int64_t i = 1; i <= s.B; ++i) b += cu[i] <= t;
+    if (b >= s.B) continue;
+    const int64_t len = lens[b], nq = cu[b + 1] - cu[b], pos = t - cu[b];
+    const std::vector<float> kb = gather(b, len, k, s.D), vb = gather(b, len, v, s.Dv);
+    // Keys [0, visible) are visible: all len of them, or (causal) j <= pos + len - nq; the
+    // other keys of the sequence enter with weight 0, as in `attention`.
+    const int64_t visible = opt.causal ? std::max<int64_t>(0, std::min(len, pos + len - nq + 1)) : len;
+    for (int64_t h = 0; h < s.Hq; ++h) {
+      const int64_t kvh = h / group;
+      const float* qi = &q[(t * s.Hq + h) * s.D];
+      std::vector<double> score(len, 0.0), w(len, 0.0);
+      double rowMax = -kInf;
+      for (int64_t j = 0; j < visible; ++j) {
+        double dot = 0;
+        for (int64_t d = 0; d < s.D; ++d) dot += double(qi[d]) * double(kb[(kvh * len + j) * s.D + d]);
+        score[j] = dot * scale;
+        rowMax = maxNaN(rowMax, score[j]);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < len; ++j) {
+        w[j] = j < visible && rowMax != -kInf ? std::exp(score[j] - rowMax) : 0.0;
+        sum += w[j];
+      }
+      double* oi = &o[(t * s.Hq + h) * s.Dv];
+      for (int64_t j = 0; j < len; ++j) {
+        const double wj = sum != 0.0 ? w[j] / sum : w[j];
+        for (int64_t e = 0; e < s.Dv; ++e) oi[e] += wj * double(vb[(kvh * len + j) * s.Dv + e]);
+      }
+    }
   }
   return o;
 }

@@ -25,10 +25,14 @@ std::vector<double> attention(const AttentionShape& s, bool causal, double scale
 // The same over a KV cache (options.kv_cache Dense or Paged; s.K is the capacity): for each
 // sequence b, attention of its Q queries over its first lens[b] positions (rows of k[b], or of
 // the pages block_table[b] names), as `attention` with K = lens[b]. Positions past the length
-// do not exist (whatever the cache holds there).
+// do not exist (whatever the cache holds there). With options.varlen, q and o are packed
+// [Q, Hq, *]: token t belongs to sequence b = #{i in 1..B : cu_seqlens[i] <= t} (none when
+// b = B: a zero row), at position t - cu_seqlens[b] of its cu_seqlens[b+1] - cu_seqlens[b]
+// queries.
 std::vector<double> cachedAttention(const AttentionShape& s, const AttentionOptions& options, double scale,
                                     std::span<const float> q, std::span<const float> k, std::span<const float> v,
-                                    std::span<const int64_t> lens, std::span<const int64_t> block_table);
+                                    std::span<const int64_t> lens, std::span<const int64_t> block_table,
+                                    std::span<const int64_t> cu_seqlens = {});
 
 // c[M,N] = a[M,K] . b (b is [K,N], or [N,K] with trans_b).
 std::vector<double> gemm(const GemmShape& s, bool trans_b, std::span<const float> a, std::span<const float> b);

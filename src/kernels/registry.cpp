@@ -49,6 +49,7 @@ struct Spec {
   bool qk_dot = false;               // attention --qk dot: q.k^T in partitions(16)
   KvCache kv_cache = KvCache::None;  // attention --kv-cache
   int64_t page = 16, pages = 1;      // attention --page, --pages (paged)
+  bool varlen = false;               // attention --varlen (packed queries)
   bool causal = true;
   std::optional<double> scale;
   bool trans_b = false;  // gemm
@@ -294,6 +295,19 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
       }
     }
   }
+  if (auto e = optionFlag(r, "varlen", s.varlen)) return e;
+  if (s.varlen) {  // packed queries: one token per program, every KV block of its sequence
+    if (s.kv_cache == KvCache::None) return "attention: --varlen needs --kv-cache dense|paged";
+    if (r.options.count("split") && r.options.at("split") != "off" && r.options.at("split") != "auto")
+      return "attention: --varlen runs one program per query token; it takes no --split";
+    if (r.options.count("block") && s.block_q != 1)
+      return fmt::format("attention: --varlen needs --block BQ=1 (got {})", s.block_q);
+    if (r.options.count("lanes") && r.options.at("lanes") == "queries")
+      return "attention: --varlen keeps the keys along the lanes (--lanes keys|auto)";
+    s.block_q = 1;
+    s.split_blocks = 0;
+    s.queries_in_lanes = false;
+  }
   std::string mask = "causal";
   if (auto e = optionChoice(r, "mask", {"causal", "none"}, mask)) return e;
   s.causal = mask == "causal";
@@ -323,6 +337,7 @@ AttentionOptions attentionOpts(const Spec& s) {
   o.kv_cache = s.kv_cache;
   o.page = s.page;
   o.pages = s.pages;
+  o.varlen = s.varlen;
   return o;
 }
 
@@ -383,23 +398,30 @@ const std::vector<Entry>& entries() {
          "--capacity C   the cache's positions per sequence (default: K of --shape)\n"
          "--page P   paged: positions per page, 1..4096, a multiple of BK (BK falls to a divisor of P; "
          "default 16)\n"
-         "--pages N   paged: pages in the pool (default B * ceil(K/P))",
+         "--pages N   paged: pages in the pool (default B * ceil(K/P))\n"
+         "--varlen   with --kv-cache: the queries of all sequences packed (FlashAttention's varlen): q [Q,Hq,D], o "
+         "[Q,Hq,Dv] with Q their total capacity, and cu_seqlens: view<i32>[B+1] in [0, Q] after lens (and "
+         "block_table): sequence b's queries are rows cu[b] .. cu[b+1]-1, its last positions; one program per "
+         "(token, KV head), BQ 1, no split",
          "softmax(scale q.k^T) v with GQA/MQA (query head h reads KV head h / (Hq/Hkv)); online softmax over KV "
          "blocks"},
         {"B", "Hq", "Hkv", "Q", "K", "D", "Dv"},
         {1, 1, 1, 1, 0, 1, 1},
-        {"block", "mask", "scale", "heads", "fma", "split", "lanes", "qk", "kv-cache", "capacity", "page", "pages"},
+        {"block", "mask", "scale", "heads", "fma", "split", "lanes", "qk", "kv-cache", "capacity", "page", "pages",
+         "varlen"},
         attentionOptions,
         [](const Spec& s) {
           AttentionShape a = attentionShape(s);
           const bool paged = s.kv_cache == KvCache::Paged;
           std::vector<ViewShape> v = {
-              {"q", {a.B, a.Hq, a.Q, a.D}},
+              {"q", s.varlen ? std::vector<int64_t>{a.Q, a.Hq, a.D} : std::vector{a.B, a.Hq, a.Q, a.D}},
               {"k", paged ? std::vector<int64_t>{s.pages, a.Hkv, s.page, a.D} : std::vector{a.B, a.Hkv, a.K, a.D}},
               {"v", paged ? std::vector<int64_t>{s.pages, a.Hkv, s.page, a.Dv} : std::vector{a.B, a.Hkv, a.K, a.Dv}}};
           if (s.kv_cache != KvCache::None) v.push_back({"lens", {a.B}, false, true});
           if (paged) v.push_back({"block_table", {a.B, (a.K + s.page - 1) / s.page}, false, true});
-          v.push_back({"o", {a.B, a.Hq, a.Q, a.Dv}, true});
+          if (s.varlen) v.push_back({"cu_seqlens", {a.B + 1}, false, true});
+          v.push_back(
+              {"o", s.varlen ? std::vector<int64_t>{a.Q, a.Hq, a.Dv} : std::vector{a.B, a.Hq, a.Q, a.Dv}, true});
           return v;
         },
         [](const Spec& s) { return attention(attentionShape(s), attentionOpts(s)); },
@@ -408,9 +430,11 @@ const std::vector<Entry>& entries() {
           const float scale = attentionScale(a, attentionOpts(s));
           if (s.kv_cache == KvCache::None)
             return reference::attention(a, s.causal, scale, in[0].data, in[1].data, in[2].data);
-          return reference::cachedAttention(
-              a, attentionOpts(s), scale, in[0].data, in[1].data, in[2].data, in[3].ints,
-              s.kv_cache == KvCache::Paged ? std::span<const int64_t>(in[4].ints) : std::span<const int64_t>());
+          const bool paged = s.kv_cache == KvCache::Paged;
+          const auto none = std::span<const int64_t>();
+          return reference::cachedAttention(a, attentionOpts(s), scale, in[0].data, in[1].data, in[2].data, in[3].ints,
+                                            paged ? std::span<const int64_t>(in[4].ints) : none,
+                                            s.varlen ? std::span<const int64_t>(in[paged ? 5 : 4].ints) : none);
         }});
 
     t.push_back(Entry{

@@ -291,6 +291,62 @@ TEST(RuntimeLengths, VarlenBatchesOnDenseAndPagedCaches) {
   }
 }
 
+// Packed (varlen) queries, FlashAttention's convention: sequences of 1, 5, 20, 1 and 37 new
+// queries (rows cu[b] .. cu[b+1]-1 of q) at the ends of caches of lengths {1, 17, 300, 301,
+// 1024}; rows past cu[B] belong to no sequence (zeros). Dense and paged, causal and not.
+TEST(RuntimeLengths, PackedQueriesOfEverySequenceLength) {
+  const std::vector<int64_t> lens = {1, 17, 300, 301, 1024}, cu = {0, 1, 6, 26, 27, 64};
+  std::vector<int64_t> table(5 * 16);
+  std::iota(table.begin(), table.end(), 0);
+  std::shuffle(table.begin(), table.end(), std::mt19937(3));
+  const std::vector<kiln::kernels::LibraryRequest> requests = {
+      {"attention", "5,8,2,80,1024,64,64", {{"kv-cache", "dense"}, {"varlen", "true"}}},
+      {"attention", "5,8,2,80,1024,64,64", {{"kv-cache", "dense"}, {"varlen", "true"}, {"mask", "none"}}},
+      {"attention",
+       "5,8,2,80,1024,64,64",
+       {{"kv-cache", "paged"}, {"page", "64"}, {"pages", "80"}, {"varlen", "true"}}}};
+  const std::vector<std::vector<std::string>> points = {
+      {"isa=avx2", "threads=2"}, {"isa=avx512", "threads=1"}, {"isa=avx2", "local_lanes=1", "packet_width=8"}};
+  for (const auto& request : requests) {
+    auto k = library(request);
+    ASSERT_TRUE(k);
+    const bool paged = request.options.at("kv-cache") == "paged";
+    for (const auto& point : points) {
+      const kiln::plan::Knobs knobs = knobsOf(point);
+      std::string label = request.shape;
+      for (const auto& [n, v] : request.options) label += " --" + n + " " + v;
+      for (const std::string& s : point) label += " " + s;
+      if (!kiln::testhost::runsHere(knobs.isa, "RuntimeLengths " + label)) continue;
+      for (CheckMode mode : {CheckMode::Bitexact, CheckMode::F64}) {
+        kiln::driver::CheckOptions o;
+        o.mode = mode;
+        o.int_views = {{"lens", lens}, {"cu_seqlens", cu}};
+        if (paged) o.int_views["block_table"] = table;
+        o.f64_reference = [&](const std::vector<kiln::host::ParamData>& in, std::vector<std::vector<double>>& out) {
+          return kiln::kernels::libraryReference(request, in, out);
+        };
+        kiln::driver::CheckResult r;
+        ASSERT_FALSE(kiln::driver::check(*k, knobs, o, r).has_value()) << label;
+        EXPECT_TRUE(r.pass) << label << (mode == CheckMode::Bitexact ? " bitexact" : " f64");
+        const std::vector<float>& out = r.native.back().data;  // o [80, 8, 64]
+        for (size_t i = 64 * 8 * 64; i < out.size(); ++i) ASSERT_EQ(out[i], 0.0f) << label << " row past cu[B]";
+      }
+    }
+  }
+  // The causal rows differ from the unmasked ones (the mask is applied per sequence).
+  std::vector<std::vector<float>> outs;
+  for (const char* mask : {"causal", "none"}) {
+    const kiln::kernels::LibraryRequest request{
+        "attention", "5,8,2,80,1024,64,64", {{"kv-cache", "dense"}, {"varlen", "true"}, {"mask", mask}}};
+    kiln::driver::CheckOptions o;
+    o.int_views = {{"lens", lens}, {"cu_seqlens", cu}};
+    kiln::driver::CheckResult r;
+    ASSERT_FALSE(kiln::driver::check(*library(request), kiln::plan::Knobs{}, o, r).has_value());
+    outs.push_back(r.native.back().data);
+  }
+  EXPECT_NE(outs[0], outs[1]);
+}
+
 // The positions past a sequence's length are not the kernel's: NaN there changes nothing.
 TEST(RuntimeLengths, WhatTheCacheHoldsPastALengthDoesNotMatter) {
   const kiln::kernels::LibraryRequest request{"attention", "2,4,2,1,100,16,16", {{"kv-cache", "dense"}}};

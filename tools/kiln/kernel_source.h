@@ -28,6 +28,7 @@ struct KernelSource {
   std::vector<std::pair<std::string, CLI::Option*>> kernel_options;
   std::vector<std::string> values;  // one per option; sized before CLI11 holds references into it
   bool trans_b = false;
+  bool varlen = false;
 
   void add(CLI::App* app) {
     app->add_option("FILE", file, "The .tile kernel (\"-\" reads stdin); or use --kernel");
@@ -60,6 +61,8 @@ struct KernelSource {
       kernel_options.emplace_back(opts[i].first,
                                   app->add_option(std::string("--") + opts[i].first, values[i], opts[i].second));
     kernel_options.emplace_back("trans-b", app->add_flag("--trans-b", trans_b, "gemm: B is given as N x K"));
+    kernel_options.emplace_back(
+        "varlen", app->add_flag("--varlen", varlen, "attention --kv-cache: packed queries q [Q,Hq,D] with cu_seqlens"));
   }
 
   bool isLibrary() const { return !kernel.empty(); }
@@ -73,8 +76,8 @@ struct KernelSource {
     kernels::LibraryRequest r{kernel, shape, {}};
     for (size_t i = 0; i < kernel_options.size(); ++i)
       if (kernel_options[i].second->count() > 0)
-        r.options[kernel_options[i].first] = kernel_options[i].first == "trans-b" ? "true" : values[i];
-    for (const auto& [k, v] : tuned_options) r.options.emplace(k, v);  // the user's own win
+        r.options[kernel_options[i].first] = i >= values.size() ? "true" : values[i];  // a flag: trans-b, varlen
+    for (const auto& [k, v] : tuned_options) r.options.emplace(k, v);                  // the user's own win
     return r;
   }
 
