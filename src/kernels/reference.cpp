@@ -182,12 +182,12 @@ std::vector<double> swiglu(std::span<const float> gate, std::span<const float> u
 }
 
 std::vector<double> rope(int64_t tokens, int64_t heads, int64_t head_dim, bool neox, double base,
-                         std::span<const float> x) {
+                         std::span<const float> x, std::span<const int64_t> positions) {
   std::vector<double> y(tokens * heads * head_dim);
   const int64_t half = head_dim / 2;
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t j = 0; j < half; ++j) {
-      const double angle = double(t) * std::pow(base, -2.0 * double(j) / double(head_dim));
+      const double angle = double(positions[t]) * std::pow(base, -2.0 * double(j) / double(head_dim));
       const double c = std::cos(angle), s = std::sin(angle);
       const int64_t first = neox ? j : 2 * j, second = neox ? j + half : 2 * j + 1;
       for (int64_t h = 0; h < heads; ++h) {

@@ -54,7 +54,7 @@ std::vector<double> swiglu(std::span<const float> gate, std::span<const float> u
 // angle t * base^(-2j/head_dim). neox pairs (j, j + head_dim/2); interleaved pairs (2j, 2j+1).
 // y_first = x_first cos - x_second sin; y_second = x_second cos + x_first sin.
 std::vector<double> rope(int64_t tokens, int64_t heads, int64_t head_dim, bool neox, double base,
-                         std::span<const float> x);
+                         std::span<const float> x, std::span<const int64_t> positions);
 
 // GELU: erf form 0.5 x (1 + erf(x / sqrt 2)); tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 std::vector<double> gelu(bool tanh_form, std::span<const float> x);

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <span>
 
 #include "kernels/attention.h"
@@ -50,6 +51,8 @@ struct Spec {
   KvCache kv_cache = KvCache::None;  // attention --kv-cache
   int64_t page = 16, pages = 1;      // attention --page, --pages (paged)
   bool varlen = false;               // attention --varlen (packed queries)
+  bool runtime_rows = false;         // softmax, rmsnorm, rope --runtime-rows
+  int64_t positions = 0;             // rope --positions
   bool causal = true;
   std::optional<double> scale;
   bool trans_b = false;  // gemm
@@ -64,6 +67,7 @@ struct ViewShape {
   std::vector<int64_t> shape;
   bool output = false;
   bool integer = false;  // an integer view (lengths, tables): ParamData::ints
+  bool scalar = false;   // an i64 scalar (a runtime row count), not a view
 };
 
 struct Entry {
@@ -147,6 +151,22 @@ Error optionFlag(const LibraryRequest& r, const std::string& name, bool& out) {
     return fmt::format("{}: {} takes no value (got '{}')", r.name, opt(name), v);
   }
   return std::nullopt;
+}
+
+// --runtime-rows: the row count `rows` (an i64 scalar parameter after the views) comes with
+// each launch; rows from it on are not written, so their reference is the initial zero.
+Error runtimeRowsOption(const LibraryRequest& r, Spec& s) {
+  return optionFlag(r, "runtime-rows", s.runtime_rows);
+}
+void addRowsParam(const Spec& s, std::vector<ViewShape>& v) {
+  if (s.runtime_rows) v.push_back({"rows", {}, false, false, true});
+}
+std::vector<double> cutRows(const Spec& s, const std::vector<host::ParamData>& in, std::vector<double> y) {
+  if (!s.runtime_rows) return y;
+  const int64_t rowElems = static_cast<int64_t>(y.size()) / s.shape[0];
+  const int64_t rows = std::clamp<int64_t>(in.back().i64, 0, s.shape[0]);
+  std::fill(y.begin() + rows * rowElems, y.end(), 0.0);
+  return y;
 }
 
 // ---- attention ----
@@ -343,6 +363,10 @@ AttentionOptions attentionOpts(const Spec& s) {
 
 // ---- the table ----
 
+constexpr const char* kRuntimeRowsHelp =
+    "--runtime-rows   the row count comes with each launch: rows: i64 in [0, rows of --shape] after the views "
+    "(rows from it on are not written); one compile serves every count";
+
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> table = [] {
     std::vector<Entry> t;
@@ -354,12 +378,14 @@ const std::vector<Entry>& entries() {
         if (weight) v.push_back({"w", {C}});
         if (bias) v.push_back({"b", {C}});
         v.push_back({"y", {R, C}, true});
+        addRowsParam(s, v);
         return v;
       };
     };
     auto epsOption = [](double fallback) {
       return [=](const LibraryRequest& r, Spec& s) -> Error {
         s.eps = fallback;
+        if (auto e = runtimeRowsOption(r, s)) return e;
         return optionNumber(r, "eps", 0.0, false, 1.0, s.eps);
       };
     };
@@ -465,30 +491,32 @@ const std::vector<Entry>& entries() {
           return reference::gemm({s.shape[0], s.shape[1], s.shape[2]}, s.trans_b, in[0].data, in[1].data);
         }});
 
-    t.push_back(
-        Entry{{"softmax", "rows,cols", "", "y[r,:] = softmax(x[r,:]) (max-subtracted, online over column chunks)"},
-              {"rows", "cols"},
-              {1, 1},
-              {},
-              [](const LibraryRequest&, Spec&) { return Error{}; },
-              rowsViews({"x"}, false, false),
-              [](const Spec& s) { return softmax(s.shape[0], s.shape[1], 1, kRowChunk); },
-              [](const Spec& s, const std::vector<host::ParamData>& in) {
-                return reference::softmax(s.shape[0], s.shape[1], in[0].data);
-              }});
+    t.push_back(Entry{{"softmax", "rows,cols", kRuntimeRowsHelp,
+                       "y[r,:] = softmax(x[r,:]) (max-subtracted, online over column chunks)"},
+                      {"rows", "cols"},
+                      {1, 1},
+                      {"runtime-rows"},
+                      runtimeRowsOption,
+                      rowsViews({"x"}, false, false),
+                      [](const Spec& s) { return softmax(s.shape[0], s.shape[1], 1, kRowChunk, s.runtime_rows); },
+                      [](const Spec& s, const std::vector<host::ParamData>& in) {
+                        return cutRows(s, in, reference::softmax(s.shape[0], s.shape[1], in[0].data));
+                      }});
 
-    t.push_back(
-        Entry{{"rmsnorm", "rows,cols", "--eps E   added to the mean square (default 1e-6), rounded to f32; 0..1",
-               "y[r,c] = x[r,c] / sqrt(mean(x[r,:]^2) + eps) * w[c]"},
-              {"rows", "cols"},
-              {1, 1},
-              {"eps"},
-              epsOption(1e-6),
-              rowsViews({"x"}, true, false),
-              [](const Spec& s) { return rmsnorm(s.shape[0], s.shape[1], s.eps, 1, kRowChunk); },
-              [](const Spec& s, const std::vector<host::ParamData>& in) {
-                return reference::rmsnorm(s.shape[0], s.shape[1], double(float(s.eps)), in[0].data, in[1].data);
-              }});
+    t.push_back(Entry{
+        {"rmsnorm", "rows,cols",
+         std::string("--eps E   added to the mean square (default 1e-6), rounded to f32; 0..1\n") + kRuntimeRowsHelp,
+         "y[r,c] = x[r,c] / sqrt(mean(x[r,:]^2) + eps) * w[c]"},
+        {"rows", "cols"},
+        {1, 1},
+        {"eps", "runtime-rows"},
+        epsOption(1e-6),
+        rowsViews({"x"}, true, false),
+        [](const Spec& s) { return rmsnorm(s.shape[0], s.shape[1], s.eps, 1, kRowChunk, s.runtime_rows); },
+        [](const Spec& s, const std::vector<host::ParamData>& in) {
+          return cutRows(s, in,
+                         reference::rmsnorm(s.shape[0], s.shape[1], double(float(s.eps)), in[0].data, in[1].data));
+        }});
 
     t.push_back(Entry{{"layernorm", "rows,cols", "--eps E   added to the variance (default 1e-5), rounded to f32; 0..1",
                        "y[r,c] = (x[r,c] - mean) / sqrt(var + eps) * w[c] + b[c] (two-pass mean and variance)"},
@@ -515,34 +543,51 @@ const std::vector<Entry>& entries() {
           return reference::swiglu(in[0].data, in[1].data);
         }});
 
-    t.push_back(
-        Entry{{"rope", "tokens,heads,head_dim",
-               "--style neox|interleaved   pairs (j, j + head_dim/2) or (2j, 2j+1) (default neox)\n"
-               "--base B   frequency base, > 1 (default 10000)",
-               "rotary embedding of x [tokens,heads,head_dim]; token t at position t, pair j rotated by t * "
-               "base^(-2j/head_dim)"},
-              {"tokens", "heads", "head_dim"},
-              {1, 1, 2},
-              {"style", "base"},
-              [](const LibraryRequest& r, Spec& s) -> Error {
-                if (s.shape[2] % 2 != 0)
-                  return fmt::format("rope: head_dim={} must be even (--shape tokens,heads,head_dim)", s.shape[2]);
-                if (s.shape[0] > kMaxRopeTokens)
-                  return fmt::format("rope: tokens={} is too large; legal: 1..{} (positions must stay exact in f32)",
-                                     s.shape[0], kMaxRopeTokens);
-                std::string style = "neox";
-                if (auto e = optionChoice(r, "style", {"neox", "interleaved"}, style)) return e;
-                s.neox = style == "neox";
-                return optionNumber(r, "base", 1.0, true, 1e12, s.base);
-              },
-              [](const Spec& s) {
-                std::vector<int64_t> x = {s.shape[0], s.shape[1], s.shape[2]};
-                return std::vector<ViewShape>{{"x", x}, {"y", x, true}};
-              },
-              [](const Spec& s) { return rope(s.shape[0], s.shape[1], s.shape[2], s.neox, s.base); },
-              [](const Spec& s, const std::vector<host::ParamData>& in) {
-                return reference::rope(s.shape[0], s.shape[1], s.shape[2], s.neox, s.base, in[0].data);
-              }});
+    t.push_back(Entry{
+        {"rope", "tokens,heads,head_dim",
+         "--style neox|interleaved   pairs (j, j + head_dim/2) or (2j, 2j+1) (default neox)\n"
+         "--base B   frequency base, > 1 (default 10000)\n"
+         "--positions N   token t at position positions[t] of a view positions: view<i32>[tokens] in [0, "
+         "N-1] after y, given at launch (default: position t)\n" +
+             std::string(kRuntimeRowsHelp),
+         "rotary embedding of x [tokens,heads,head_dim]; token t at position t, pair j rotated by t * "
+         "base^(-2j/head_dim)"},
+        {"tokens", "heads", "head_dim"},
+        {1, 1, 2},
+        {"style", "base", "positions", "runtime-rows"},
+        [](const LibraryRequest& r, Spec& s) -> Error {
+          if (s.shape[2] % 2 != 0)
+            return fmt::format("rope: head_dim={} must be even (--shape tokens,heads,head_dim)", s.shape[2]);
+          if (s.shape[0] > kMaxRopeTokens)
+            return fmt::format("rope: tokens={} is too large; legal: 1..{} (positions must stay exact in f32)",
+                               s.shape[0], kMaxRopeTokens);
+          std::string style = "neox";
+          if (auto e = optionChoice(r, "style", {"neox", "interleaved"}, style)) return e;
+          s.neox = style == "neox";
+          if (auto e = runtimeRowsOption(r, s)) return e;
+          double positions = 0;
+          if (auto e = optionNumber(r, "positions", 1, false, double(kMaxRopeTokens), positions)) return e;
+          if (positions != std::floor(positions))
+            return fmt::format("rope: --positions {} is not an integer", positions);
+          s.positions = static_cast<int64_t>(positions);
+          return optionNumber(r, "base", 1.0, true, 1e12, s.base);
+        },
+        [](const Spec& s) {
+          std::vector<int64_t> x = {s.shape[0], s.shape[1], s.shape[2]};
+          std::vector<ViewShape> v = {{"x", x}, {"y", x, true}};
+          if (s.positions > 0) v.push_back({"positions", {s.shape[0]}, false, true});
+          addRowsParam(s, v);
+          return v;
+        },
+        [](const Spec& s) {
+          return rope(s.shape[0], s.shape[1], s.shape[2], s.neox, s.base, s.positions, s.runtime_rows);
+        },
+        [](const Spec& s, const std::vector<host::ParamData>& in) {
+          std::vector<int64_t> at(static_cast<size_t>(s.shape[0]));
+          std::iota(at.begin(), at.end(), 0);
+          if (s.positions > 0) at = in[2].ints;
+          return cutRows(s, in, reference::rope(s.shape[0], s.shape[1], s.shape[2], s.neox, s.base, in[0].data, at));
+        }});
 
     t.push_back(Entry{{"gelu", "n", "--approx erf|tanh   exact erf form or the tanh approximation (default erf)",
                        "y = 0.5 x (1 + erf(x / sqrt 2)), or the tanh form"},
@@ -686,6 +731,7 @@ std::optional<std::string> libraryReference(const LibraryRequest& request, const
   for (size_t i = 0; i < views.size(); ++i) {
     size_t n = 1;
     for (int64_t d : views[i].shape) n *= size_t(d);
+    if (views[i].scalar) continue;
     const size_t got = views[i].integer ? params[i].ints.size() : params[i].data.size();
     if (got != n)
       return fmt::format("{}: parameter {} has {} elements, the shape needs {}", request.name, views[i].name, got, n);

@@ -1,11 +1,13 @@
 // RMSNorm in the DSL; see rmsnorm.h.
 #include "kernels/rmsnorm.h"
 
+#include "kernels/rows.h"
+
 namespace kiln::kernels {
 
 using namespace kiln::dsl;
 
-BuildResult rmsnorm(int64_t rows, int64_t cols, double eps, int64_t block_rows, int64_t chunk) {
+BuildResult rmsnorm(int64_t rows, int64_t cols, double eps, int64_t block_rows, int64_t chunk, bool runtime_rows) {
   KernelBuilder kb("rmsnorm");
   if (rows < 1 || cols < 1 || block_rows < 1 || chunk < 1) {
     kb.error("bad-shape", "rmsnorm needs rows, cols, block_rows and chunk >= 1");
@@ -14,9 +16,10 @@ BuildResult rmsnorm(int64_t rows, int64_t cols, double eps, int64_t block_rows, 
   View x = kb.view("x", {rows, cols});
   View w = kb.view("w", {cols});
   View y = kb.view("y", {rows, cols});
+  const Dim domain = rowBlocks(kb, rows, block_rows, runtime_rows);
   if (cols <= chunk) {
     const std::vector<Access> rc = {{"r", block_rows}, {"c", cols}};
-    kb.parallel({{"p", (rows + block_rows - 1) / block_rows}}, [&](Idx p) {
+    kb.parallel({domain}, [&](Idx p) {
       Idx r0 = (p * block_rows).as("r0");
       Tile t = load(x, {r0, 0}, rc).as("x_t");
       Tile meanSq = (reduceSum(t * t, {"c"}, 0.0) / static_cast<double>(cols)).as("mean_sq");
@@ -28,7 +31,7 @@ BuildResult rmsnorm(int64_t rows, int64_t cols, double eps, int64_t block_rows, 
   }
   const std::vector<Access> rc = {{"r", block_rows}, {"c", chunk}};
   const int64_t nChunks = (cols + chunk - 1) / chunk;
-  kb.parallel({{"p", (rows + block_rows - 1) / block_rows}}, [&](Idx p) {
+  kb.parallel({domain}, [&](Idx p) {
     Idx r0 = (p * block_rows).as("r0");
     auto [ss] = kb.serial("cc", 0, nChunks, {Carry{"ss", kb.zeros({{"r", block_rows}})}}, [&](Idx cc, Tile ss) {
       Tile t = load(x, {r0, cc * chunk}, rc).as("x_t");  // columns past the end read 0

@@ -61,17 +61,24 @@ CosSin cosSin2Pi(const Tile& a) {
 
 }  // namespace
 
-BuildResult rope(int64_t tokens, int64_t heads, int64_t head_dim, bool neox, double base) {
+BuildResult rope(int64_t tokens, int64_t heads, int64_t head_dim, bool neox, double base, int64_t positions,
+                 bool runtime_rows) {
   KernelBuilder kb("rope");
-  if (tokens < 1 || tokens > kMaxRopeTokens || heads < 1 || head_dim < 2 || head_dim % 2 != 0 || !(base > 1.0)) {
+  if (tokens < 1 || tokens > kMaxRopeTokens || heads < 1 || head_dim < 2 || head_dim % 2 != 0 || !(base > 1.0) ||
+      positions < 0 || positions > kMaxRopeTokens) {
     kb.error("bad-shape", "rope needs 1 <= tokens <= " + std::to_string(kMaxRopeTokens) +
-                              ", heads >= 1, an even head_dim >= 2 and base > 1");
+                              ", heads >= 1, an even head_dim >= 2, base > 1 and positions 0.." +
+                              std::to_string(kMaxRopeTokens));
     return kb.finish();
   }
   const int64_t half = head_dim / 2;
-  const int pos_bits = std::max(1, static_cast<int>(std::bit_width(static_cast<uint64_t>(tokens - 1))));
+  const int64_t most_position = (positions > 0 ? positions : tokens) - 1;
+  const int pos_bits = std::max(1, static_cast<int>(std::bit_width(static_cast<uint64_t>(most_position))));
   View x = kb.view("x", {tokens, heads, head_dim});
   View y = kb.view("y", {tokens, heads, head_dim});
+  View posView;
+  if (positions > 0) posView = kb.intView("positions", {tokens}, IntElem::I32, Range{0, most_position});
+  const Dim domain = runtime_rows ? kb.runtimeAxis("t", kb.scalarI64("rows", Range{0, tokens})) : Dim{"t", tokens};
   const std::vector<Access> headsAt = {_, {"h", heads}, _};
   // Every frequency j at once: the cycle pieces of each j (fewer for some j: a zero piece
   // leaves `a` unchanged, frac(a + 0) = a exactly) as [j:half] constant tiles.
@@ -83,8 +90,8 @@ BuildResult rope(int64_t tokens, int64_t heads, int64_t head_dim, bool neox, dou
     pieces[j] = cyclePieces(cycles, pos_bits);
     most = std::max(most, pieces[j].size());
   }
-  kb.parallel({{"t", tokens}}, [&](Idx t) {
-    Tile pos = toF32(t).as("pos");
+  kb.parallel({domain}, [&](Idx t) {
+    Tile pos = toF32(positions > 0 ? extractIndex(load(posView, {t}, {{"one", 1}}).as("pos_t"), {0}) : t).as("pos");
     Tile iotaJ = kb.iota({{"j", half}}, "j");
     Tile a = kb.zeros({{"j", half}});
     for (size_t k = 0; k < most; ++k) {

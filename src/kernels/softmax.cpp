@@ -1,11 +1,13 @@
 // Row softmax in the DSL; see softmax.h.
 #include "kernels/softmax.h"
 
+#include "kernels/rows.h"
+
 namespace kiln::kernels {
 
 using namespace kiln::dsl;
 
-BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows, int64_t chunk) {
+BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows, int64_t chunk, bool runtime_rows) {
   KernelBuilder kb("softmax");
   if (rows < 1 || cols < 1 || block_rows < 1 || chunk < 1) {
     kb.error("bad-shape", "softmax needs rows, cols, block_rows and chunk >= 1");
@@ -13,9 +15,10 @@ BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows, int64_t chun
   }
   View x = kb.view("x", {rows, cols});
   View y = kb.view("y", {rows, cols});
+  const Dim domain = rowBlocks(kb, rows, block_rows, runtime_rows);
   if (cols <= chunk) {
     const std::vector<Access> rc = {{"r", block_rows}, {"c", cols}};
-    kb.parallel({{"p", (rows + block_rows - 1) / block_rows}}, [&](Idx p) {
+    kb.parallel({domain}, [&](Idx p) {
       Idx r0 = (p * block_rows).as("r0");
       Tile t = load(x, {r0, 0}, rc).as("x_t");
       Tile e = exp(t - reduceMax(t, {"c"}, -inf).as("row_max")).as("e");
@@ -25,7 +28,7 @@ BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows, int64_t chun
   }
   const std::vector<Access> rc = {{"r", block_rows}, {"c", chunk}};
   const int64_t nChunks = (cols + chunk - 1) / chunk;
-  kb.parallel({{"p", (rows + block_rows - 1) / block_rows}}, [&](Idx p) {
+  kb.parallel({domain}, [&](Idx p) {
     Idx r0 = (p * block_rows).as("r0");
     Carry m0{"m", kb.full({{"r", block_rows}}, -inf)}, l0{"l", kb.zeros({{"r", block_rows}})};
     auto [m, l] = kb.serial("cc", 0, nChunks, {m0, l0}, [&](Idx cc, Tile mPrev, Tile lPrev) {

@@ -13,7 +13,9 @@
 
 namespace kiln::kernels {
 
+// runtime_rows: the row count comes with each launch, `rows: i64 in [0, rows]` after y (rows
+// past it are not written).
 dsl::BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows = 4,
-                         int64_t chunk = std::numeric_limits<int64_t>::max());
+                         int64_t chunk = std::numeric_limits<int64_t>::max(), bool runtime_rows = false);
 
 }  // namespace kiln::kernels

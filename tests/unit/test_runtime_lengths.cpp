@@ -347,6 +347,45 @@ TEST(RuntimeLengths, PackedQueriesOfEverySequenceLength) {
   EXPECT_NE(outs[0], outs[1]);
 }
 
+// Row kernels with the row count at launch (--runtime-rows) and RoPE at positions from a view:
+// every count on one object, bit-identical to the interpreter, FP64-checked, rows past the
+// count untouched.
+TEST(RuntimeLengths, RowKernelsTakeTheirRowCountAndPositionsAtLaunch) {
+  const std::vector<kiln::kernels::LibraryRequest> requests = {
+      {"rmsnorm", "40,300", {{"runtime-rows", "true"}}},
+      {"softmax", "40,1500", {{"runtime-rows", "true"}}},
+      {"rope", "40,4,32", {{"runtime-rows", "true"}, {"positions", "8192"}}},
+      {"rope", "40,4,32", {{"style", "interleaved"}, {"positions", "100000"}}}};
+  for (const auto& request : requests) {
+    auto k = library(request);
+    ASSERT_TRUE(k);
+    const bool runtime = request.options.count("runtime-rows") > 0;
+    for (const auto& point : std::vector<std::vector<std::string>>{{"isa=avx2", "threads=2"},
+                                                                   {"isa=avx512", "local_lanes=1", "threads=1"}}) {
+      const kiln::plan::Knobs knobs = knobsOf(point);
+      std::string label = request.name + " " + request.shape + " " + point[0] + " " + point[1];
+      if (!kiln::testhost::runsHere(knobs.isa, "RuntimeLengths " + label)) continue;
+      for (int64_t rows : runtime ? std::vector<int64_t>{0, 1, 17, 40} : std::vector<int64_t>{40}) {
+        for (CheckMode mode : {CheckMode::Bitexact, CheckMode::F64}) {
+          kiln::driver::CheckOptions o;
+          o.mode = mode;
+          if (runtime) o.scalar_args = {{"rows", std::to_string(rows)}};
+          o.f64_reference = [&](const std::vector<kiln::host::ParamData>& in, std::vector<std::vector<double>>& out) {
+            return kiln::kernels::libraryReference(request, in, out);
+          };
+          kiln::driver::CheckResult r;
+          ASSERT_FALSE(kiln::driver::check(*k, knobs, o, r).has_value()) << label << " rows " << rows;
+          EXPECT_TRUE(r.pass) << label << " rows " << rows;
+          const std::vector<float>& y = r.native[1 + (request.name == "rmsnorm")].data;
+          const size_t rowElems = y.size() / 40;
+          for (size_t i = static_cast<size_t>(rows) * rowElems; i < y.size(); ++i)
+            ASSERT_EQ(y[i], 0.0f) << label << " row " << i / rowElems << " past " << rows;
+        }
+      }
+    }
+  }
+}
+
 // The positions past a sequence's length are not the kernel's: NaN there changes nothing.
 TEST(RuntimeLengths, WhatTheCacheHoldsPastALengthDoesNotMatter) {
   const kiln::kernels::LibraryRequest request{"attention", "2,4,2,1,100,16,16", {{"kv-cache", "dense"}}};

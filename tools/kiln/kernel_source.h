@@ -29,6 +29,7 @@ struct KernelSource {
   std::vector<std::string> values;  // one per option; sized before CLI11 holds references into it
   bool trans_b = false;
   bool varlen = false;
+  bool runtime_rows = false;
 
   void add(CLI::App* app) {
     app->add_option("FILE", file, "The .tile kernel (\"-\" reads stdin); or use --kernel");
@@ -55,6 +56,7 @@ struct KernelSource {
         {"capacity", "attention --kv-cache: positions per sequence (default K of --shape)"},
         {"page", "attention --kv-cache paged: positions per page (default 16)"},
         {"pages", "attention --kv-cache paged: pages in the pool (default B * ceil(K/page))"},
+        {"positions", "rope: positions from a view positions: view<i32>[tokens] in [0, N-1] given at launch"},
     };
     values.assign(std::size(opts), std::string());
     for (size_t i = 0; i < std::size(opts); ++i)
@@ -63,6 +65,9 @@ struct KernelSource {
     kernel_options.emplace_back("trans-b", app->add_flag("--trans-b", trans_b, "gemm: B is given as N x K"));
     kernel_options.emplace_back(
         "varlen", app->add_flag("--varlen", varlen, "attention --kv-cache: packed queries q [Q,Hq,D] with cu_seqlens"));
+    kernel_options.emplace_back("runtime-rows",
+                                app->add_flag("--runtime-rows", runtime_rows,
+                                              "softmax, rmsnorm, rope: the row count at launch (--arg rows=N)"));
   }
 
   bool isLibrary() const { return !kernel.empty(); }
