@@ -16,7 +16,7 @@ GemmTiles defaultGemmTiles(const GemmShape& s) {
   return GemmTiles{TM, std::min<int64_t>(TN, up16(s.N)), std::clamp<int64_t>(s.K, 1, 64)};
 }
 
-BuildResult gemm(const GemmShape& s, const GemmTiles& t, bool trans_b, bool fused) {
+BuildResult gemm(const GemmShape& s, const GemmTiles& t, bool trans_b, bool fused, bool runtime_rows) {
   KernelBuilder kb(trans_b ? "gemm_tn" : "gemm");
   if (s.M < 1 || s.N < 1 || s.K < 0 || t.TM < 1 || t.TN < 1 || t.TK < 1) {
     kb.error("bad-shape", "gemm needs M, N >= 1, K >= 0 and tile sizes >= 1");
@@ -26,6 +26,46 @@ BuildResult gemm(const GemmShape& s, const GemmTiles& t, bool trans_b, bool fuse
   View b = trans_b ? kb.view("b", {s.N, s.K}) : kb.view("b", {s.K, s.N});
   View c = kb.view("c", {s.M, s.N});
   const int64_t nM = (s.M + t.TM - 1) / t.TM, nN = (s.N + t.TN - 1) / t.TN, nK = (s.K + t.TK - 1) / t.TK;
+  const MmaFlags flags = fused ? fusedMma : MmaFlags{};
+
+  if (runtime_rows) {
+    // Rows at launch: the row tiles of `rows` rows. A tile wholly inside runs as below (a loop
+    // of one trip); the last, partial tile runs row by row (a loop of its rows), so that rows
+    // from `rows` on are never written.
+    Idx rows = kb.scalarI64("rows", Range{0, s.M});
+    kb.parallel({kb.runtimeAxis("i", rows, t.TM), {"j", nN}}, [&](Idx i, Idx j) {
+      Idx m0 = (i * t.TM).as("m0");
+      Idx n0 = (j * t.TN).as("n0");
+      Idx left = (rows - m0).as("rows_left");            // >= 1 in the domain
+      Idx whole = minIndex(left / t.TM, 1).as("whole");  // 1: a full tile
+      Idx tail = (left - whole * left).as("tail_rows");  // its rows otherwise
+      auto bTile = [&](Idx k0, int64_t width) {
+        return (trans_b ? load(b, {n0, k0}, {{"n", width}, {"k", t.TK}})
+                        : load(b, {k0, n0}, {{"k", t.TK}, {"n", width}}))
+            .as("bt");
+      };
+      kb.serial("full", 0, whole, [&](Idx) {
+        Carry acc0{"acc", kb.zeros({{"m", t.TM}, {"n", t.TN}})};
+        auto [acc] = kb.serial("kk", 0, nK, {acc0}, [&](Idx kk, Tile acc) {
+          Idx k0 = (kk * t.TK).as("k0");
+          Tile at = load(a, {m0, k0}, {{"m", t.TM}, {"k", t.TK}}).as("at");
+          return mma(at, bTile(k0, t.TN), acc, {"k"}, flags).as("acc_next");
+        });
+        store(acc, c, {m0, n0}, {{"m", t.TM}, {"n", t.TN}});
+      });
+      kb.serial("r", 0, tail, [&](Idx r) {
+        Idx row = (m0 + r).as("row");
+        Carry acc0{"acc", kb.zeros({{"n", t.TN}})};
+        auto [acc] = kb.serial("kk", 0, nK, {acc0}, [&](Idx kk, Tile acc) {
+          Idx k0 = (kk * t.TK).as("k0");
+          Tile at = load(a, {row, k0}, {_, {"k", t.TK}}).as("a_row");
+          return mma(at, bTile(k0, t.TN), acc, {"k"}, flags).as("acc_next");
+        });
+        store(acc, c, {row, n0}, {_, {"n", t.TN}});
+      });
+    });
+    return kb.finish();
+  }
 
   kb.parallel({{"i", nM}, {"j", nN}}, [&](Idx i, Idx j) {
     Idx m0 = (i * t.TM).as("m0");

@@ -19,7 +19,10 @@ struct GemmTiles {
 };
 
 // fused: every mma step one fused multiply-add rounded once (MmaPolicy::fused); false: MUL then ADD.
-dsl::BuildResult gemm(const GemmShape& shape, const GemmTiles& tiles = {}, bool trans_b = false, bool fused = true);
+// runtime_rows: the row count of A and C comes with each launch, `rows: i64 in [0, M]` after c;
+// rows of c from it on are not written (a partial last tile runs row by row).
+dsl::BuildResult gemm(const GemmShape& shape, const GemmTiles& tiles = {}, bool trans_b = false, bool fused = true,
+                      bool runtime_rows = false);
 
 // The library's tiles for a shape: up to 64 x 64 outputs per program (a 64-column row is four
 // 16-lane vectors), K in steps of up to 64.

@@ -466,29 +466,34 @@ const std::vector<Entry>& entries() {
     t.push_back(Entry{
         {"gemm", "M,N,K",
          "--trans-b   B is given as N x K (default K x N)\n--fma fused|unfused   mma steps as one fused multiply-add "
-         "rounded once, or MUL then ADD (default fused)",
+         "rounded once, or MUL then ADD (default fused)\n" +
+             std::string(kRuntimeRowsHelp) + " (M: a partial last row tile runs row by row)",
          "C[M,N] = A[M,K] . B (K = 0 gives zeros); tiles up to 64x64 outputs, K steps up to 64"},
         {"M", "N", "K"},
         {1, 1, 0},
-        {"trans-b", "fma"},
+        {"trans-b", "fma", "runtime-rows"},
         [](const LibraryRequest& r, Spec& s) -> Error {
           std::string fma = "fused";
           if (auto e = optionChoice(r, "fma", {"fused", "unfused"}, fma)) return e;
           s.fused = fma == "fused";
+          if (auto e = runtimeRowsOption(r, s)) return e;
           return optionFlag(r, "trans-b", s.trans_b);
         },
         [](const Spec& s) {
           const int64_t M = s.shape[0], N = s.shape[1], K = s.shape[2];
-          return std::vector<ViewShape>{{"a", {M, K}},
-                                        {"b", s.trans_b ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}},
-                                        {"c", {M, N}, true}};
+          std::vector<ViewShape> v = {{"a", {M, K}},
+                                      {"b", s.trans_b ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}},
+                                      {"c", {M, N}, true}};
+          addRowsParam(s, v);
+          return v;
         },
         [](const Spec& s) {
           GemmShape g{s.shape[0], s.shape[1], s.shape[2]};
-          return gemm(g, defaultGemmTiles(g), s.trans_b, s.fused);
+          return gemm(g, defaultGemmTiles(g), s.trans_b, s.fused, s.runtime_rows);
         },
         [](const Spec& s, const std::vector<host::ParamData>& in) {
-          return reference::gemm({s.shape[0], s.shape[1], s.shape[2]}, s.trans_b, in[0].data, in[1].data);
+          return cutRows(s, in,
+                         reference::gemm({s.shape[0], s.shape[1], s.shape[2]}, s.trans_b, in[0].data, in[1].data));
         }});
 
     t.push_back(Entry{{"softmax", "rows,cols", kRuntimeRowsHelp,

@@ -347,7 +347,7 @@ TEST(RuntimeLengths, PackedQueriesOfEverySequenceLength) {
   EXPECT_NE(outs[0], outs[1]);
 }
 
-// Row kernels with the row count at launch (--runtime-rows) and RoPE at positions from a view:
+// Row kernels and GEMM with the row count at launch (--runtime-rows) and RoPE at positions from a view:
 // every count on one object, bit-identical to the interpreter, FP64-checked, rows past the
 // count untouched.
 TEST(RuntimeLengths, RowKernelsTakeTheirRowCountAndPositionsAtLaunch) {
@@ -355,7 +355,9 @@ TEST(RuntimeLengths, RowKernelsTakeTheirRowCountAndPositionsAtLaunch) {
       {"rmsnorm", "40,300", {{"runtime-rows", "true"}}},
       {"softmax", "40,1500", {{"runtime-rows", "true"}}},
       {"rope", "40,4,32", {{"runtime-rows", "true"}, {"positions", "8192"}}},
-      {"rope", "40,4,32", {{"style", "interleaved"}, {"positions", "100000"}}}};
+      {"rope", "40,4,32", {{"style", "interleaved"}, {"positions", "100000"}}},
+      {"gemm", "40,70,33", {{"runtime-rows", "true"}}},
+      {"gemm", "40,70,33", {{"runtime-rows", "true"}, {"trans-b", "true"}}}};
   for (const auto& request : requests) {
     auto k = library(request);
     ASSERT_TRUE(k);
@@ -376,7 +378,7 @@ TEST(RuntimeLengths, RowKernelsTakeTheirRowCountAndPositionsAtLaunch) {
           kiln::driver::CheckResult r;
           ASSERT_FALSE(kiln::driver::check(*k, knobs, o, r).has_value()) << label << " rows " << rows;
           EXPECT_TRUE(r.pass) << label << " rows " << rows;
-          const std::vector<float>& y = r.native[1 + (request.name == "rmsnorm")].data;
+          const std::vector<float>& y = r.native[request.name == "rmsnorm" || request.name == "gemm" ? 2 : 1].data;
           const size_t rowElems = y.size() / 40;
           for (size_t i = static_cast<size_t>(rows) * rowElems; i < y.size(); ++i)
             ASSERT_EQ(y[i], 0.0f) << label << " row " << i / rowElems << " past " << rows;
