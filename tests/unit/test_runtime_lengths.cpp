@@ -62,6 +62,30 @@ kiln::plan::Knobs knobsOf(const std::vector<std::string>& sets) {
   return knobs;
 }
 
+// "SHAPE --option value ... knob=value ...": what a failure names.
+std::string labelOf(const kiln::kernels::LibraryRequest& request, const std::vector<std::string>& point) {
+  std::string label = request.name + " " + request.shape;
+  for (const auto& [n, v] : request.options) label += " --" + n + " " + v;
+  for (const std::string& s : point) label += " " + s;
+  return label;
+}
+
+// check() of a library kernel in `mode` on the given integer views; f64 against its plain FP64
+// reference.
+void checkLibrary(const kiln::kernels::LibraryRequest& request, const kiln::ir::Kernel& k,
+                  const kiln::plan::Knobs& knobs, CheckMode mode, std::map<std::string, std::vector<int64_t>> ints,
+                  kiln::driver::CheckResult& r, const std::string& label) {
+  kiln::driver::CheckOptions o;
+  o.mode = mode;
+  o.int_views = std::move(ints);
+  o.f64_reference = [&](const std::vector<kiln::host::ParamData>& in, std::vector<std::vector<double>>& out) {
+    return kiln::kernels::libraryReference(request, in, out);
+  };
+  ASSERT_FALSE(kiln::driver::check(k, knobs, o, r).has_value()) << label;
+  EXPECT_TRUE(r.pass) << label << (mode == CheckMode::Bitexact ? " bitexact" : " f64");
+  EXPECT_EQ(r.plan_vs_code, "") << label;
+}
+
 // tests/ir/runtime_extents.tile's y, from its definition.
 std::vector<float> expectedRows(const std::vector<float>& x, const std::vector<int64_t>& lens, int64_t n) {
   std::vector<float> y(64 * 40, 0.0f);
@@ -270,22 +294,13 @@ TEST(RuntimeLengths, VarlenBatchesOnDenseAndPagedCaches) {
     const bool paged = request.options.at("kv-cache") == "paged";
     for (const auto& point : points) {
       const kiln::plan::Knobs knobs = knobsOf(point);
-      std::string label = request.shape;
-      for (const auto& [n, v] : request.options) label += " --" + n + " " + v;
-      for (const std::string& s : point) label += " " + s;
+      const std::string label = labelOf(request, point);
       if (!kiln::testhost::runsHere(knobs.isa, "RuntimeLengths " + label)) continue;
+      std::map<std::string, std::vector<int64_t>> ints = {{"lens", lens}};
+      if (paged) ints["block_table"] = table;
       for (CheckMode mode : {CheckMode::Bitexact, CheckMode::F64}) {
-        kiln::driver::CheckOptions o;
-        o.mode = mode;
-        o.int_views = {{"lens", lens}};
-        if (paged) o.int_views["block_table"] = table;
-        o.f64_reference = [&](const std::vector<kiln::host::ParamData>& in, std::vector<std::vector<double>>& out) {
-          return kiln::kernels::libraryReference(request, in, out);
-        };
         kiln::driver::CheckResult r;
-        ASSERT_FALSE(kiln::driver::check(*k, knobs, o, r).has_value()) << label;
-        EXPECT_TRUE(r.pass) << label << (mode == CheckMode::Bitexact ? " bitexact" : " f64");
-        EXPECT_EQ(r.plan_vs_code, "") << label;
+        checkLibrary(request, *k, knobs, mode, ints, r, label);
       }
     }
   }
@@ -313,21 +328,14 @@ TEST(RuntimeLengths, PackedQueriesOfEverySequenceLength) {
     const bool paged = request.options.at("kv-cache") == "paged";
     for (const auto& point : points) {
       const kiln::plan::Knobs knobs = knobsOf(point);
-      std::string label = request.shape;
-      for (const auto& [n, v] : request.options) label += " --" + n + " " + v;
-      for (const std::string& s : point) label += " " + s;
+      const std::string label = labelOf(request, point);
       if (!kiln::testhost::runsHere(knobs.isa, "RuntimeLengths " + label)) continue;
+      std::map<std::string, std::vector<int64_t>> ints = {{"lens", lens}, {"cu_seqlens", cu}};
+      if (paged) ints["block_table"] = table;
       for (CheckMode mode : {CheckMode::Bitexact, CheckMode::F64}) {
-        kiln::driver::CheckOptions o;
-        o.mode = mode;
-        o.int_views = {{"lens", lens}, {"cu_seqlens", cu}};
-        if (paged) o.int_views["block_table"] = table;
-        o.f64_reference = [&](const std::vector<kiln::host::ParamData>& in, std::vector<std::vector<double>>& out) {
-          return kiln::kernels::libraryReference(request, in, out);
-        };
         kiln::driver::CheckResult r;
-        ASSERT_FALSE(kiln::driver::check(*k, knobs, o, r).has_value()) << label;
-        EXPECT_TRUE(r.pass) << label << (mode == CheckMode::Bitexact ? " bitexact" : " f64");
+        checkLibrary(request, *k, knobs, mode, ints, r, label);
+        ASSERT_FALSE(r.native.empty()) << label;
         const std::vector<float>& out = r.native.back().data;  // o [80, 8, 64]
         for (size_t i = 64 * 8 * 64; i < out.size(); ++i) ASSERT_EQ(out[i], 0.0f) << label << " row past cu[B]";
       }
