@@ -91,6 +91,14 @@ plan::LaneCode realizedLaneCode(const llvm::Function& program, int64_t w) {
 
 namespace {
 
+// The blocks a launch's `programs` fill, ceil(programs / block_size); null when the count is a
+// constant (every axis static: the plan's num_blocks).
+llvm::Value* launchBlocks(llvm::IRBuilder<>& b, llvm::Value* programs, const plan::Plan& p) {
+  if (llvm::isa<llvm::Constant>(programs)) return nullptr;
+  const int64_t bs = p.knobs.block_size;
+  return b.CreateUDiv(b.CreateAdd(programs, b.getInt64(bs - 1)), b.getInt64(bs), "launch.blocks");
+}
+
 // void NAME(ptr params, i64 begin, i64 end, ptr record): the blocks of one root domain.
 // `masked` runs `w` programs from `first` (lanes past the domain masked); `full` (optional) the
 // same with every lane active. The lane realization passes w = 1 and its program as `full`.
@@ -118,9 +126,8 @@ llvm::Function* emitBlocks(llvm::Module& m, const ir::Op& root, const plan::Plan
   // The programs of this launch's domain (runtime extents), and the blocks they fill.
   llvm::Value* programs = domainPrograms(b, params, root);
   llvm::Value* end = f->getArg(2);
-  if (!llvm::isa<llvm::Constant>(programs))
-    end = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, end,
-                                  b.CreateUDiv(b.CreateAdd(programs, b.getInt64(bs - 1)), b.getInt64(bs)));
+  if (llvm::Value* blocks = launchBlocks(b, programs, p))
+    end = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, end, blocks);
   b.CreateBr(blockHead);
   b.SetInsertPoint(blockHead);
   auto* blk = b.CreatePHI(i64, 2, "block");
@@ -262,11 +269,8 @@ void emitPhaseBlocks(llvm::Module& m, const std::vector<Phase>& phases) {
   b.SetInsertPoint(llvm::BasicBlock::Create(c, "entry", f));
   for (size_t i = 0; i < phases.size(); ++i) {
     const plan::Plan& p = *phases[i].plan;
-    llvm::Value* programs = domainPrograms(b, f->getArg(0), *phases[i].kernel->root());
-    const int64_t bs = p.knobs.block_size;
-    llvm::Value* n = llvm::isa<llvm::Constant>(programs)
-                         ? static_cast<llvm::Value*>(b.getInt64(p.num_blocks))
-                         : b.CreateUDiv(b.CreateAdd(programs, b.getInt64(bs - 1)), b.getInt64(bs));
+    llvm::Value* n = launchBlocks(b, domainPrograms(b, f->getArg(0), *phases[i].kernel->root()), p);
+    if (!n) n = b.getInt64(p.num_blocks);
     b.CreateStore(n, b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), f->getArg(1), i));
   }
   b.CreateRetVoid();

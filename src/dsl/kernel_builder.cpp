@@ -257,7 +257,7 @@ Dim KernelBuilder::runtimeAxis(std::string name, const Idx& param, int64_t divis
     d.runtime = nullptr;
     return d;
   }
-  d.extent = (std::max<int64_t>(p->range->hi, 0) + divisor - 1) / divisor;
+  d.extent = ir::RuntimeExtent{p, divisor}.maximum();
   return d;
 }
 

@@ -4,6 +4,7 @@
 // for the Kernel's lifetime.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -170,6 +171,9 @@ struct RuntimeExtent {
   bool runtime() const { return param != nullptr; }
   // The extent for an argument `value` of `param` (within its range, so >= 0).
   int64_t at(int64_t value) const { return (value + divisor - 1) / divisor; }
+  // The maximum the plan is made for: at(range.hi), at least 1 (a range the verifier refuses
+  // still gets a legal extent, so the verifier's message is the one reported).
+  int64_t maximum() const { return param && param->range ? std::max<int64_t>(at(param->range->hi), 1) : 1; }
 };
 
 // An index operand: a literal, or a rank-0 i64 value (value != nullptr).

@@ -39,8 +39,7 @@ void Parser::parseParallel(const std::vector<Token>& names, const Token& opTok, 
           expect(Tok::RParen, "')' after 'cdiv(%param, divisor'");
         }
         // The maximum from the parameter's range (the verifier names what is missing).
-        extents.push_back(r.param && r.param->range && r.divisor >= 1 ? std::max<int64_t>(r.at(r.param->range->hi), 1)
-                                                                      : 1);
+        extents.push_back(r.divisor >= 1 ? r.maximum() : 1);
       } else {
         auto v = toInt(expectInt("a domain extent (an integer, '%param' or 'cdiv(%param, N)')"));
         if (!v) bad = true;

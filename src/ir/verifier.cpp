@@ -221,10 +221,10 @@ class Verifier {
                           nameOf(p), p.range->lo, p.range->hi));
       } else if (r.divisor < 1) {
         error(op.loc, "runtime-extent", fmt::format("{}: cdiv's divisor is {}; it is at least 1", axis, r.divisor));
-      } else if (op.extents[i] != r.at(p.range->hi)) {
+      } else if (op.extents[i] != r.maximum()) {
         error(op.loc, "malformed",
               fmt::format("{}: the stated maximum {} is not ceil({} / {}) = {}", axis, op.extents[i], p.range->hi,
-                          r.divisor, r.at(p.range->hi)));
+                          r.divisor, r.maximum()));
       }
     }
   }

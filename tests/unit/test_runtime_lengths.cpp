@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -84,6 +85,31 @@ void checkLibrary(const kiln::kernels::LibraryRequest& request, const kiln::ir::
   ASSERT_FALSE(kiln::driver::check(k, knobs, o, r).has_value()) << label;
   EXPECT_TRUE(r.pass) << label << (mode == CheckMode::Bitexact ? " bitexact" : " f64");
   EXPECT_EQ(r.plan_vs_code, "") << label;
+}
+
+// Every request at every point of `points` this host runs, bitexact and f64 (checkLibrary),
+// on the integer views `ints` plus `table` as a paged request's block table; `each` (optional)
+// sees every result.
+void checkGrid(const std::vector<kiln::kernels::LibraryRequest>& requests,
+               const std::vector<std::vector<std::string>>& points,
+               const std::map<std::string, std::vector<int64_t>>& ints, const std::vector<int64_t>& table,
+               const std::function<void(const kiln::driver::CheckResult&, const std::string&)>& each = {}) {
+  for (const auto& request : requests) {
+    auto k = library(request);
+    ASSERT_TRUE(k);
+    std::map<std::string, std::vector<int64_t>> views = ints;
+    if (request.options.at("kv-cache") == "paged") views["block_table"] = table;
+    for (const auto& point : points) {
+      const kiln::plan::Knobs knobs = knobsOf(point);
+      const std::string label = labelOf(request, point);
+      if (!kiln::testhost::runsHere(knobs.isa, "RuntimeLengths " + label)) continue;
+      for (CheckMode mode : {CheckMode::Bitexact, CheckMode::F64}) {
+        kiln::driver::CheckResult r;
+        checkLibrary(request, *k, knobs, mode, views, r, label);
+        if (each) each(r, label);
+      }
+    }
+  }
 }
 
 // tests/ir/runtime_extents.tile's y, from its definition.
@@ -288,22 +314,7 @@ TEST(RuntimeLengths, VarlenBatchesOnDenseAndPagedCaches) {
                                                         {"isa=avx512", "threads=2"},
                                                         {"isa=avx2", "packet_width=8", "threads=2"},
                                                         {"isa=avx512", "local_lanes=1", "packet_width=16"}};
-  for (const auto& request : requests) {
-    auto k = library(request);
-    ASSERT_TRUE(k);
-    const bool paged = request.options.at("kv-cache") == "paged";
-    for (const auto& point : points) {
-      const kiln::plan::Knobs knobs = knobsOf(point);
-      const std::string label = labelOf(request, point);
-      if (!kiln::testhost::runsHere(knobs.isa, "RuntimeLengths " + label)) continue;
-      std::map<std::string, std::vector<int64_t>> ints = {{"lens", lens}};
-      if (paged) ints["block_table"] = table;
-      for (CheckMode mode : {CheckMode::Bitexact, CheckMode::F64}) {
-        kiln::driver::CheckResult r;
-        checkLibrary(request, *k, knobs, mode, ints, r, label);
-      }
-    }
-  }
+  checkGrid(requests, points, {{"lens", lens}}, table);
 }
 
 // Packed (varlen) queries, FlashAttention's convention: sequences of 1, 5, 20, 1 and 37 new
@@ -322,25 +333,12 @@ TEST(RuntimeLengths, PackedQueriesOfEverySequenceLength) {
        {{"kv-cache", "paged"}, {"page", "64"}, {"pages", "80"}, {"varlen", "true"}}}};
   const std::vector<std::vector<std::string>> points = {
       {"isa=avx2", "threads=2"}, {"isa=avx512", "threads=1"}, {"isa=avx2", "local_lanes=1", "packet_width=8"}};
-  for (const auto& request : requests) {
-    auto k = library(request);
-    ASSERT_TRUE(k);
-    const bool paged = request.options.at("kv-cache") == "paged";
-    for (const auto& point : points) {
-      const kiln::plan::Knobs knobs = knobsOf(point);
-      const std::string label = labelOf(request, point);
-      if (!kiln::testhost::runsHere(knobs.isa, "RuntimeLengths " + label)) continue;
-      std::map<std::string, std::vector<int64_t>> ints = {{"lens", lens}, {"cu_seqlens", cu}};
-      if (paged) ints["block_table"] = table;
-      for (CheckMode mode : {CheckMode::Bitexact, CheckMode::F64}) {
-        kiln::driver::CheckResult r;
-        checkLibrary(request, *k, knobs, mode, ints, r, label);
-        ASSERT_FALSE(r.native.empty()) << label;
-        const std::vector<float>& out = r.native.back().data;  // o [80, 8, 64]
-        for (size_t i = 64 * 8 * 64; i < out.size(); ++i) ASSERT_EQ(out[i], 0.0f) << label << " row past cu[B]";
-      }
-    }
-  }
+  checkGrid(requests, points, {{"lens", lens}, {"cu_seqlens", cu}}, table,
+            [](const kiln::driver::CheckResult& r, const std::string& label) {
+              ASSERT_FALSE(r.native.empty()) << label;
+              const std::vector<float>& out = r.native.back().data;  // o [80, 8, 64]
+              for (size_t i = 64 * 8 * 64; i < out.size(); ++i) ASSERT_EQ(out[i], 0.0f) << label << " row past cu[B]";
+            });
   // The causal rows differ from the unmasked ones (the mask is applied per sequence).
   std::vector<std::vector<float>> outs;
   for (const char* mask : {"causal", "none"}) {
