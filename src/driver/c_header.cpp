@@ -141,6 +141,12 @@ std::string cHeader(const ir::Kernel& kernel, const plan::Knobs& knobs, const st
     } else {
       h += fmt::format("/* %{}: {} scalar */\n", p->name, p->type.elem == ir::Elem::I64 ? "i64" : "f32");
     }
+    // A stated range (docs/ir.md): the JIT's launch checks it; a caller of this object must.
+    if (p->range)
+      h += fmt::format(
+          "/* every value of %{} must lie in [{}, {}] (its stated range) */\n#define {}_MIN {}\n#define "
+          "{}_MAX {}\n",
+          p->name, p->range->lo, p->range->hi, N, p->range->lo, N, p->range->hi);
   }
   int64_t wsElements = 0;
   h += fmt::format(

@@ -61,6 +61,10 @@ run ./prog_cpp
 expect "C++ program runs the kernel" 0 "axpb ok"
 run grep -c "rms_run\|RMS_X_SHAPE { 8, 64 }" rms.h
 expect "header declares run and shapes" 0 "^[2-9]"
+run "$kiln" compile "$src/tests/ir/runtime_extents.tile" --emit obj --out rows.o --header rows.h
+expect "a kernel with runtime extents compiles with a header" 0
+run grep -c "ROWS_N_MAX 64\|ROWS_LENS_MIN 0\|ROWS_LENS_MAX 40\|^void rows_phase_blocks" rows.h
+expect "header states the ranges and the phase-blocks entry" 0 "^4$"
 
 run "$kiln" compile axpb.tile --emit report --header x.h
 expect "--header needs --emit obj" 1 "" "--header needs --emit obj and --out"
