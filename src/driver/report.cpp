@@ -38,7 +38,9 @@ nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
   nlohmann::json j;
   j["vector_width"] = p.knobs.packet_width;
   j["vector_cap"] = lp.vector_cap;
+  j["target_model"] = lp.model;
   j["accumulator_budget"] = lp.accumulators;
+  j["max_tile_chunks"] = lp.max_tile_chunks;
   nlohmann::json layouts = nlohmann::json::array();
   for (const auto& v : kernel.values) {
     if (!v->type.isTile() || v->type.isScalar() || v->origin == ir::Value::Origin::Param) continue;
@@ -97,9 +99,12 @@ nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
   nlohmann::json acc = nlohmann::json::array();
   ir::walk(kernel.body, [&](const ir::Op* op) {
     if (op->kind != ir::OpKind::Load && op->kind != ir::OpKind::Store) return;
-    acc.push_back({{"at", where(op->loc)},
-                   {"op", ir::opName(op->kind)},
-                   {"access", lp.access.at(op) == plan::LaneAccess::Vector ? "vector" : "gather"}});
+    nlohmann::json a = {{"at", where(op->loc)},
+                        {"op", ir::opName(op->kind)},
+                        {"access", lp.access.at(op) == plan::LaneAccess::Vector ? "vector" : "gather"}};
+    if (auto pf = lp.prefetch.find(op); pf != lp.prefetch.end())
+      a["prefetch"] = {{"elements_ahead", pf->second.elements}, {"reason", pf->second.reason}};
+    acc.push_back(a);
   });
   j["memory"] = acc;
   j["code_per_program"] = {

@@ -4,6 +4,7 @@
 
 #include "host/isa.h"
 #include "ir/ir.h"
+#include "target/target.h"
 
 namespace kiln::fuzz {
 
@@ -16,7 +17,11 @@ KnobPoint randomKnobs(Rng& rng, const std::map<std::string, std::string>& pinned
   auto num = [](int64_t v) { return std::to_string(v); };
   std::string w = rng.pick<std::string>({"1", "4", "8", "8", "16"});
   attempt("packet_width", w);
-  const int64_t pw = p.knobs.packet_width;
+  // W as planned: the drawn width, a pinned one, or the target model's (auto).
+  plan::Knobs resolved = p.knobs;
+  if (auto it = pinned.find("packet_width"); it != pinned.end()) (void)resolved.set("packet_width", it->second);
+  const int64_t pw =
+      resolved.packet_width != 0 ? resolved.packet_width : target::of(resolved.target).model(resolved.isa).packet_width;
   attempt("block_size", num(pw * rng.pick<int64_t>({1, 2, 4, 8})));
   // local_lanes = W (one program across the lanes, the default realization) two times in
   // three; 1 (a lane per program, the seed's) otherwise.

@@ -57,10 +57,11 @@ class NativeImpl : public LocalImpl {
 
 class PlainImpl : public LocalImpl {
  public:
-  explicit PlainImpl(const ImplOptions& o) : options_(o) {}
+  explicit PlainImpl(const ImplOptions& o) : options_(o), k_(o.isa == "avx2" ? plainAvx2() : plainNative()) {}
   std::string name() const override { return "plain"; }
   std::string detail() const override {
-    return "plain C++ loops, -O3 -march=native, one row at a time, " + std::to_string(threads()) + " thread(s)";
+    return std::string("plain C++ loops, ") + k_.flags + ", one row at a time, " + std::to_string(threads()) +
+           " thread(s)";
   }
   int threads() const override { return options_.threads; }
   std::optional<std::string> prepare(const Problem& p) override {
@@ -77,17 +78,17 @@ class PlainImpl : public LocalImpl {
       // One row of C per item: C[i,:] = sum over k of A[i,k] * B[k,:] (i-k-j order, the loop a
       // compiler vectorizes).
       const GemmShape& g = p_->gemm;
-      team_->forEach(g.M, 0, [this, &g](int64_t i, float*) {
-        plainGemmRow(p_->a.data(), p_->b.data(), out_.data(), g.N, g.K, i);
-      });
+      team_->forEach(
+          g.M, 0, [this, &g](int64_t i, float*) { k_.gemm_row(p_->a.data(), p_->b.data(), out_.data(), g.N, g.K, i); });
       return;
     }
-    team_->forEach(plainItems(args_), plainScratchFloats(args_),
-                   [this](int64_t item, float* scratch) { plainItem(args_, item, scratch); });
+    team_->forEach(k_.items(args_), k_.scratch_floats(args_),
+                   [this](int64_t item, float* scratch) { k_.item(args_, item, scratch); });
   }
 
  private:
   ImplOptions options_;
+  const PlainKernels& k_;
   std::unique_ptr<ThreadTeam> team_;
   const Problem* p_ = nullptr;
   AttentionArgs args_;

@@ -46,6 +46,7 @@ struct ImplOptions {
   std::string block;                // Kiln default: block_q x block_k of the DSL kernel ("" = the library's choice)
   std::string split;                // Kiln default: the attention library's --split ("" = its choice)
   std::string native_isa = "auto";  // auto | avx512 | avx2
+  std::string isa = "native";       // Kiln's isa knob (kiln peers --isa): native | avx2 | avx512
   uint64_t seed = 0;                // for implementations in a child process
   std::string self_exe;             // this executable, for child processes
 };

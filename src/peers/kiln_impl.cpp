@@ -59,6 +59,7 @@ class KilnImpl : public LocalImpl {
       if (!options_.split.empty()) req.options["split"] = options_.split;
       if (lengths()) req.options["kv-cache"] = "dense";
       tuned_knobs_.threads = options_.threads;
+      tuned_knobs_.isa = options_.isa;
       useTuning(req, tuned_knobs_);
       if (auto e = kernels::buildLibraryKernel(req, kernel_)) return "the attention kernel does not build: " + *e;
       block = req.options.count("block") ? req.options["block"] : "library default";
@@ -68,6 +69,7 @@ class KilnImpl : public LocalImpl {
       for (const char* k : kSeedKnobs)
         if (auto e = knobs.setAssignment(k)) return "seed knob " + std::string(k) + ": " + *e;
     knobs.threads = options_.threads;
+    knobs.isa = options_.isa;
     driver::Compilation c;
     if (auto e = driver::compile(*kernel_, knobs, c)) return "compile: " + *e;
     if (auto e = driver::load(c.object, *kernel_, knobs.isa, options_.threads, loaded_)) return "load: " + *e;
@@ -110,6 +112,7 @@ class KilnImpl : public LocalImpl {
     kernels::LibraryRequest req{"gemm", fmt::format("{},{},{}", g.M, g.N, g.K), {}};
     plan::Knobs knobs;
     knobs.threads = options_.threads;
+    knobs.isa = options_.isa;
     useTuning(req, knobs);
     if (auto e = kernels::buildLibraryKernel(req, kernel_)) return "the gemm kernel does not build: " + *e;
     driver::Compilation c;

@@ -88,12 +88,19 @@ class ThreadTeam {
 // The native reference: every item of `isa` through `team`.
 void nativeAttention(const IsaKernels& isa, ThreadTeam& team, const AttentionArgs& args);
 
-// Plain loops (plain_loops.cpp, -O3 -march=native): per query row, scores for every key, the
-// row max, exp and sum, then the weighted sum of V. One item per (b, query head).
-int64_t plainItems(const AttentionArgs& args);
-int64_t plainScratchFloats(const AttentionArgs& args);
-void plainItem(const AttentionArgs& args, int64_t item, float* scratch);
-// Plain GEMM loops: row i of C[M,N] = A[M,K] . B[K,N] (row-major), i-k-j order.
-void plainGemmRow(const float* a, const float* b, float* c, int64_t N, int64_t K, int64_t i);
+// Plain loops (plain_loops.cpp): per query row, scores for every key, the row max, exp and sum,
+// then the weighted sum of V. One item per (b, query head). Compiled twice: -O3 -march=native
+// (plainNative), and the same without AVX-512 (plainAvx2: `-march=native -mno-avx512f`, the
+// code a user's compiler makes on an AVX2 machine; kiln peers --isa avx2).
+struct PlainKernels {
+  const char* flags;  // how the file was compiled
+  int64_t (*items)(const AttentionArgs& args);
+  int64_t (*scratch_floats)(const AttentionArgs& args);
+  void (*item)(const AttentionArgs& args, int64_t item, float* scratch);
+  // Plain GEMM loops: row i of C[M,N] = A[M,K] . B[K,N] (row-major), i-k-j order.
+  void (*gemm_row)(const float* a, const float* b, float* c, int64_t N, int64_t K, int64_t i);
+};
+const PlainKernels& plainNative();
+const PlainKernels& plainAvx2();
 
 }  // namespace kiln::peers

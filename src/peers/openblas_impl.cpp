@@ -12,15 +12,14 @@
 #include <climits>
 #include <cstdlib>
 
+#include "host/isa.h"
 #include "peers/impl.h"
 
 namespace kiln::peers {
 
 std::string openblasFamily() {
   __builtin_cpu_init();
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                      __builtin_cpu_supports("avx512cd");
+  const bool avx512 = host::cpuHasAvx512();  // KILN_HOST_WITHOUT_AVX512 included (kiln peers --isa avx2)
   if (avx512 && __builtin_cpu_supports("avx512bf16")) return "Cooperlake";
   if (avx512) return "SkylakeX";
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";

@@ -1,14 +1,52 @@
 // The `kiln peers` run, shape by shape; see peers.h.
 #include "peers/peers.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
 
 #include "host/data.h"
+#include "host/isa.h"
 #include "kernels/registry.h"
 #include "tune/tune.h"
 
 namespace kiln::peers {
+
+std::optional<std::string> useIsa(const std::string& isa, PeersOptions& options) {
+  const bool avx512 = host::cpuHasAvx512();
+  if (isa == "avx512" && !avx512)
+    return std::string("--isa avx512: this CPU has no AVX-512") +
+           (host::pretendingNoAvx512() ? " (KILN_HOST_WITHOUT_AVX512 is set)" : "");
+  if (isa == "avx2" && avx512) {
+    std::ifstream in("/proc/self/cmdline", std::ios::binary);
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::string> args;
+    for (size_t p = 0, q; p < all.size(); p = q + 1) {
+      q = all.find('\0', p);
+      if (q == std::string::npos) q = all.size();
+      args.push_back(all.substr(p, q - p));
+    }
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    setenv("KILN_HOST_WITHOUT_AVX512", "1", 1);
+    setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
+    setenv("OPENBLAS_CORETYPE", "Haswell", 1);
+    std::cout << std::flush;
+    execv("/proc/self/exe", argv.data());
+    return std::string("--isa avx2: cannot restart /proc/self/exe: ") + std::strerror(errno);
+  }
+  options.isa = avx512 && isa != "avx2" ? "avx512" : "avx2";
+  options.impl.isa = options.isa;
+  return std::nullopt;
+}
 
 std::optional<std::string> checkOptions(const PeersOptions& o, std::vector<ShapeSpec>& shapes) {
   shapes.clear();
@@ -107,7 +145,9 @@ std::optional<std::string> runPeers(const PeersOptions& options, PeersResult& re
   result = PeersResult{};
   result.options = options;
   result.machine = machineInfo();
-  log << "peers: measuring peak FMA throughput on " << options.threads << " thread(s)\n" << std::flush;
+  log << "peers: " << (options.isa == "avx2" ? "AVX2" : "AVX-512") << " code; measuring peak FMA throughput on "
+      << options.threads << " thread(s)\n"
+      << std::flush;
   result.peak = measurePeak(options.threads);
 
   for (const ShapeSpec& shape : shapes) {

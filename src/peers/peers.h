@@ -35,7 +35,8 @@ struct PeersOptions {
   std::string protocol_name = "default";  // or "quick"
   ImplOptions impl;                       // threads and seed are copied in from above
   uint64_t seed = 0;
-  std::string command;  // as typed, for the report
+  std::string command;         // as typed, for the report
+  std::string isa = "native";  // what the code of every implementation is (useIsa): avx2 | avx512
 };
 
 struct RowResult {
@@ -66,6 +67,13 @@ struct PeersResult {
   PeersOptions options;
   std::vector<ShapeResult> shapes;
 };
+
+// --isa: what every implementation runs. native: this CPU's ISA (avx2 without AVX-512). avx2
+// on a CPU with AVX-512: restarts this process (execv of /proc/self/exe, the same arguments)
+// with KILN_HOST_WITHOUT_AVX512=1 (Kiln, the hand-written and the machine-limit code),
+// ONEDNN_MAX_CPU_ISA=AVX2 and OPENBLAS_CORETYPE=Haswell, which the libraries read as they load;
+// returns only on failure. Sets options.isa (avx2 | avx512) and Kiln's isa knob.
+std::optional<std::string> useIsa(const std::string& isa, PeersOptions& options);
 
 // Validates the options (shapes, implementation names) without running anything.
 std::optional<std::string> checkOptions(const PeersOptions& options, std::vector<ShapeSpec>& shapes);

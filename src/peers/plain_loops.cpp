@@ -1,5 +1,6 @@
 // Plain C++ loops: the attention a user writes first, compiled the way a user compiles it
-// (-O3 -march=native -ffp-contract=fast, set for this file in CMakeLists.txt): per query row,
+// (-O3 -march=native -ffp-contract=fast, set for this file in CMakeLists.txt; plain_loops_avx2.cpp
+// compiles it again without AVX-512, in its own namespace and table): per query row,
 // every visible key's score, the row max, exp and sum, then the weighted sum of V rows.
 // One work item per (batch, query head); no GQA sharing, no blocking, no intrinsics.
 // Raw pointers and C math only (see native_kernel.h on why no shared templates here).
@@ -9,7 +10,14 @@
 
 #include "peers/native.h"
 
+#ifndef KILN_PLAIN_NAMESPACE
+#define KILN_PLAIN_NAMESPACE plain_native
+#define KILN_PLAIN_TABLE plainNative
+#define KILN_PLAIN_FLAGS "-O3 -march=native"
+#endif
+
 namespace kiln::peers {
+namespace KILN_PLAIN_NAMESPACE {
 
 int64_t plainItems(const AttentionArgs& a) {
   return a.B * a.Hq;
@@ -60,6 +68,15 @@ void plainGemmRow(const float* a, const float* b, float* c, int64_t N, int64_t K
     const float* bk = b + k * N;
     for (int64_t j = 0; j < N; ++j) ci[j] += aik * bk[j];
   }
+}
+
+}  // namespace KILN_PLAIN_NAMESPACE
+
+const PlainKernels& KILN_PLAIN_TABLE() {
+  static const PlainKernels table{KILN_PLAIN_FLAGS, KILN_PLAIN_NAMESPACE::plainItems,
+                                  KILN_PLAIN_NAMESPACE::plainScratchFloats, KILN_PLAIN_NAMESPACE::plainItem,
+                                  KILN_PLAIN_NAMESPACE::plainGemmRow};
+  return table;
 }
 
 }  // namespace kiln::peers

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 #include "peers/peers.h"
@@ -81,6 +82,11 @@ nlohmann::ordered_json toJson(const PeersResult& run) {
                   {"peak_gflops", run.peak.gflops()},
                   {"peak_avx512_gflops", run.peak.avx512_gflops},
                   {"peak_avx2_gflops", run.peak.avx2_gflops}};
+  j["isa"] = run.options.isa;
+  nlohmann::ordered_json env = nlohmann::ordered_json::object();
+  for (const char* v : {"KILN_HOST_WITHOUT_AVX512", "ONEDNN_MAX_CPU_ISA", "OPENBLAS_CORETYPE"})
+    if (const char* x = std::getenv(v)) env[v] = x;
+  j["isa_environment"] = env;
   j["threads"] = run.options.threads;
   j["mask"] = run.options.causal ? "causal" : "none";
   j["seed"] = run.options.seed;
@@ -165,8 +171,8 @@ std::string toSvg(const PeersResult& run) {
   o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   o << fmt::format(
       "<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">kiln peers: % of roofline "
-      "(higher is better), {} thread(s), mask {}</text>\n",
-      run.options.threads, run.options.causal ? "causal" : "none");
+      "(higher is better), {} thread(s), mask {}, {} code</text>\n",
+      run.options.threads, run.options.causal ? "causal" : "none", run.options.isa == "avx2" ? "AVX2" : "AVX-512");
   o << fmt::format("<text x=\"10\" y=\"36\" fill=\"#555\">{} — {}</text>\n", esc(run.machine.cpu_model),
                    run.machine.date);
   int y = 50;
@@ -212,13 +218,14 @@ std::string toMarkdown(const PeersResult& run, const std::string& chart) {
     << run.machine.loadavg << " at the start, " << run.loadavg_end << " at the end), with:\n\n";
   o << "```sh\n" << run.options.command << "\n```\n\n";
   o << fmt::format(
-      "{} thread(s), FP32, mask {}. Peak FMA throughput measured at run time: {:.1f} GFLOP/s (AVX-512 {:.1f}, AVX2 "
+      "{} thread(s), FP32, mask {}, {} code. Peak FMA throughput measured at run time: {:.1f} GFLOP/s (AVX-512 "
+      "{:.1f}, AVX2 "
       "{:.1f}). Roofline per shape = max(FLOPs / peak, K/V bytes / read bandwidth measured at that working-set "
       "size); % of roofline = roofline time / measured time. Ratio = time / Kiln default's time, paired per round "
       "(below 1: faster than Kiln). Every implementation was checked against an FP64 reference before and after "
       "timing.\n\n",
-      run.options.threads, run.options.causal ? "causal" : "none", run.peak.gflops(), run.peak.avx512_gflops,
-      run.peak.avx2_gflops);
+      run.options.threads, run.options.causal ? "causal" : "none", run.options.isa == "avx2" ? "AVX2" : "AVX-512",
+      run.peak.gflops(), run.peak.avx512_gflops, run.peak.avx2_gflops);
   if (!chart.empty()) o << "![% of roofline per implementation and shape](" << chart << ")\n\n";
   for (const ShapeResult& s : run.shapes) {
     o << "**" << s.spec.text() << "** (" << s.spec.fields() << ") — " << rooflineLine(run, s) << "\n\n";

@@ -63,8 +63,24 @@ const std::vector<Entry>& entries() {
   static const std::vector<Entry> table = [] {
     std::vector<Entry> t;
     auto inRange = [](int64_t lo, int64_t hi) { return [lo, hi](int64_t v) { return v >= lo && v <= hi; }; };
-    t.push_back(intKnob({"packet_width", "16", "{1, 4, 8, 16}", "SIMD lanes per packet (W): the vector width"},
-                        &Knobs::packet_width, [](int64_t v) { return v == 1 || v == 4 || v == 8 || v == 16; }));
+    {
+      Entry e;
+      e.info = {"packet_width", "auto", "auto or {1, 4, 8, 16}",
+                "SIMD lanes per packet (W): the vector width. auto: the target model's (one register: AVX2 8, "
+                "AVX-512 16; nvptx 16)"};
+      e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
+        if (v == "auto") {
+          k.packet_width = 0;
+          return std::nullopt;
+        }
+        auto n = parseInt(v);
+        if (!n || (*n != 1 && *n != 4 && *n != 8 && *n != 16)) return rangeError(info, v);
+        k.packet_width = *n;
+        return std::nullopt;
+      };
+      e.get = [](const Knobs& k) { return k.packet_width == 0 ? std::string("auto") : std::to_string(k.packet_width); };
+      t.push_back(e);
+    }
     {
       Entry e;
       e.info = {"block_size", "auto", "auto or 1..4096 (with local_lanes=1: a multiple of packet_width)",
@@ -98,7 +114,10 @@ const std::vector<Entry>& entries() {
         k.local_lanes = *n;
         return std::nullopt;
       };
-      e.get = [](const Knobs& k) { return std::to_string(k.local_lanes == 0 ? k.packet_width : k.local_lanes); };
+      e.get = [](const Knobs& k) {
+        if (k.local_lanes != 0) return std::to_string(k.local_lanes);
+        return k.packet_width == 0 ? std::string("W") : std::to_string(k.packet_width);
+      };
       t.push_back(e);
     }
     {

@@ -12,7 +12,7 @@
 namespace kiln::plan {
 
 struct Knobs {
-  int64_t packet_width = 16;
+  int64_t packet_width = 0;    // 0 = auto: the target model's default W (the plan holds the effective value)
   int64_t block_size = 0;      // 0 = auto (the planner's choice; the plan holds the effective value)
   int64_t local_lanes = 0;     // 0 = W (packet_width): one program over the lanes; 1 = one program per lane
   std::string isa = "native";  // native | avx2 | avx512: the instruction set the code is generated for

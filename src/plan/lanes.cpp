@@ -16,8 +16,9 @@
 // (transposed once when L is not its last dim: after its definition when that lies outside the
 // loops around the mma, else before the mma); an operand without L is read one element per
 // K step and splat (`vbroadcastss`). Accumulators form register tiles of block_rows x
-// block_chunks <= `accumulators` vectors (24 of 32 AVX-512 registers at W = 16; 12 of AVX2's 16
-// at W <= 8), each tile one K loop in ascending K: the IR's order, MUL then ADD or one FMA.
+// block_chunks <= the target model's accumulators (target/model.h: 20 of 32 AVX-512 registers;
+// 12 of AVX2's 16 at W = 8, 6 rows x 2 vectors), each tile one K loop in ascending K: the IR's
+// order, MUL then ADD or one FMA.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -43,14 +44,16 @@ class LanePlanner {
 
   std::optional<std::string> run() {
     const int64_t w = p_.knobs.packet_width;
-    const target::Target& t = target::of(p_.knobs.target);
-    lp_.accumulators = t.accumulators(w);
+    const target::Model& model = target::of(p_.knobs.target).model(p_.knobs.isa);
+    model_ = &model;
+    lp_.model = model.name;
+    lp_.accumulators = model.accumulators(w);
+    lp_.max_tile_chunks = model.maxTileChunks(w);
     lp_.vector_cap = 32;
-    const std::string& isa = p_.knobs.isa;
     // Target nvptx: a GPU thread holds one lane of each vector (or, with gpu_lanes=registers,
     // scalars), so a W-lane access is never split into register-wide pieces (nor their masks
     // hidden behind x86 inline asm).
-    lp_.register_lanes = t.registerLanes(isa, w);
+    lp_.register_lanes = model.registerLanes(w);
     size_t n = k_.values.size();
     lp_.layout.assign(n, Layout{});
     users_.assign(n, {});
@@ -67,6 +70,7 @@ class LanePlanner {
     tieLoops();
     planAccess();
     planDirectLoads();
+    planPrefetch();
     planEmission();
     assignSlots();
     int64_t bytes = 0;
@@ -245,12 +249,18 @@ class LanePlanner {
         lp_.conversions.push_back(c);
       }
       const Layout& al = L(acc);
-      if (al.vectors() <= lp_.accumulators) {  // the whole accumulator in one register tile
+      // The whole accumulator in one register tile when it fits in the registers with a row's
+      // lane-operand vectors and a broadcast; else rows x at most the model's chunks per row.
+      const int64_t regs = model_->vectors(p_.knobs.packet_width);
+      if (al.vectors() <= lp_.accumulators && (al.rows == 1 || al.vectors() + al.chunks + 1 <= regs)) {
         m.block_rows = al.rows;
         m.block_chunks = al.chunks;
       } else {
-        m.block_chunks = std::min<int64_t>(al.chunks, 4);
-        m.block_rows = std::max<int64_t>(1, std::min<int64_t>(al.rows, lp_.accumulators / m.block_chunks));
+        // One row: each lane-operand vector is used once, so the tile may take every
+        // accumulator register along the row.
+        m.block_chunks = std::min<int64_t>(al.chunks, al.rows == 1 ? lp_.accumulators : lp_.max_tile_chunks);
+        const int64_t fit = std::min(lp_.accumulators, regs - m.block_chunks - 1) / m.block_chunks;
+        m.block_rows = std::max<int64_t>(1, std::min<int64_t>(al.rows, fit));
       }
       m.blocks = ((al.rows + m.block_rows - 1) / m.block_rows) * ((al.chunks + m.block_chunks - 1) / m.block_chunks);
       planFusedTranspose(op, m);
@@ -275,7 +285,10 @@ class LanePlanner {
     const Value* x = op->operands[conv];
     if (c.after || c.rows != x->type.dims.back().extent || x->type.dims.back().name != op->dims[0]) return;
     const Layout& al = L(op->operands[2]);
-    if (al.rows > 8 || p_.knobs.packet_width != 16 || lp_.register_lanes != 16) return;
+    // The model's W x W transpose, with the rows' accumulators, W transposed vectors and a few
+    // temporaries within the registers (AVX-512 at W = 16: 8 rows; AVX2 at W = 8: 4).
+    const int64_t w = p_.knobs.packet_width;
+    if (model_->transpose_lanes != w || al.rows > std::min<int64_t>(8, model_->vectors(w) - w - 4)) return;
     if (!x->def || x->def->kind != OpKind::Load) return;
     constexpr int64_t kFusedTransposeViewBytes = int64_t{8} << 20;
     if (4 * x->def->operands[0]->type.numElements() > kFusedTransposeViewBytes) return;
@@ -416,6 +429,55 @@ class LanePlanner {
     });
   }
 
+  // Whether an mma reads `x` a strip of columns at a time: transposed (W rows per block), or as
+  // the lane operand of register tiles narrower than its rows.
+  bool readInStrips(const Value* x) const {
+    for (const Op* u : users_[x->id]) {
+      auto it = lp_.mma.find(u);
+      if (it == lp_.mma.end()) continue;
+      const LaneMma& m = it->second;
+      for (int i = 0; i < 2; ++i) {
+        if (u->operands[i] != x) continue;
+        if (m.conversion[i] >= 0) return true;
+        if (m.form == MmaForm::OuterProduct && !m.broadcast[i] && m.block_chunks < lp_.layout[x->id].chunks)
+          return true;
+      }
+    }
+    return false;
+  }
+
+  // Prefetch rule (LanePrefetch): a tile loaded inside a serial loop from a view of more than
+  // the model's L2 (1 MiB when the OS does not say) streams from L3 or DRAM. Read row after row
+  // (a dot product, a whole-row register tile) the hardware prefetcher keeps up; read a strip
+  // of columns at a time (a transpose, an outer product's narrow tiles) it does not, so the
+  // next tile's lines are asked for one trip ahead. Paired (AOT objects, AVX2 code, 1 thread,
+  // no prefetch / prefetch): 1,32,8,1,4096,128,128 0.49, 1,8,2,1,2053,80,96 0.85,
+  // 1,6,2,1,2053,80,96 0.88; the dot form's K of 1,8,8,1,2048,64,64 1.09, so not there.
+  void planPrefetch() {
+    const int64_t l2 = model_->l2_bytes > 0 ? model_->l2_bytes : int64_t{1} << 20;
+    if (!model_->prefetch) return;
+    ir::walk(k_.body, [&](const Op* op) {
+      if (op->kind != OpKind::Load || op->results[0]->type.isScalar() || lp_.access[op] != LaneAccess::Vector) return;
+      bool inLoop = false;
+      for (const Op* a = op->parent ? op->parent->parent : nullptr; a; a = a->parent ? a->parent->parent : nullptr)
+        inLoop = inLoop || a->kind == OpKind::Serial;
+      const ir::Value* view = op->operands[0];
+      const int64_t bytes = view->type.numElements() * ir::elemBytes(view->type.elem);
+      if (!inLoop || bytes <= l2 || !readInStrips(op->results[0])) return;
+      // The tile's outermost dim of extent > 1 along the view: its extent times its stride.
+      const auto& vd = view->type.dims;
+      std::vector<int64_t> stride(vd.size(), 1);
+      for (int k = static_cast<int>(vd.size()) - 2; k >= 0; --k) stride[k] = stride[k + 1] * vd[k + 1].extent;
+      for (size_t k = 0; k < vd.size(); ++k)
+        if (!op->access[k].name.empty() && op->access[k].extent > 1 && k + 1 < vd.size()) {
+          lp_.prefetch[op] = {op->access[k].extent * stride[k],
+                              fmt::format("view of {} B > L2 {} B, in a serial loop: the next tile along {}", bytes, l2,
+                                          op->access[k].name)};
+          return;
+        }
+    });
+  }
+
   // How the code walks what the decisions above laid out: every loop the emitter makes, every
   // copy of code for tiles inside their views, every private array besides the panels.
   void planEmission() {
@@ -518,6 +580,7 @@ class LanePlanner {
   const ir::Kernel& k_;
   Plan& p_;
   LanePlan& lp_;
+  const target::Model* model_ = nullptr;
   std::vector<std::vector<const Op*>> users_;
 };
 

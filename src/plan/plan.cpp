@@ -36,7 +36,10 @@ class Planner {
   Planner(const ir::Kernel& k, Plan& p) : k_(k), p_(p) {}
 
   std::optional<std::string> run() {
-    if (p_.knobs.local_lanes == 0) p_.knobs.local_lanes = p_.knobs.packet_width;  // effective value
+    // Effective values: W from the target model when auto, local_lanes = W when W.
+    if (p_.knobs.packet_width == 0)
+      p_.knobs.packet_width = target::of(p_.knobs.target).model(p_.knobs.isa).packet_width;
+    if (p_.knobs.local_lanes == 0) p_.knobs.local_lanes = p_.knobs.packet_width;
     if (auto e = checkKnobs()) return e;
     p_.realization = p_.knobs.local_lanes == p_.knobs.packet_width && p_.knobs.packet_width > 1 ? Realization::Lanes
                                                                                                 : Realization::Packets;
@@ -79,7 +82,7 @@ class Planner {
   void capScalarizedTiles() {
     constexpr int64_t kMaxScalarizedLanes = 1024;
     Knobs& kn = p_.knobs;
-    if (p_.realization == Realization::Lanes || target::of(kn.target).hasScatter(kn.isa) || kn.packet_width <= 1)
+    if (p_.realization == Realization::Lanes || target::of(kn.target).model(kn.isa).scatter || kn.packet_width <= 1)
       return;
     const int64_t cap = std::max<int64_t>(1, kMaxScalarizedLanes / kn.packet_width);
     if (kn.max_unrolled_tile_elements != 0 && kn.max_unrolled_tile_elements <= cap) return;

@@ -173,17 +173,28 @@ struct LaneCode {
   bool operator==(const LaneCode&) const = default;
 };
 
+// A load from a view larger than the target's L2 inside a serial loop: each of its vectors
+// that starts a cache line also prefetches the line `elements` further on (the next tile
+// along the tile's outermost dim, where the loop's next trip reads; docs/realization.md).
+struct LanePrefetch {
+  int64_t elements = 0;
+  std::string reason;
+};
+
 struct LanePlan {
   std::vector<Layout> layout;  // by Value::id
   std::vector<Conversion> conversions;
   std::map<const ir::Op*, LaneMma> mma;
   std::map<const ir::Op*, LaneReduce> reduce;
-  std::map<const ir::Op*, LaneAccess> access;  // load / store
-  std::map<const ir::Op*, LaneLoop> loops;     // serial / pipeline
-  std::vector<int64_t> slot_vectors;           // per storage slot
+  std::map<const ir::Op*, LaneAccess> access;      // load / store
+  std::map<const ir::Op*, LaneLoop> loops;         // serial / pipeline
+  std::map<const ir::Op*, LanePrefetch> prefetch;  // load
+  std::vector<int64_t> slot_vectors;               // per storage slot
   std::vector<ir::Elem> slot_elem;
-  int64_t vector_cap = 32;    // Vectors rep up to this many vectors
-  int64_t accumulators = 24;  // register tile budget of an outer-product mma
+  int64_t vector_cap = 32;      // Vectors rep up to this many vectors
+  std::string model;            // the target model's name (target/model.h)
+  int64_t accumulators = 20;    // register tile budget of an outer-product mma (the model's)
+  int64_t max_tile_chunks = 4;  // vector chunks per row of that tile (the model's)
   // f32 lanes of one hardware vector register for the `isa` knob (AVX2 8, AVX-512 16; native:
   // this host's). A W-lane vector wider than this is split by the emitter where LLVM's own
   // split is wrong (masked loads, see lane_memory.cpp).

@@ -7,18 +7,23 @@
 
 namespace kiln::target {
 
-int64_t NvptxTarget::registerLanes(const std::string& isa, int64_t w) const {
+// sm_90a as the lane realization uses it today: a thread holds one lane of each vector, so
+// vectors are never split and scattered stores are per-thread stores; the register tile keeps
+// the CPU's budget of 20 vectors until the GPU realization sizes its own.
+const Model& NvptxTarget::model(const std::string& isa) const {
   (void)isa;
-  return w;
-}
-
-int64_t NvptxTarget::accumulators(int64_t w) const {
-  return w == 16 ? 20 : 12;
-}
-
-bool NvptxTarget::hasScatter(const std::string& isa) const {
-  (void)isa;
-  return true;
+  static const Model m = [] {
+    Model n;
+    n.name = "nvptx sm_90a (a lane per thread)";
+    n.isa = "sm_90a";
+    n.packet_width = 16;
+    n.accumulator_registers = 20;
+    n.max_tile_chunk_registers = 4;
+    n.transpose_lanes = 16;
+    n.scatter = true;
+    return n;
+  }();
+  return m;
 }
 
 llvm::Expected<jit::CompiledObject> NvptxTarget::emit(std::unique_ptr<llvm::Module> module,
@@ -27,11 +32,11 @@ llvm::Expected<jit::CompiledObject> NvptxTarget::emit(std::unique_ptr<llvm::Modu
 }
 
 nlohmann::json NvptxTarget::reportFacts(const std::string& isa, const jit::CompiledObject& object) const {
-  (void)isa;
   return {{"name", name()},
           {"triple", jit::kPtxTriple},
           {"arch", jit::kPtxArch},
           {"ptx_version", jit::ptxVersion(object.object_bytes)},
+          {"model", model(isa).toJson()},
           {"llvm_version", jit::hostTarget().llvm_version}};
 }
 

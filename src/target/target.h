@@ -1,8 +1,7 @@
 // The target seam: what Kiln compiles for, behind one interface chosen once from the `target`
-// knob (target::of). The planner reads a target's facts from it (register lanes, accumulator
-// registers, scatter instructions), the lowering asks whether programs become GPU entries, and
-// the driver has it emit the module (an ELF object or PTX) and describe itself in the report.
-// No other file compares the target's name; a new target is a new class in this folder.
+// knob (target::of). The planner reads a target's facts from its model (target/model.h), the lowering asks whether
+// programs become GPU entries, and the driver has it emit the module (an ELF object or PTX) and describe itself in the
+// report. No other file compares the target's name; a new target is a new class in this folder.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,6 +13,7 @@
 
 #include "llvm/Support/Error.h"
 #include "target/kind.h"
+#include "target/model.h"
 
 namespace llvm {
 class Module;
@@ -34,14 +34,9 @@ class Target {
   virtual const char* name() const = 0;
 
   // ---- facts the planner reads
-  // Lanes of one machine register for W-lane vectors of `isa` (a W-lane access wider than this
-  // is split into register-wide pieces).
-  virtual int64_t registerLanes(const std::string& isa, int64_t w) const = 0;
-  // Vector registers a register tile of accumulators may take at width W.
-  virtual int64_t accumulators(int64_t w) const = 0;
-  // Whether a W-lane access to scattered addresses is one instruction (not W scalar accesses
-  // behind branches, as LLVM lowers a masked scatter where the ISA has none).
-  virtual bool hasScatter(const std::string& isa) const = 0;
+  // The target model for the `isa` knob (native: this host's): register lanes and count, the
+  // register tile's budget, cheap transposes, scatter, FMA ports, caches (target/model.h).
+  virtual const Model& model(const std::string& isa) const = 0;
 
   // ---- lowering and emission
   // Root domains become GPU kernel entries (one thread per packet or per program lane), not the

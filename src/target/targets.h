@@ -9,9 +9,7 @@ class CpuTarget final : public Target {
  public:
   Kind kind() const override { return Kind::Cpu; }
   const char* name() const override { return "cpu"; }
-  int64_t registerLanes(const std::string& isa, int64_t w) const override;
-  int64_t accumulators(int64_t w) const override;
-  bool hasScatter(const std::string& isa) const override;
+  const Model& model(const std::string& isa) const override;
   bool gpuEntries() const override { return false; }
   llvm::Expected<jit::CompiledObject> emit(std::unique_ptr<llvm::Module> module,
                                            const jit::JitOptions& options) const override;
@@ -22,9 +20,7 @@ class NvptxTarget final : public Target {
  public:
   Kind kind() const override { return Kind::Nvptx; }
   const char* name() const override { return "nvptx"; }
-  int64_t registerLanes(const std::string& isa, int64_t w) const override;
-  int64_t accumulators(int64_t w) const override;
-  bool hasScatter(const std::string& isa) const override;
+  const Model& model(const std::string& isa) const override;
   bool gpuEntries() const override { return true; }
   llvm::Expected<jit::CompiledObject> emit(std::unique_ptr<llvm::Module> module,
                                            const jit::JitOptions& options) const override;

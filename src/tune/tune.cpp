@@ -20,6 +20,7 @@
 #include "ir/printer.h"
 #include "jit/compile.h"
 #include "jit/object_file.h"
+#include "target/target.h"
 
 namespace kiln::tune {
 namespace {
@@ -108,9 +109,12 @@ std::optional<std::string> knobsWithChoice(const plan::Knobs& base, const Choice
 }
 
 // The fields every tuning key ends with: the machine and the versions (docs/tune.md).
-std::string targetFields() {
+// The machine and the target model the code is made for (a choice tuned for AVX-512 code is
+// not one for AVX2 code on the same machine).
+std::string targetFields(const plan::Knobs& knobs) {
   const jit::HostTarget& h = jit::hostTarget();
-  return "cpu=" + h.cpu + " " + h.features + "\nllvm=" + h.llvm_version + "\nkiln=" + jit::kilnVersion() + "\n";
+  return "cpu=" + h.cpu + " " + h.features + "\nllvm=" + h.llvm_version + "\nkiln=" + jit::kilnVersion() +
+         "\nmodel=" + target::of(knobs.target).model(knobs.isa).name + "\n";
 }
 
 }  // namespace
@@ -143,7 +147,22 @@ std::optional<Choice> Choice::fromJson(const nlohmann::json& j) {
   }
 }
 
-std::optional<std::string> candidates(const kernels::LibraryRequest& request, std::vector<Choice>& out) {
+namespace {
+
+// The vector widths other than the target model's default (AVX-512: 8; AVX2: 16), as knobs.
+std::vector<std::string> otherWidths(const plan::Knobs& knobs) {
+  const int64_t w =
+      knobs.packet_width != 0 ? knobs.packet_width : target::of(knobs.target).model(knobs.isa).packet_width;
+  std::vector<std::string> out;
+  for (int64_t o : {8, 16})
+    if (o != w) out.push_back("packet_width=" + std::to_string(o));
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> candidates(const kernels::LibraryRequest& request, const plan::Knobs& knobs,
+                                      std::vector<Choice>& out) {
   out.clear();
   std::map<std::string, std::string> defaults;
   if (auto e = kernels::libraryChoices(request, defaults)) return e;
@@ -188,7 +207,7 @@ std::optional<std::string> candidates(const kernels::LibraryRequest& request, st
       }
     }
   }
-  add({{}, {"packet_width=8"}});
+  for (const std::string& w : otherWidths(knobs)) add({{}, {w}});
   return std::nullopt;
 }
 
@@ -198,9 +217,11 @@ std::optional<std::string> run(const TuneOptions& o, TuneResult& out,
   const Clock::time_point t0 = Clock::now();
   out.key = o.file ? tuningKey(*o.file, o.knobs) : tuningKey(o.request, o.knobs);
   std::vector<Choice> cands;
-  if (o.file)
-    cands = {Choice{}, Choice{{}, {"packet_width=8"}}, Choice{{}, {"local_lanes=1"}}};
-  else if (auto e = candidates(o.request, cands))
+  if (o.file) {
+    cands = {Choice{}};
+    for (const std::string& w : otherWidths(o.knobs)) cands.push_back(Choice{{}, {w}});
+    cands.push_back(Choice{{}, {"local_lanes=1"}});
+  } else if (auto e = candidates(o.request, o.knobs, cands))
     return e;
   const int total = static_cast<int>(cands.size());
 
@@ -290,13 +311,13 @@ std::string tuningKey(const kernels::LibraryRequest& request, const plan::Knobs&
   for (const auto& [k, v] : request.options)
     if (!tunedOptions().count(k)) text += "option " + k + "=" + v + "\n";
   text += "threads=" + std::to_string(knobs.threads) + "\n";
-  text += targetFields();
+  text += targetFields(knobs);
   return host::sha256Hex(text.data(), text.size());
 }
 
 std::string tuningKey(const ir::Kernel& kernel, const plan::Knobs& knobs) {
   std::string text = "tile\n" + ir::print(kernel) + "threads=" + std::to_string(knobs.threads) + "\n";
-  text += targetFields();
+  text += targetFields(knobs);
   return host::sha256Hex(text.data(), text.size());
 }
 

@@ -62,7 +62,8 @@ struct TuneResult {
 };
 
 // The candidates for a request (the default first). Error: the request itself is bad.
-std::optional<std::string> candidates(const kernels::LibraryRequest& request, std::vector<Choice>& out);
+std::optional<std::string> candidates(const kernels::LibraryRequest& request, const plan::Knobs& knobs,
+                                      std::vector<Choice>& out);
 
 // Runs the search. `progress(done, total, label)` after each step (the CLI draws a bar).
 std::optional<std::string> run(const TuneOptions& options, TuneResult& out,

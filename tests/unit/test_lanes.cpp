@@ -76,8 +76,8 @@ std::string describe(const Knobs& k) {
 
 TEST(Lanes, IsTheDefaultRealization) {
   Knobs k;
-  EXPECT_EQ(k.get("local_lanes"), "16");
-  EXPECT_EQ(k.get("packet_width"), "16");
+  EXPECT_EQ(k.get("local_lanes"), "W");
+  EXPECT_EQ(k.get("packet_width"), "auto");  // the target model's: AVX-512 16, AVX2 8
   auto r = kiln::kernels::attention({1, 8, 2, 1, 67, 80, 96});
   ASSERT_TRUE(r) << r.message();
   kiln::driver::Compilation c;
@@ -149,9 +149,9 @@ TEST(Lanes, DecodeAttentionPlan) {
   const auto& lanes = c.report["phases"][0]["lanes"];
   ASSERT_EQ(lanes["mma"].size(), 2u);
   EXPECT_EQ(lanes["mma"][0]["form"], "outer_product");
-  // Four rows: each 16x16 block of K is transposed in registers and consumed at once (on a
-  // 16-lane machine; the panel elsewhere), with the same bits.
-  const bool fused = kiln::host::cpuHasAvx512();
+  // Four rows: each W x W block of K is transposed in registers and consumed at once (the
+  // target model's W: 16x16 on AVX-512, 8x8 on AVX2), with the same bits.
+  const bool fused = true;
   EXPECT_EQ(lanes["mma"][0]["operands"][1],
             fused ? "lane vectors (transposed in registers, consumed at once)" : "lane vectors (transposed)");
   EXPECT_EQ(lanes["mma"][0]["step"], "fma");
@@ -161,10 +161,11 @@ TEST(Lanes, DecodeAttentionPlan) {
   EXPECT_EQ(lanes["conversions"][0]["made"], fused ? "in registers inside the mma (no panel)" : "before the mma");
   Knobs avx2;
   avx2.isa = "avx2";
+  avx2.packet_width = 16;
   kiln::driver::Compilation c2;
   ASSERT_FALSE(kiln::driver::compile(*k, avx2, c2, kiln::driver::Stage::Plan).has_value());
   EXPECT_EQ(c2.report["phases"][0]["lanes"]["conversions"][0]["made"],
-            "before the mma");  // 8-lane registers: the panel
+            "before the mma");  // 16 lanes on 8-lane registers: the panel
   EXPECT_EQ(lanes["code_per_program"]["predicted"]["gathers"], 0);
   for (const auto& m : lanes["memory"]) EXPECT_EQ(m["access"], "vector") << m.dump();
   for (const auto& r : lanes["reductions"]) EXPECT_EQ(r["lanes_hold_partitions"], true) << r.dump();

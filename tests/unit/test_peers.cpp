@@ -68,15 +68,16 @@ TEST(Peers, NativeMatchesReferenceOnEveryIsa) {
 }
 
 TEST(Peers, PlainLoopsMatchReference) {
-  for (bool causal : {false, true})
-    for (const char* shape : kShapes) {
-      const Problem p = problemFor(shape, causal);
-      std::vector<float> o(p.outputSize(), NAN);
-      ThreadTeam team(1);
-      const AttentionArgs a = p.args(o.data());
-      team.forEach(plainItems(a), plainScratchFloats(a), [&](int64_t i, float* s) { plainItem(a, i, s); });
-      expectClose(o, p, "plain");
-    }
+  for (const PlainKernels* k : {&plainNative(), &plainAvx2()})
+    for (bool causal : {false, true})
+      for (const char* shape : kShapes) {
+        const Problem p = problemFor(shape, causal);
+        std::vector<float> o(p.outputSize(), NAN);
+        ThreadTeam team(1);
+        const AttentionArgs a = p.args(o.data());
+        team.forEach(k->items(a), k->scratch_floats(a), [&](int64_t i, float* s) { k->item(a, i, s); });
+        expectClose(o, p, std::string("plain ") + k->flags);
+      }
 }
 
 TEST(Peers, LibraryPeersMatchReference) {

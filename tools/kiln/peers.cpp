@@ -50,6 +50,7 @@ Command addPeers(CLI::App& parent) {
     double budget = 0.0;
     std::string out_dir = ".", json, svg, markdown;
     std::string serve;
+    std::string isa = "native";
   };
   auto a = std::make_shared<Args>();
   std::string impl_names;
@@ -84,6 +85,11 @@ Command addPeers(CLI::App& parent) {
         return v.empty() || v.size() > 4 || std::stoi(v) < 1 ? "'" + v + "' is not N (1..4096), auto or off"
                                                              : std::string();
       });
+  app->add_option("--isa", a->isa,
+                  "Instruction set of every implementation: native (this CPU's), avx2 (Kiln isa=avx2, oneDNN "
+                  "ONEDNN_MAX_CPU_ISA=AVX2, OpenBLAS core Haswell, the AVX2 hand-written and plain code; on an AVX-512 "
+                  "machine kiln peers restarts itself with that environment) or avx512")
+      ->check(CLI::IsMember({"native", "avx2", "avx512"}));
   app->add_option("--native-isa", a->o.impl.native_isa, "Hand-written kernel: auto, avx512 or avx2 (default auto)")
       ->check(CLI::IsMember({"auto", "avx512", "avx2"}));
   app->add_option("--out", a->out_dir, "Directory for peers.json and peers.svg (default: the current directory)");
@@ -111,6 +117,12 @@ Command addPeers(CLI::App& parent) {
             if (auto e = peers::checkOptions(o, shapes)) {
               std::cerr << "kiln peers: error: " << *e << '\n';
               return 1;
+            }
+            if (a->serve.empty()) {
+              if (auto e = peers::useIsa(a->isa, o)) {
+                std::cerr << "kiln peers: error: " << *e << '\n';
+                return 1;
+              }
             }
             if (!a->serve.empty()) {
               peers::ServeRequest r{a->serve, shapes.back().attention, o.causal, o.seed, o.threads};

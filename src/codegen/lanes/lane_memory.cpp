@@ -114,6 +114,16 @@ llvm::Value* LaneEmitter::loadMemoryVector(const Op* op, Ix row, Ix chunk) {
   Ix first = mul(chunk, w_);
   llvm::Value* inb = nullptr;
   llvm::Value* ptr = elementPointer(op, rt, cs, first, inb);
+  // The plan's prefetch (LanePrefetch): a vector that starts a cache line asks for the line
+  // of the next tile; a prefetch never faults, past the view's end it is only wasted.
+  if (auto pf = lp_.prefetch.find(op); pf != lp_.prefetch.end()) {
+    const int64_t lineElements = 64 / ir::elemBytes(view->type.elem);
+    if (!first.isConst() || first.c % lineElements == 0) {
+      llvm::Value* ahead = b_.CreateGEP(mt, ptr, b_.getInt64(pf->second.elements));
+      b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ahead->getType()},
+                         {ahead, b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
+    }
+  }
   // Lanes inside the tile and inside the view along the lane dim.
   llvm::Value* lanes = b_.CreateAdd(splat(val(first)), laneIota());
   llvm::Value* mask = b_.CreateICmpULT(lanes, splat(b_.getInt64(laneExt)));

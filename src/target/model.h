@@ -1,0 +1,45 @@
+// The target model (DESIGN.md, "The target model"): the facts a plan is sized from, one per
+// target and ISA, chosen once through the target seam (Target::model) and named in the report.
+// The planner reads its numbers from here, never from constants of its own: the default vector
+// width, the register budget of an mma's register tile and its shape, which in-register
+// transposes are cheap, whether scattered stores are one instruction.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+namespace kiln::target {
+
+struct Model {
+  std::string name;                      // e.g. "x86-64 AVX2 (16 ymm)"
+  std::string isa;                       // avx2 | avx512 | sm_90a
+  int64_t register_lanes = 0;            // f32 lanes of one vector register; 0: a vector is never split
+  int64_t vector_registers = 0;          // architectural vector registers (x86: 16 ymm or 32 zmm)
+  int64_t packet_width = 16;             // default W (knob packet_width=auto)
+  int64_t accumulator_registers = 0;     // registers an outer product's register tile of accumulators may take
+  int64_t max_tile_chunk_registers = 4;  // registers of one row of that tile (its lane operand's vectors stay live)
+  int64_t transpose_lanes = 0;           // the widest W x W in-register transpose fused into an mma (0: none)
+  bool scatter = false;                  // a W-lane store to scattered addresses is one instruction
+  bool prefetch = false;                 // software prefetch of streamed tiles pays (CPU caches; not the GPU)
+  int64_t fma_ports = 0;                 // vector FMAs issued per cycle (stated; 0 unknown)
+  int64_t l1d_bytes = 0, l2_bytes = 0;   // data caches of one core (the OS's numbers; 0 unknown)
+
+  // Lanes of one machine register for W-lane vectors (a wider access is split into pieces).
+  int64_t registerLanes(int64_t w) const { return register_lanes > 0 ? register_lanes : w; }
+  // Machine registers one W-lane vector takes.
+  int64_t registersPerVector(int64_t w) const { return (w + registerLanes(w) - 1) / registerLanes(w); }
+  // W-lane vectors a register tile of accumulators may take.
+  int64_t accumulators(int64_t w) const { return std::max<int64_t>(1, accumulator_registers / registersPerVector(w)); }
+  // Vector chunks in one row of a register tile at width W.
+  int64_t maxTileChunks(int64_t w) const {
+    return std::max<int64_t>(1, max_tile_chunk_registers / registersPerVector(w));
+  }
+  // W-lane vectors that fit in the register file.
+  int64_t vectors(int64_t w) const { return vector_registers == 0 ? 64 : vector_registers / registersPerVector(w); }
+  nlohmann::json toJson() const;
+};
+
+}  // namespace kiln::target
