@@ -38,6 +38,7 @@ struct CandidateResult {
   std::string detail;                              // the error, for wrong / failed
   double ratio = 0, ratio_min = 0, ratio_max = 0;  // candidate time / default time, paired
   int pairs = 0;                                   // paired ratios behind them
+  int measurements = 0;  // paired measurements made (more than 1: re-measured, the range reached 1)
 };
 
 struct TuneOptions {

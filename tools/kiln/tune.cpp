@@ -105,6 +105,7 @@ Command addTune(CLI::App& parent) {
                               {"ratio_min", c.ratio_min},
                               {"ratio_max", c.ratio_max},
                               {"pairs", c.pairs},
+                              {"measurements", c.measurements},
                               {"detail", c.detail}});
               j["candidates"] = cs;
               j["database"] = stored ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(tune::databasePath());
