@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs every Debian package Kiln's build, tests and benchmarks need (`kiln peers` times
 # oneDNN and OpenBLAS; the CLI tests read JSON with python3 and .npy files with python3-numpy;
+# the Python module builds with pybind11 and DLPack's header for Debian's python3, and its tests
+# run pytest on NumPy arrays and PyTorch tensors;
 # `make fuzz-parser` builds with clang-22 and its libFuzzer and sanitizer runtimes). Idempotent:
 # when everything is present it does nothing (and needs no network).
 set -euo pipefail
@@ -13,6 +15,7 @@ packages=(
   clang-format clang-tidy
   libdnnl-dev libopenblas-dev python3 python3-numpy
   libxml2-utils
+  python3-dev pybind11-dev python3-pybind11 libdlpack-dev python3-torch python3-pytest
   clang-22 libclang-rt-22-dev libfuzzer-22-dev
 )
 

@@ -17,6 +17,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -57,6 +58,9 @@ struct Param {
   std::vector<int64_t> shape;  // views: extents; scalars: empty
   bool read = false;           // some load reads it (an input)
   bool written = false;        // some store writes it (an output)
+  // An i64 scalar or integer view with a stated range (docs/ir.md, "Stated ranges"): the
+  // inclusive bounds every value (element) must lie in; launch() and evaluate() check them.
+  std::optional<std::pair<int64_t, int64_t>> range;
 
   int64_t elements() const;  // views: product of the extents; scalars: 1
   std::string type() const;  // "f32[512,4096]", "i32[8]", "i64", "f32"
@@ -93,6 +97,11 @@ class Arg {
   float f32_ = 0.0f;
 };
 
+// How evaluate() runs the interpreter (docs/ir.md): StrictF32 does float arithmetic in exactly
+// the order the IR defines (precise-mode compiled code gives the same bits); F64 does every
+// operation in double (Kiln's FP64 oracle).
+enum class EvalMode { F64, StrictF32 };
+
 // A compiled kernel, ready to launch. Copies are cheap and share the compiled code; launch() may
 // be called from several threads at once (each launch has its own workspaces). The bits of the
 // outputs depend only on the kernel and its inputs (not on threads or ISA) unless the knob
@@ -125,6 +134,18 @@ class Kernel {
   Status launch(std::span<const Arg> args) const;
   Status launch(std::initializer_list<Arg> args) const {
     return launch(std::span<const Arg>(args.begin(), args.size()));
+  }
+
+  // Runs the kernel's IR on the interpreter instead of the compiled code, on the same arguments
+  // with the same checks as launch(); the outputs are written in place. In F64 mode they receive
+  // the double results rounded to their element type, and `f64_views` (when not null) receives
+  // every parameter's double values after the run (one vector per parameter, row-major; empty
+  // for scalars and integer views). Slow (an interpreter): for checking, not for production.
+  Status evaluate(std::span<const Arg> args, EvalMode mode = EvalMode::F64,
+                  std::vector<std::vector<double>>* f64_views = nullptr) const;
+  Status evaluate(std::initializer_list<Arg> args, EvalMode mode = EvalMode::F64,
+                  std::vector<std::vector<double>>* f64_views = nullptr) const {
+    return evaluate(std::span<const Arg>(args.begin(), args.size()), mode, f64_views);
   }
 
   const std::string& name() const;

@@ -10,6 +10,8 @@
 #include <functional>
 
 #include "driver/compile.h"
+#include "host/data.h"
+#include "interp/interp.h"
 #include "ir/diag.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -27,6 +29,18 @@ struct Kernel::Impl {
   std::string report;
   std::string text;
   std::unique_ptr<runtime::LoadedKernel> loaded;
+  // For evaluate(): the kernel's IR (parsed back from its canonical text) and the knob the
+  // interpreter shares with the plan (the partition count of `unordered_tree` without one).
+  std::unique_ptr<ir::Kernel> ir;
+  int reduction_partitions = 4;
+
+  // An argument's fields (Impl is a member of Kernel, which Arg befriends).
+  static void* data(const Arg& a) { return a.data_; }
+  static std::size_t elements(const Arg& a) { return a.elements_; }
+  static Param::Elem elem(const Arg& a) { return a.elem_; }
+  static bool readOnly(const Arg& a) { return a.read_only_; }
+  static int64_t i64(const Arg& a) { return a.i64_; }
+  static float f32(const Arg& a) { return a.f32_; }
 };
 
 namespace {
@@ -90,6 +104,14 @@ Result<std::shared_ptr<const Kernel::Impl>> build(const ir::Kernel& kernel, cons
   impl->name = kernel.name;
   impl->report = c.report.dump(2);
   impl->text = ir::print(kernel);
+  {
+    ir::DiagEngine diag;
+    impl->ir = ir::parseKernel(impl->text, kernel.name, diag);
+    if (!impl->ir)
+      return Error(fmt::format("kernel @{}: internal error: its canonical text does not parse back: {}", kernel.name,
+                               diag.str()));
+  }
+  impl->reduction_partitions = static_cast<int>(knobs.reduction_partitions);
   const std::vector<ir::Value*> ins = kernel.inputs(), outs = kernel.outputs();
   for (const runtime::ParamSpec& spec : impl->loaded->params()) {
     Param p;
@@ -99,6 +121,7 @@ Result<std::shared_ptr<const Kernel::Impl>> build(const ir::Kernel& kernel, cons
              : spec.elem == runtime::ViewElem::I64 ? Param::Elem::I64
                                                    : Param::Elem::F32;
     p.shape = spec.shape;
+    p.range = spec.range;
     auto named = [&](const std::vector<ir::Value*>& vs) {
       return std::any_of(vs.begin(), vs.end(), [&](const ir::Value* v) { return v->name == spec.name; });
     };
@@ -233,41 +256,110 @@ std::vector<std::pair<std::string, std::string>> Kernel::libraryKernels() {
   return out;
 }
 
+namespace {
+
+// The checks launch() and evaluate() make before anything runs (the count, each argument's
+// kind, element type and size, read-only inputs not written); the arguments as the runtime
+// takes them.
+Status checkArgs(const Kernel::Impl& impl, std::span<const Arg> args, std::vector<runtime::Arg>& raw) {
+  const std::vector<Param>& ps = impl.params;
+  if (args.size() != ps.size())
+    return Error(fmt::format("kernel @{} takes {} arguments but {} were given", impl.name, ps.size(), args.size()));
+  raw.clear();
+  raw.reserve(args.size());
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const Param& p = ps[i];
+    const Arg& a = args[i];
+    const std::string where = fmt::format("kernel @{}, argument {} (%{}: {})", impl.name, i, p.name, p.type());
+    if (a.kind() != p.kind)
+      return Error(fmt::format("{}: expected a {} but got a {}", where, kindName(p.kind), kindName(a.kind())));
+    if (p.kind == Param::Kind::I64) {
+      raw.push_back(runtime::Arg::i64(Kernel::Impl::i64(a)));
+    } else if (p.kind == Param::Kind::F32) {
+      raw.push_back(runtime::Arg::f32(Kernel::Impl::f32(a)));
+    } else {
+      if (!Kernel::Impl::data(a)) return Error(where + ": the buffer is null");
+      const runtime::ViewElem want = runtimeElem(p.elem), got = runtimeElem(Kernel::Impl::elem(a));
+      if (want != got)
+        return Error(fmt::format("{}: a buffer of {} for a view of {}", where, runtime::viewElemName(got),
+                                 runtime::viewElemName(want)));
+      if (static_cast<int64_t>(Kernel::Impl::elements(a)) < p.elements())
+        return Error(fmt::format("{}: needs {} {} but the buffer holds {}", where, p.elements(),
+                                 p.elem == Param::Elem::F32 ? "floats" : "elements", Kernel::Impl::elements(a)));
+      if (Kernel::Impl::readOnly(a) && p.written)
+        return Error(where +
+                     ": the kernel writes this parameter but it was passed as a read-only input "
+                     "(use kiln::Arg::output)");
+      raw.push_back(runtime::Arg::view(Kernel::Impl::data(a),
+                                       static_cast<int64_t>(Kernel::Impl::elements(a)) * runtime::viewElemBytes(want)));
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
 Status Kernel::launch(std::span<const Arg> args) const {
   return guarded<Status>("kiln::Kernel::launch", [&]() -> Status {
     if (!impl_) return Error("launch of a moved-from kiln::Kernel");
-    const std::vector<Param>& ps = impl_->params;
-    if (args.size() != ps.size())
-      return Error(fmt::format("kernel @{} takes {} arguments but {} were given", impl_->name, ps.size(), args.size()));
     std::vector<runtime::Arg> raw;
-    raw.reserve(args.size());
+    if (Status s = checkArgs(*impl_, args, raw); !s) return s;
+    if (auto e = impl_->loaded->launch(raw)) return Error(fmt::format("kernel @{}: {}", impl_->name, *e));
+    return Status();
+  });
+}
+
+Status Kernel::evaluate(std::span<const Arg> args, EvalMode mode, std::vector<std::vector<double>>* f64_views) const {
+  return guarded<Status>("kiln::Kernel::evaluate", [&]() -> Status {
+    if (!impl_) return Error("evaluate of a moved-from kiln::Kernel");
+    std::vector<runtime::Arg> raw;
+    if (Status s = checkArgs(*impl_, args, raw); !s) return s;
+    // The interpreter works on its own copies (host::ParamData); the outputs are copied back.
+    const std::vector<Param>& ps = impl_->params;
+    std::vector<host::ParamData> data(ps.size());
     for (size_t i = 0; i < ps.size(); ++i) {
       const Param& p = ps[i];
-      const Arg& a = args[i];
-      const std::string where = fmt::format("kernel @{}, argument {} (%{}: {})", impl_->name, i, p.name, p.type());
-      if (a.kind_ != p.kind)
-        return Error(fmt::format("{}: expected a {} but got a {}", where, kindName(p.kind), kindName(a.kind_)));
+      const size_t n = static_cast<size_t>(p.elements());
       if (p.kind == Param::Kind::I64) {
-        raw.push_back(runtime::Arg::i64(a.i64_));
+        data[i].i64 = raw[i].i64_value;
       } else if (p.kind == Param::Kind::F32) {
-        raw.push_back(runtime::Arg::f32(a.f32_));
+        data[i].f32 = raw[i].f32_value;
+      } else if (p.elem == Param::Elem::F32) {
+        const float* f = static_cast<const float*>(raw[i].data);
+        data[i].data.assign(f, f + n);
+      } else if (p.elem == Param::Elem::I32) {
+        const int32_t* v = static_cast<const int32_t*>(raw[i].data);
+        data[i].ints.assign(v, v + n);
       } else {
-        if (!a.data_) return Error(where + ": the buffer is null");
-        const runtime::ViewElem want = runtimeElem(p.elem), got = runtimeElem(a.elem_);
-        if (want != got)
-          return Error(fmt::format("{}: a buffer of {} for a view of {}", where, runtime::viewElemName(got),
-                                   runtime::viewElemName(want)));
-        if (static_cast<int64_t>(a.elements_) < p.elements())
-          return Error(fmt::format("{}: needs {} {} but the buffer holds {}", where, p.elements(),
-                                   p.elem == Param::Elem::F32 ? "floats" : "elements", a.elements_));
-        if (a.read_only_ && p.written)
-          return Error(where +
-                       ": the kernel writes this parameter but it was passed as a read-only input "
-                       "(use kiln::Arg::output)");
-        raw.push_back(runtime::Arg::view(a.data_, static_cast<int64_t>(a.elements_) * runtime::viewElemBytes(want)));
+        const int64_t* v = static_cast<const int64_t*>(raw[i].data);
+        data[i].ints.assign(v, v + n);
       }
     }
-    if (auto e = impl_->loaded->launch(raw)) return Error(fmt::format("kernel @{}: {}", impl_->name, *e));
+    interp::Options io;
+    io.mode = mode == EvalMode::F64 ? interp::Mode::F64 : interp::Mode::StrictF32;
+    io.reduction_partitions = impl_->reduction_partitions;
+    interp::F64Views doubles;
+    if (auto e = interp::evaluate(*impl_->ir, data, io, &doubles))
+      return Error(fmt::format("kernel @{}: {}", impl_->name, *e));
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const Param& p = ps[i];
+      if (p.kind != Param::Kind::View || !p.written) continue;
+      if (p.elem == Param::Elem::F32) {
+        std::copy(data[i].data.begin(), data[i].data.end(), static_cast<float*>(raw[i].data));
+      } else if (p.elem == Param::Elem::I32) {
+        int32_t* v = static_cast<int32_t*>(raw[i].data);
+        for (size_t j = 0; j < data[i].ints.size(); ++j) v[j] = static_cast<int32_t>(data[i].ints[j]);
+      } else {
+        std::copy(data[i].ints.begin(), data[i].ints.end(), static_cast<int64_t*>(raw[i].data));
+      }
+    }
+    if (f64_views) {
+      f64_views->assign(ps.size(), {});
+      if (mode == EvalMode::F64)
+        for (size_t i = 0; i < ps.size() && i < doubles.size(); ++i)
+          if (ps[i].kind == Param::Kind::View && ps[i].elem == Param::Elem::F32)
+            (*f64_views)[i] = std::move(doubles[i]);
+    }
     return Status();
   });
 }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Kiln as a user outside this source tree gets it (docs/api.md):
 #  1. `cmake --install BUILD --prefix P` into a temporary prefix;
-#  2. examples/embed, copied out of the tree, configured with find_package(Kiln) against P only,
+#  2. `import kiln` from P's site-packages (not the build tree's): a library kernel on NumPy arrays;
+#  3. examples/embed, copied out of the tree, configured with find_package(Kiln) against P only,
 #     built and run (DSL kernel vs its own loop, errors as values, a library kernel from two
 #     threads and at two thread counts);
-#  3. examples/aot: P/bin/kiln compiles two kernels to objects + C headers, a plain C program
+#  4. examples/aot: P/bin/kiln compiles two kernels to objects + C headers, a plain C program
 #     links them (no Kiln library) and runs; the attention output it wrote is compared bit for bit
 #     with `kiln run --input ... --output ...` of the same kernel (NumPy from Debian).
 # Usage: embed_aot.sh BUILD_DIR SOURCE_DIR
@@ -30,6 +31,29 @@ fi
 if grep -h '#include "' "$tmp/prefix/include/kiln/"*.h | grep -v '"kiln/'; then
   echo "FAIL: a public header includes an internal one"; exit 1
 fi
+
+step "import kiln from the installed prefix (its RPATH finds the installed libkiln.so)"
+site=$(ls -d "$tmp/prefix"/lib*/python3*/site-packages 2>/dev/null | head -1)
+test -n "$site" && test -e "$site/kiln/__init__.py" || { echo "FAIL: the install has no Python package kiln"; exit 1; }
+# (an ASan build's module needs the sanitizer runtime preloaded into the uninstrumented python)
+preload=""
+if ldd "$site"/kiln/_kiln*.so | grep -q libasan; then
+  preload="$(c++ -print-file-name=libasan.so):$(c++ -print-file-name=libubsan.so)"
+fi
+env PYTHONPATH="$site" PYTHONDONTWRITEBYTECODE=1 LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0 \
+  /usr/bin/python3 - "$tmp/prefix" <<'PY'
+import sys, numpy as np, kiln
+prefix = sys.argv[1]
+assert kiln.__file__.startswith(prefix), kiln.__file__
+libs = [l.split()[-1] for l in open("/proc/self/maps") if "libkiln.so" in l]
+assert libs and all(l.startswith(prefix) for l in libs), libs
+k = kiln.library("softmax", shape=(3, 10))
+x = np.arange(30, dtype=np.float32).reshape(3, 10)
+y = np.empty_like(x)
+k(x, y)
+assert kiln.check(k, x, y), "bits differ from the interpreter"
+print("import kiln from", kiln.__file__, "with", libs[0])
+PY
 
 step "examples/embed against the installed package"
 cp -r "$src/examples/embed" "$tmp/embed"

@@ -6,6 +6,7 @@
 #include <kiln/kiln.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -268,6 +269,63 @@ TEST(Api, IntegerViewsTakeIntegerBuffers) {
                 .message()
                 .find("read-only"),
             std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+// evaluate(): the interpreter on the caller's buffers. Strict FP32 gives the compiled code's
+// bits, F64 the oracle's doubles; the arguments get launch()'s checks (ranges included), and a
+// refused evaluation writes nothing.
+TEST(Api, EvaluateRunsTheInterpreterOnUserBuffers) {
+  auto k = kiln::Kernel::library("rmsnorm", "5,300");
+  ASSERT_TRUE(k) << k.message();
+  std::vector<float> x(1500), w(300), y(1500), strict(1500), f64(1500);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i)) * 3.0f;
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.5f + 0.001f * static_cast<float>(i);
+  ASSERT_TRUE(k->launch({kiln::Arg::input(x), kiln::Arg::input(w), kiln::Arg::output(y)}));
+  ASSERT_TRUE(
+      k->evaluate({kiln::Arg::input(x), kiln::Arg::input(w), kiln::Arg::output(strict)}, kiln::EvalMode::StrictF32));
+  EXPECT_EQ(std::memcmp(y.data(), strict.data(), y.size() * sizeof(float)), 0);
+  std::vector<std::vector<double>> doubles;
+  const kiln::Arg args[] = {kiln::Arg::input(x), kiln::Arg::input(w), kiln::Arg::output(f64)};
+  ASSERT_TRUE(k->evaluate(args, kiln::EvalMode::F64, &doubles));
+  ASSERT_EQ(doubles.size(), 3u);
+  ASSERT_EQ(doubles[2].size(), 1500u);
+  double worst = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    EXPECT_EQ(f64[i], static_cast<float>(doubles[2][i])) << i;
+    worst = std::max(worst, std::abs(y[i] - doubles[2][i]) / std::max(1e-30, std::abs(doubles[2][i])));
+  }
+  EXPECT_LT(worst, 1e-5);
+  EXPECT_GT(worst, 0.0);  // f32 arithmetic is not the double oracle
+
+  std::vector<float> untouched(1500, 7.0f);
+  const std::string m =
+      k->evaluate({kiln::Arg::input(x), kiln::Arg::input(w.data(), 10), kiln::Arg::output(untouched)}).message();
+  EXPECT_NE(m.find("argument 1 (%w: f32[300]): needs 300 floats but the buffer holds 10"), std::string::npos) << m;
+  EXPECT_EQ(untouched[0], 7.0f);
+
+  auto ranged = kiln::Kernel::fromText(R"(kernel @shift(%x: view<f32>[8], %n: i64 in [0, 4], %y: view<f32>[8]) {
+  parallel (%p) in (8) {
+    %t = load %x[%p] as [_] fill 0
+    %f = cast %n : f32
+    %s = add %t, %f
+    store %s, %y[%p] as [_]
+  }
+})");
+  ASSERT_TRUE(ranged) << ranged.message();
+  ASSERT_TRUE(ranged->params()[1].range.has_value());
+  EXPECT_EQ(*ranged->params()[1].range, std::make_pair(int64_t{0}, int64_t{4}));
+  EXPECT_FALSE(ranged->params()[0].range.has_value());
+  std::vector<float> in(8, 1.0f), out(8, 0.0f);
+  const std::string r = ranged->evaluate({kiln::Arg::input(in), kiln::Arg::i64(5), kiln::Arg::output(out)}).message();
+  EXPECT_NE(r.find("outside its stated range [0, 4]"), std::string::npos) << r;
+  EXPECT_EQ(out[0], 0.0f);
+  ASSERT_TRUE(
+      ranged->evaluate({kiln::Arg::input(in), kiln::Arg::i64(3), kiln::Arg::output(out)}, kiln::EvalMode::StrictF32));
+  EXPECT_EQ(out[7], 4.0f);
 }
 
 }  // namespace

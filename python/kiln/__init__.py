@@ -1,0 +1,218 @@
+"""Kiln from Python: compile tile kernels and run them on NumPy arrays and PyTorch tensors.
+
+    import numpy as np, kiln
+    k = kiln.library("rmsnorm", shape=(37, 4096))
+    x = np.random.rand(37, 4096).astype(np.float32)
+    w = np.ones(4096, np.float32)
+    y = np.empty_like(x)
+    k(x, w, y)              # or k(x=x, w=w, y=y); y is written in place
+
+Arrays are borrowed, never copied (buffer protocol or DLPack); every argument is checked
+first and a bad one raises TypeError or ValueError naming the parameter. docs/python.md says
+it all; this module was built for the Python in kiln.PYTHON.
+"""
+
+import json as _json
+import os as _os
+import warnings as _warnings
+
+import sys as _sys
+
+from ._build import PYTHON  # the interpreter the module was built for (CMake writes it)
+
+try:
+    from ._kiln import KilnError, Param, __version__, use_object_cache  # noqa: F401
+    from ._kiln import Kernel as _Kernel
+    from ._kiln import _library_kernels
+except ImportError as _e:  # another Python (another ABI) than the build's
+    raise ImportError(
+        f"kiln: the extension was built for {PYTHON}, this is {_sys.executable} "
+        f"(Python {_sys.version.split()[0]}): run it with {PYTHON}, or rebuild with "
+        f"cmake -DPython_EXECUTABLE=... ({_e})"
+    ) from _e
+
+__all__ = [
+    "Kernel",
+    "KilnError",
+    "Param",
+    "CheckResult",
+    "library",
+    "library_kernels",
+    "eval",
+    "check",
+    "use_object_cache",
+    "__version__",
+]
+
+
+def _options(options):
+    """Library options as the CLI takes them: kv_cache=... -> kv-cache; True -> 'true'."""
+    out = {}
+    for key, value in options.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif isinstance(value, (tuple, list)):
+            value = ",".join(str(v) for v in value)
+        out[key.replace("_", "-")] = str(value)
+    return out
+
+
+def _from_text(text, knobs=None, name="<text>"):
+    """Compiles a kernel written in TileIR text (docs/ir.md). `knobs`: {"isa": "avx2",
+    "threads": 2, ...} (docs/backend.md). Errors raise KilnError ("NAME:LINE:COL: error: ...")."""
+    return _Kernel._from_text(text, knobs, name)
+
+
+def _from_file(path, knobs=None):
+    """Compiles the TileIR file at `path`; its diagnostics name the file."""
+    path = _os.fspath(path)
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return _Kernel._from_text(text, knobs, path)
+
+
+# A compiled kernel. Call it with one argument per parameter (positionally in the kernel's
+# order, or by name): arrays for views, Python numbers for scalars; outputs are written in
+# place. Several threads may call one kernel at once (the GIL is released during a launch).
+Kernel = _Kernel
+Kernel.from_text = staticmethod(_from_text)
+Kernel.from_file = staticmethod(_from_file)
+Kernel.report = property(lambda self: _json.loads(self._report_json), doc="the realization report, as a dict")
+
+
+def library(name, shape, knobs=None, **options):
+    """A kernel of Kiln's library by name and shape, e.g.
+    kiln.library("attention", shape=(1, 8, 2, 1, 2053, 80, 96), mask="causal", split=16).
+    `shape`: a tuple of ints or "1,8,2,..."; options are the CLI's kernel options (kv_cache for
+    --kv-cache); `knobs` as for Kernel.from_text. kiln.library_kernels() lists the kernels."""
+    if not isinstance(shape, str):
+        shape = ",".join(str(int(s)) for s in shape)
+    return _Kernel._library(name, shape, _options(options), knobs)
+
+
+Kernel.library = staticmethod(library)
+
+
+def library_kernels():
+    """{name: shape fields} of every kernel in Kiln's library."""
+    return _library_kernels()
+
+
+def eval(kernel, *args, mode="f64", **named):  # noqa: A001 - the name the docs give it
+    """Runs `kernel`'s IR on Kiln's interpreter instead of the compiled code, with the same
+    arguments and checks as a call; outputs are written in place. mode "strict-f32": float
+    arithmetic in exactly the IR's order (precise-mode compiled code gives the same bits);
+    "f64": every operation in double (the FP64 oracle); the outputs receive the double results
+    rounded to float32, and the returned dict {name: float64 array} holds the double results of
+    every float32 view the kernel writes ({} in strict-f32 mode)."""
+    return kernel._evaluate(mode, *args, **named)
+
+
+class CheckResult:
+    """What kiln.check found: `passed` (also bool(result)), `mode`, and per output
+    `outputs[name]` = {"mismatches", "max_abs_err", "max_rel_err", "first_bad"}."""
+
+    def __init__(self, mode, outputs):
+        self.mode = mode
+        self.outputs = outputs
+        self.passed = all(o["mismatches"] == 0 for o in outputs.values())
+
+    def __bool__(self):
+        return self.passed
+
+    def __repr__(self):
+        parts = ", ".join(f"{n}: {o['mismatches']} mismatches" for n, o in self.outputs.items())
+        return f"CheckResult({'pass' if self.passed else 'FAIL'}, {self.mode}; {parts})"
+
+
+def _as_numpy(x):
+    import numpy as np
+
+    if isinstance(x, np.ndarray):
+        return x
+    try:
+        memoryview(x)
+        return np.asarray(x)
+    except TypeError:
+        pass
+    if hasattr(x, "__dlpack__"):
+        return np.from_dlpack(x)
+    return x
+
+
+def check(kernel, *args, mode="bitexact", atol=5e-5, rtol=5e-5, **named):
+    """Runs the compiled kernel and the interpreter on copies of the given arguments (yours are
+    not touched) and compares every output: mode "bitexact" against strict-FP32 (identical bits,
+    any NaN equal to any NaN), "f64" against the FP64 oracle within atol + rtol*|ref|."""
+    import numpy as np
+
+    if mode not in ("bitexact", "f64"):
+        raise ValueError(f'mode {mode!r}: must be "bitexact" or "f64"')
+    if mode == "bitexact" and kernel.report.get("knobs", {}).get("fast_math") in ("on", True):
+        raise ValueError(f"kernel @{kernel.name}: fast_math is on, so its bits are not the interpreter's: check with mode='f64'")
+
+    def copies():
+        c_args = [np.array(_as_numpy(a), copy=True) if not isinstance(a, (int, float)) else a for a in args]
+        c_named = {
+            k: (np.array(_as_numpy(v), copy=True) if not isinstance(v, (int, float)) else v) for k, v in named.items()
+        }
+        return c_args, c_named
+
+    def by_name(c_args, c_named):
+        out = {}
+        for i, p in enumerate(kernel.params):
+            if i < len(c_args):
+                out[p.name] = c_args[i]
+            elif p.name in c_named:
+                out[p.name] = c_named[p.name]
+            elif "%" + p.name in c_named:
+                out[p.name] = c_named["%" + p.name]
+        return out
+
+    run_args, run_named = copies()
+    kernel(*run_args, **run_named)
+    ref_args, ref_named = copies()
+    doubles = eval(kernel, *ref_args, mode="strict-f32" if mode == "bitexact" else "f64", **ref_named)
+    got, ref = by_name(run_args, run_named), by_name(ref_args, ref_named)
+    outputs = {}
+    for p in kernel.params:
+        if p.kind != "view" or not p.is_output:
+            continue
+        g = got[p.name].reshape(-1)
+        if mode == "bitexact" or p.dtype != "float32":
+            r = ref[p.name].reshape(-1)
+            if p.dtype == "float32":
+                same = (g.view(np.uint32) == r.view(np.uint32)) | (np.isnan(g) & np.isnan(r))
+            else:
+                same = g == r
+            bad = ~same
+            err = np.abs(g.astype(np.float64) - r.astype(np.float64)) if p.dtype == "float32" else None
+        else:
+            r = doubles[p.name].reshape(-1)
+            g64 = g.astype(np.float64)
+            finite = np.isfinite(r) & np.isfinite(g64)
+            with np.errstate(invalid="ignore"):
+                err = np.where(finite, np.abs(g64 - r), 0.0)
+            ok_finite = finite & (err <= atol + rtol * np.abs(r))
+            same_class = ~np.isfinite(r) & ((np.isnan(r) & np.isnan(g64)) | (r == g64))
+            bad = ~(ok_finite | same_class)
+        fin = err is not None and np.isfinite(err)
+        outputs[p.name] = {
+            "mismatches": int(bad.sum()),
+            "first_bad": int(np.argmax(bad)) if bad.any() else -1,
+            "max_abs_err": float(err[fin].max()) if err is not None and fin.any() else 0.0,
+            "max_rel_err": float((err[fin] / np.maximum(np.abs(r.astype(np.float64))[fin], np.finfo(np.float64).tiny)).max())
+            if err is not None and fin.any()
+            else 0.0,
+        }
+    return CheckResult(mode, outputs)
+
+
+# The object cache (docs/cache.md) is on as in the CLI: $KILN_CACHE_DIR (off turns it off),
+# $XDG_CACHE_HOME/kiln or ~/.cache/kiln. kiln.use_object_cache(dir) changes it.
+try:
+    use_object_cache("")
+except KilnError as _e:  # pragma: no cover - an unusable cache directory
+    _warnings.warn(f"kiln: the object cache is off: {_e}")

@@ -1,0 +1,73 @@
+# import kiln on PyTorch CPU tensors (DLPack, zero-copy): outputs land in the tensor's own
+# storage; bits equal the NumPy path; tensors Kiln cannot take are refused by name.
+import numpy as np
+import pytest
+
+import kiln
+from conftest import attention_f64
+
+torch = pytest.importorskip("torch")
+
+
+def test_attention_on_tensors_writes_the_tensor_storage():
+    g = torch.Generator().manual_seed(7)
+    shape = (2, 4, 2, 5, 70, 32, 16)
+    b, hq, hkv, m, n, d, dv = shape
+    q = torch.randn(b, hq, m, d, generator=g)
+    k_ = torch.randn(b, hkv, n, d, generator=g)
+    v = torch.randn(b, hkv, n, dv, generator=g)
+    o = torch.zeros(b, hq, m, dv)
+    storage = o.data_ptr()
+    alias = o.numpy()  # shares o's memory
+    kern = kiln.library("attention", shape=shape)
+    kern(q, k_, v, o)
+    assert o.data_ptr() == storage
+    assert np.any(alias != 0)  # written in place: the NumPy view of o's storage sees it
+    ref = attention_f64(q.numpy(), k_.numpy(), v.numpy(), causal=True)
+    np.testing.assert_allclose(o.numpy(), ref, rtol=1e-5, atol=1e-5)
+    # the same bits as NumPy arrays of the same data
+    o_np = np.zeros((b, hq, m, dv), np.float32)
+    kern(q.numpy(), k_.numpy(), v.numpy(), o_np)
+    assert o_np.tobytes() == o.numpy().tobytes()
+    # and as PyTorch's own attention (float32) within tolerance
+    mask = torch.ones(m, n, dtype=torch.bool).tril(diagonal=n - m)
+    kv = lambda t: t.repeat_interleave(hq // hkv, dim=1)  # noqa: E731
+    s = (q @ kv(k_).transpose(-1, -2)) / d**0.5
+    want = torch.softmax(s.masked_fill(~mask, float("-inf")), dim=-1) @ kv(v)
+    torch.testing.assert_close(o, want, rtol=1e-4, atol=1e-5)
+
+
+def test_mixed_numpy_and_torch_and_integer_tensors():
+    k = kiln.library("rmsnorm", shape=(7, 64))
+    x = torch.randn(7, 64)
+    w = np.ones(64, np.float32)
+    y = torch.empty(7, 64)
+    k(x, w, y)
+    ref = x.double() / torch.sqrt((x.double() ** 2).mean(dim=1, keepdim=True) + 1e-6)
+    torch.testing.assert_close(y.double(), ref, rtol=1e-5, atol=1e-6)
+    assert kiln.check(k, x, w, y)
+
+
+def test_tensor_errors_name_the_parameter():
+    k = kiln.library("rmsnorm", shape=(7, 64))
+    x, w, y = torch.randn(7, 64), torch.ones(64), torch.empty(7, 64)
+    with pytest.raises(TypeError, match=r"argument 0 \(%x: f32\[7,64\]\): an array of float64 for a view of float32"):
+        k(x.double(), w, y)
+    with pytest.raises(TypeError, match=r"%w.*bfloat16"):
+        k(x, w.bfloat16(), y)
+    with pytest.raises(ValueError, match=r"%x.*shape \(64, 7\) for a view of shape \(7, 64\)"):
+        k(torch.randn(64, 7), w, y)
+    with pytest.raises(ValueError, match=r"%x.*not C-contiguous"):
+        k(torch.randn(64, 7).t(), w, y)
+    with pytest.raises(ValueError, match=r"%y.*not C-contiguous"):
+        k(x, w, torch.empty(64, 7).t())
+    with pytest.raises(TypeError, match=r"%x.*refused to export its memory through DLPack: RuntimeError: .*gradient"):
+        k(torch.randn(7, 64, requires_grad=True), w, y)
+    # a contiguous slice of a bigger tensor is fine (byte offset), a strided one is not
+    big = torch.randn(10, 64)
+    k(big[2:9], w, y)
+    ref = torch.empty(7, 64)
+    k(big[2:9].clone(), w, ref)
+    assert torch.equal(y, ref)
+    with pytest.raises(ValueError, match=r"not C-contiguous"):
+        k(torch.randn(7, 128)[:, ::2], w, y)
