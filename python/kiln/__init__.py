@@ -5,7 +5,8 @@
     x = np.random.rand(37, 4096).astype(np.float32)
     w = np.ones(4096, np.float32)
     y = np.empty_like(x)
-    k(x, w, y)              # or k(x=x, w=w, y=y); y is written in place
+    k(x, w, y)              # or k(x=x, w=w, y=y); y is written in place and returned
+    y2 = k(x, w)            # an omitted output is made (NumPy, or torch for tensors)
 
 Arrays are borrowed, never copied (buffer protocol or DLPack); every argument is checked
 first and a bad one raises TypeError or ValueError naming the parameter. docs/python.md says
@@ -102,11 +103,11 @@ def library_kernels():
 
 def eval(kernel, *args, mode="f64", **named):  # noqa: A001 - the name the docs give it
     """Runs `kernel`'s IR on Kiln's interpreter instead of the compiled code, with the same
-    arguments and checks as a call; outputs are written in place. mode "strict-f32": float
-    arithmetic in exactly the IR's order (precise-mode compiled code gives the same bits);
-    "f64": every operation in double (the FP64 oracle); the outputs receive the double results
-    rounded to float32, and the returned dict {name: float64 array} holds the double results of
-    every float32 view the kernel writes ({} in strict-f32 mode)."""
+    arguments and checks as a call (omitted outputs are made), and writes the outputs in
+    place. mode "strict-f32": float arithmetic in exactly the IR's order (precise-mode compiled
+    code gives the same bits); returns the outputs as a call does. "f64": every operation in
+    double (the FP64 oracle); the outputs receive the results rounded to float32, and what is
+    returned for each float32 output is a new float64 array of the double results."""
     return kernel._evaluate(mode, *args, **named)
 
 
@@ -144,8 +145,9 @@ def _as_numpy(x):
 
 def check(kernel, *args, mode="bitexact", atol=5e-5, rtol=5e-5, **named):
     """Runs the compiled kernel and the interpreter on copies of the given arguments (yours are
-    not touched) and compares every output: mode "bitexact" against strict-FP32 (identical bits,
-    any NaN equal to any NaN), "f64" against the FP64 oracle within atol + rtol*|ref|."""
+    not touched; omitted outputs are made) and compares every output: mode "bitexact" against
+    strict-FP32 (identical bits, any NaN equal to any NaN), "f64" against the FP64 oracle
+    within atol + rtol*|ref|."""
     import numpy as np
 
     if mode not in ("bitexact", "f64"):
@@ -153,44 +155,31 @@ def check(kernel, *args, mode="bitexact", atol=5e-5, rtol=5e-5, **named):
     if mode == "bitexact" and kernel.report.get("knobs", {}).get("fast_math") in ("on", True):
         raise ValueError(f"kernel @{kernel.name}: fast_math is on, so its bits are not the interpreter's: check with mode='f64'")
 
-    def copies():
-        c_args = [np.array(_as_numpy(a), copy=True) if not isinstance(a, (int, float)) else a for a in args]
-        c_named = {
-            k: (np.array(_as_numpy(v), copy=True) if not isinstance(v, (int, float)) else v) for k, v in named.items()
-        }
-        return c_args, c_named
+    def copy(a):  # scalars as they are; arrays and tensors as fresh NumPy arrays
+        return a if isinstance(a, (int, float, np.generic)) else np.array(_as_numpy(a), copy=True)
 
-    def by_name(c_args, c_named):
-        out = {}
-        for i, p in enumerate(kernel.params):
-            if i < len(c_args):
-                out[p.name] = c_args[i]
-            elif p.name in c_named:
-                out[p.name] = c_named[p.name]
-            elif "%" + p.name in c_named:
-                out[p.name] = c_named["%" + p.name]
-        return out
+    def copies():
+        return [copy(a) for a in args], {k: copy(v) for k, v in named.items()}
 
     run_args, run_named = copies()
-    kernel(*run_args, **run_named)
+    got_out = kernel(*run_args, **run_named)
     ref_args, ref_named = copies()
-    doubles = eval(kernel, *ref_args, mode="strict-f32" if mode == "bitexact" else "f64", **ref_named)
-    got, ref = by_name(run_args, run_named), by_name(ref_args, ref_named)
+    ref_out = eval(kernel, *ref_args, mode="strict-f32" if mode == "bitexact" else "f64", **ref_named)
+    written = [p for p in kernel.params if p.kind == "view" and p.is_output]
+    if len(written) == 1:
+        got_out, ref_out = (got_out,), (ref_out,)
     outputs = {}
-    for p in kernel.params:
-        if p.kind != "view" or not p.is_output:
-            continue
-        g = got[p.name].reshape(-1)
+    for p, g, r in zip(written, got_out, ref_out):
+        g = _as_numpy(g).reshape(-1)
+        r = _as_numpy(r).reshape(-1)
+        err = None
         if mode == "bitexact" or p.dtype != "float32":
-            r = ref[p.name].reshape(-1)
             if p.dtype == "float32":
-                same = (g.view(np.uint32) == r.view(np.uint32)) | (np.isnan(g) & np.isnan(r))
+                bad = ~((g.view(np.uint32) == r.view(np.uint32)) | (np.isnan(g) & np.isnan(r)))
+                err = np.abs(g.astype(np.float64) - r.astype(np.float64))
             else:
-                same = g == r
-            bad = ~same
-            err = np.abs(g.astype(np.float64) - r.astype(np.float64)) if p.dtype == "float32" else None
+                bad = g != r
         else:
-            r = doubles[p.name].reshape(-1)
             g64 = g.astype(np.float64)
             finite = np.isfinite(r) & np.isfinite(g64)
             with np.errstate(invalid="ignore"):
@@ -198,16 +187,22 @@ def check(kernel, *args, mode="bitexact", atol=5e-5, rtol=5e-5, **named):
             ok_finite = finite & (err <= atol + rtol * np.abs(r))
             same_class = ~np.isfinite(r) & ((np.isnan(r) & np.isnan(g64)) | (r == g64))
             bad = ~(ok_finite | same_class)
-        fin = err is not None and np.isfinite(err)
-        outputs[p.name] = {
-            "mismatches": int(bad.sum()),
-            "first_bad": int(np.argmax(bad)) if bad.any() else -1,
-            "max_abs_err": float(err[fin].max()) if err is not None and fin.any() else 0.0,
-            "max_rel_err": float((err[fin] / np.maximum(np.abs(r.astype(np.float64))[fin], np.finfo(np.float64).tiny)).max())
-            if err is not None and fin.any()
-            else 0.0,
-        }
+        outputs[p.name] = {"mismatches": int(bad.sum()), "first_bad": int(np.argmax(bad)) if bad.any() else -1}
+        outputs[p.name].update(_errors(err, r))
     return CheckResult(mode, outputs)
+
+
+def _errors(err, ref):
+    import numpy as np
+
+    if err is None:
+        return {"max_abs_err": 0.0, "max_rel_err": 0.0}
+    fin = np.isfinite(err)
+    if not fin.any():
+        return {"max_abs_err": 0.0, "max_rel_err": 0.0}
+    scale = np.abs(ref.astype(np.float64))[fin]
+    rel = err[fin][scale > 0] / scale[scale > 0]
+    return {"max_abs_err": float(err[fin].max()), "max_rel_err": float(rel.max()) if rel.size else 0.0}
 
 
 # The object cache (docs/cache.md) is on as in the CLI: $KILN_CACHE_DIR (off turns it off),

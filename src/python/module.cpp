@@ -195,7 +195,35 @@ void borrow(const kiln::Kernel& k, size_t i, const py::handle& obj, Borrowed& b)
 struct Bound {
   std::vector<std::unique_ptr<Borrowed>> borrowed;
   std::vector<kiln::Arg> args;
+  std::vector<py::object> objects;  // the argument of each parameter (an omitted output: Kiln's new array)
 };
+
+// The outputs of a call, in parameter order: one object, or a tuple of them.
+py::object results(const std::vector<py::object>& outs) {
+  if (outs.size() == 1) return outs[0];
+  py::tuple t(outs.size());
+  for (size_t i = 0; i < outs.size(); ++i) t[i] = outs[i];
+  return t;
+}
+
+// A zero-filled array for an omitted output: a torch tensor when a view argument is one, else NumPy.
+py::object newOutput(const kiln::Param& p, bool torch) {
+  const char* dtype = p.elem == kiln::Param::Elem::F32   ? "float32"
+                      : p.elem == kiln::Param::Elem::I32 ? "int32"
+                                                         : "int64";
+  py::tuple shape = py::tuple(py::cast(p.shape));
+  if (torch) {
+    py::module_ t = py::module_::import("torch");
+    return t.attr("zeros")(*shape, py::arg("dtype") = t.attr(dtype));
+  }
+  return py::module_::import("numpy").attr("zeros")(shape, py::arg("dtype") = dtype);
+}
+
+bool isTorchTensor(const py::handle& obj) {
+  if (PyObject_CheckBuffer(obj.ptr()) || !py::hasattr(obj, "__dlpack__")) return false;
+  const std::string module = py::str(py::type::handle_of(obj).attr("__module__"));
+  return module.rfind("torch", 0) == 0;
+}
 
 void bindOne(const kiln::Kernel& k, size_t i, const py::handle& obj, Bound& out) {
   const kiln::Param& p = k.params()[i];
@@ -289,13 +317,34 @@ void bind(const kiln::Kernel& k, const py::args& args, const py::kwargs& kwargs,
     if (slots[i]) throw py::type_error(fmt::format("{}: given twice (by position and by name)", where(k, i)));
     slots[i] = value;
   }
+  // An omitted output (a view the kernel writes and does not read) is made here; anything else
+  // omitted is an error.
   std::vector<std::string> missing;
-  for (size_t i = 0; i < ps.size(); ++i)
-    if (!slots[i]) missing.push_back(fmt::format("%{}: {}", ps[i].name, ps[i].type()));
+  size_t given = 0;
+  bool torch = false;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    if (slots[i]) {
+      ++given;
+      torch = torch || (ps[i].kind == kiln::Param::Kind::View && isTorchTensor(slots[i]));
+    } else if (ps[i].kind != kiln::Param::Kind::View || ps[i].read) {
+      missing.push_back(fmt::format("%{}: {}", ps[i].name, ps[i].type()));
+    }
+  }
   if (!missing.empty())
     throw py::type_error(fmt::format("kernel @{} takes {} arguments but {} were given; missing {}", k.name(), ps.size(),
-                                     ps.size() - missing.size(), fmt::join(missing, ", ")));
-  for (size_t i = 0; i < ps.size(); ++i) bindOne(k, i, slots[i], out);
+                                     given, fmt::join(missing, ", ")));
+  for (size_t i = 0; i < ps.size(); ++i) {
+    out.objects.push_back(slots[i] ? py::reinterpret_borrow<py::object>(slots[i]) : newOutput(ps[i], torch));
+    bindOne(k, i, out.objects.back(), out);
+  }
+}
+
+// The objects of the views the kernel writes, in parameter order.
+std::vector<py::object> writtenViews(const kiln::Kernel& k, const Bound& b) {
+  std::vector<py::object> outs;
+  for (size_t i = 0; i < k.params().size(); ++i)
+    if (k.params()[i].kind == kiln::Param::Kind::View && k.params()[i].written) outs.push_back(b.objects[i]);
+  return outs;
 }
 
 kiln::Options knobsFrom(const py::object& knobs) {
@@ -397,6 +446,7 @@ PYBIND11_MODULE(_kiln, m) {
                s = k.launch(b.args);
              }
              if (!s) raiseKiln(s.message());
+             return results(writtenViews(k, b));
            })
       .def("_evaluate",
            [](const kiln::Kernel& k, const std::string& mode, const py::args& args, const py::kwargs& kwargs) {
@@ -416,17 +466,20 @@ PYBIND11_MODULE(_kiln, m) {
                s = k.evaluate(b.args, m, &doubles);
              }
              if (!s) raiseKiln(s.message());
-             py::dict out;
-             if (m == kiln::EvalMode::F64) {
-               for (size_t i = 0; i < k.params().size(); ++i) {
-                 const kiln::Param& p = k.params()[i];
-                 if (p.kind != kiln::Param::Kind::View || !p.written || p.elem != kiln::Param::Elem::F32) continue;
+             // The outputs as a call returns them; in f64 mode a float32 view's are its double results.
+             std::vector<py::object> outs;
+             for (size_t i = 0; i < k.params().size(); ++i) {
+               const kiln::Param& p = k.params()[i];
+               if (p.kind != kiln::Param::Kind::View || !p.written) continue;
+               if (m == kiln::EvalMode::F64 && p.elem == kiln::Param::Elem::F32) {
                  py::array_t<double> a(p.shape);
                  std::memcpy(a.mutable_data(), doubles[i].data(), doubles[i].size() * sizeof(double));
-                 out[py::str(p.name)] = a;
+                 outs.push_back(std::move(a));
+               } else {
+                 outs.push_back(b.objects[i]);
                }
              }
-             return out;
+             return results(outs);
            })
       .def("__repr__", [](const kiln::Kernel& k) {
         std::vector<std::string> ps;

@@ -46,7 +46,7 @@ def test_text_kernel_params_report_and_call(rng):
     assert isinstance(report, dict) and "knobs" in report and "target" in report
     xs = rng.standard_normal((3, 50), dtype=np.float32)
     out = np.zeros((3, 50), np.float32)
-    assert k(xs, 0.5, out) is None
+    assert k(xs, 0.5, out) is out  # a call returns its outputs (here the one given)
     np.testing.assert_array_equal(out, xs * np.float32(0.5) + np.float32(1))
     out2 = np.zeros_like(out)
     k(y=out2, x=xs, s=0.5)  # by name, any order
@@ -62,12 +62,13 @@ def test_from_file_and_eval_modes(rng):
     y = np.empty(1000, np.float32)
     k(x, y)
     strict = np.empty_like(y)
-    assert kiln.eval(k, x, strict, mode="strict-f32") == {}
+    assert kiln.eval(k, x, strict, mode="strict-f32") is strict
     assert y.tobytes() == strict.tobytes()  # precise mode = strict FP32, bit for bit
     f64 = np.empty_like(y)
     doubles = kiln.eval(k, x=x, y=f64)
-    assert doubles["y"].dtype == np.float64 and doubles["y"].shape == (1000,)
-    np.testing.assert_array_equal(f64, doubles["y"].astype(np.float32))
+    assert doubles.dtype == np.float64 and doubles.shape == (1000,)
+    np.testing.assert_array_equal(f64, doubles.astype(np.float32))
+    assert kiln.eval(k, x, mode="strict-f32").tobytes() == y.tobytes()  # an omitted output is made
     xd = x.astype(np.float64)
     gelu = 0.5 * xd * (1 + np.tanh(0.7978846 * (xd + 0.044715 * xd**3)))
     np.testing.assert_allclose(y, gelu, rtol=2e-6, atol=2e-6)
@@ -199,3 +200,42 @@ def test_any_buffer_protocol_object():
     np.testing.assert_allclose(y[0], e / e.sum(), rtol=1e-6)
     with pytest.raises(ValueError, match=r"%y.*read-only"):
         k(y.copy(), memoryview(bytes(20)).cast("f", (1, 5)))
+
+
+TWO_OUTPUTS = """
+kernel @sum_and_count(%x: view<f32>[4, 16], %lens: view<i32>[4] in [0, 16], %s: view<f32>[4], %c: view<i64>[4]) {
+  parallel (%p) in (4) {
+    %len = load %lens[%p] as [_] fill 0
+    %z = const 0 : f32
+    %t = serial %i = 0 to %len step 1 iter(%a = %z) : f32 {
+      %e = load %x[%p, %i] as [_, _] fill 0
+      %b = add %a, %e
+      yield %b
+    }
+    store %t, %s[%p] as [_]
+    %m = mul %len, 3000000000
+    store %m, %c[%p] as [_]
+  }
+}
+"""
+
+
+def test_omitted_outputs_are_made_and_returned(rng):
+    k = kiln.Kernel.from_text(TWO_OUTPUTS)
+    x = rng.standard_normal((4, 16), dtype=np.float32)
+    lens = np.array([0, 3, 16, 7], np.int32)
+    s, c = k(x, lens)  # both outputs omitted: new zero-filled NumPy arrays, returned in order
+    assert (s.dtype, s.shape, c.dtype, c.shape) == (np.float32, (4,), np.int64, (4,))
+    np.testing.assert_array_equal(c, 3000000000 * lens.astype(np.int64))
+    ascending = np.float32(0)
+    for v in x[2]:  # the serial loop's order, in float32
+        ascending = np.float32(ascending + v)
+    assert s[0] == 0 and s[2] == ascending
+    given = np.full(4, 9.0, np.float32)
+    s2, c2 = k(x, lens, s=given)  # one given, one made
+    assert s2 is given and s2.tobytes() == s.tobytes() and c2.tobytes() == c.tobytes()
+    s3, c3 = kiln.eval(k, x, lens, mode="strict-f32")
+    assert s3.tobytes() == s.tobytes() and c3.tobytes() == c.tobytes()
+    s64, c64 = kiln.eval(k, x, lens)  # f64 mode: float outputs as float64, integer ones as they are
+    assert s64.dtype == np.float64 and c64.dtype == np.int64
+    assert kiln.check(k, x, lens)

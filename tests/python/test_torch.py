@@ -20,7 +20,7 @@ def test_attention_on_tensors_writes_the_tensor_storage():
     storage = o.data_ptr()
     alias = o.numpy()  # shares o's memory
     kern = kiln.library("attention", shape=shape)
-    kern(q, k_, v, o)
+    assert kern(q, k_, v, o) is o
     assert o.data_ptr() == storage
     assert np.any(alias != 0)  # written in place: the NumPy view of o's storage sees it
     ref = attention_f64(q.numpy(), k_.numpy(), v.numpy(), causal=True)
@@ -71,3 +71,12 @@ def test_tensor_errors_name_the_parameter():
     assert torch.equal(y, ref)
     with pytest.raises(ValueError, match=r"not C-contiguous"):
         k(torch.randn(7, 128)[:, ::2], w, y)
+
+
+def test_an_omitted_output_is_a_tensor_when_the_inputs_are():
+    k = kiln.library("softmax", shape=(3, 40))
+    x = torch.randn(3, 40)
+    y = k(x)
+    assert isinstance(y, torch.Tensor) and y.dtype == torch.float32 and y.shape == (3, 40)
+    torch.testing.assert_close(y, torch.softmax(x, dim=1), rtol=1e-6, atol=1e-7)
+    assert isinstance(k(x.numpy()), np.ndarray)
