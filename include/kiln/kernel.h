@@ -47,12 +47,13 @@ struct Options {
   }
 };
 
-// One kernel parameter: a row-major view of a fixed shape (float32, or int32/int64 for a
+// One kernel parameter: a row-major view of a fixed shape (float32; 16-bit floats, IEEE binary16
+// or bfloat16, as uint16_t bits for a view<f16>/view<bf16>; int32/int64 for a
 // view<i32>/view<i64>: lengths, positions, tables), or a scalar.
 struct Param {
   enum class Kind { View, I64, F32 };
-  enum class Elem { F32, I32, I64 };  // a view's element type
-  std::string name;                   // as written in the kernel, without '%'
+  enum class Elem { F32, I32, I64, F16, BF16 };  // a view's element type
+  std::string name;                              // as written in the kernel, without '%'
   Kind kind = Kind::View;
   Elem elem = Elem::F32;
   std::vector<int64_t> shape;  // views: extents; scalars: empty
@@ -63,7 +64,7 @@ struct Param {
   std::optional<std::pair<int64_t, int64_t>> range;
 
   int64_t elements() const;  // views: product of the extents; scalars: 1
-  std::string type() const;  // "f32[512,4096]", "i32[8]", "i64", "f32"
+  std::string type() const;  // "f32[512,4096]", "bf16[8,64]", "i32[8]", "i64", "f32"
 };
 
 // One launch argument, in parameter order. A view is the caller's memory: `elements` floats at
@@ -80,6 +81,12 @@ class Arg {
   static Arg input(std::span<const int64_t> data);
   static Arg output(std::span<int32_t> data);
   static Arg output(std::span<int64_t> data);
+  // 16-bit float views: the elements' bits (uint16_t), named by their type (docs/ir.md,
+  // "16-bit views": IEEE binary16 for view<f16>, bfloat16 for view<bf16>).
+  static Arg inputF16(std::span<const uint16_t> bits);
+  static Arg outputF16(std::span<uint16_t> bits);
+  static Arg inputBF16(std::span<const uint16_t> bits);
+  static Arg outputBF16(std::span<uint16_t> bits);
   static Arg i64(int64_t value);
   static Arg f32(float value);
 
@@ -140,7 +147,8 @@ class Kernel {
   // with the same checks as launch(); the outputs are written in place. In F64 mode they receive
   // the double results rounded to their element type, and `f64_views` (when not null) receives
   // every parameter's double values after the run (one vector per parameter, row-major; empty
-  // for scalars and integer views). Slow (an interpreter): for checking, not for production.
+  // for scalars and integer views; a 16-bit view's before rounding to its type). Slow (an
+  // interpreter): for checking, not for production.
   Status evaluate(std::span<const Arg> args, EvalMode mode = EvalMode::F64,
                   std::vector<std::vector<double>>* f64_views = nullptr) const;
   Status evaluate(std::initializer_list<Arg> args, EvalMode mode = EvalMode::F64,

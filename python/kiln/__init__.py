@@ -133,6 +133,10 @@ def _as_numpy(x):
 
     if isinstance(x, np.ndarray):
         return x
+    if type(x).__module__.startswith("torch") and str(getattr(x, "dtype", "")) == "torch.bfloat16":
+        import torch
+
+        return x.detach().view(torch.int16).numpy().view(np.uint16)  # NumPy holds bfloat16 as its bits
     try:
         memoryview(x)
         return np.asarray(x)
@@ -173,23 +177,58 @@ def check(kernel, *args, mode="bitexact", atol=5e-5, rtol=5e-5, **named):
         g = _as_numpy(g).reshape(-1)
         r = _as_numpy(r).reshape(-1)
         err = None
-        if mode == "bitexact" or p.dtype != "float32":
-            if p.dtype == "float32":
-                bad = ~((g.view(np.uint32) == r.view(np.uint32)) | (np.isnan(g) & np.isnan(r)))
-                err = np.abs(g.astype(np.float64) - r.astype(np.float64))
+        floating = p.dtype in ("float32", "float16", "bfloat16")
+        if mode == "bitexact" or not floating:
+            if floating:
+                gv, rv = _float_values(p.dtype, g), _float_values(p.dtype, r)
+                bits = np.uint32 if p.dtype == "float32" else np.uint16
+                same_bits = g.view(bits) == r.view(bits)
+                bad = ~(same_bits | (np.isnan(gv) & np.isnan(rv)))
+                with np.errstate(invalid="ignore"):
+                    err = np.abs(gv.astype(np.float64) - rv.astype(np.float64))
             else:
                 bad = g != r
         else:
-            g64 = g.astype(np.float64)
+            g64 = _float_values(p.dtype, g).astype(np.float64)
             finite = np.isfinite(r) & np.isfinite(g64)
             with np.errstate(invalid="ignore"):
                 err = np.where(finite, np.abs(g64 - r), 0.0)
-            ok_finite = finite & (err <= atol + rtol * np.abs(r))
+            ok_finite = finite & ((err <= atol + rtol * np.abs(r)) | (err <= _storage_ulp(p.dtype, r)))
+            if p.dtype in ("float16", "bfloat16"):  # an overflow to inf that rounding the reference gives too
+                with np.errstate(over="ignore", invalid="ignore"):
+                    r32 = r.astype(np.float32)
+                    if p.dtype == "float16":
+                        rounded = r32.astype(np.float16).astype(np.float64)
+                    else:
+                        u = r32.view(np.uint32).astype(np.uint64)
+                        rounded = _float_values("bfloat16", ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16))
+                ok_finite |= np.isfinite(r) & np.isinf(g64) & (g64 == rounded)
             same_class = ~np.isfinite(r) & ((np.isnan(r) & np.isnan(g64)) | (r == g64))
             bad = ~(ok_finite | same_class)
         outputs[p.name] = {"mismatches": int(bad.sum()), "first_bad": int(np.argmax(bad)) if bad.any() else -1}
         outputs[p.name].update(_errors(err, r))
     return CheckResult(mode, outputs)
+
+
+def _float_values(dtype, a):
+    """An output's values as float32 (bfloat16 bits decoded; float16 widened, exactly)."""
+    import numpy as np
+
+    if dtype == "bfloat16":
+        return (a.astype(np.uint32) << 16).view(np.float32)
+    return a.astype(np.float32)
+
+
+def _storage_ulp(dtype, ref):
+    """One unit in the last place of a 16-bit output's type at |ref| (0 for float32): the
+    compiled value is the f32 result rounded to the type, as docs/python.md says."""
+    import numpy as np
+
+    if dtype not in ("float16", "bfloat16"):
+        return np.zeros_like(ref)
+    mant, emin = (10, -14) if dtype == "float16" else (7, -126)
+    _, e = np.frexp(np.abs(ref))
+    return np.ldexp(1.0, np.maximum(e - 1, emin) - mant)
 
 
 def _errors(err, ref):

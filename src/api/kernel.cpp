@@ -6,11 +6,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <functional>
 
 #include "driver/compile.h"
 #include "host/data.h"
+#include "host/storage.h"
 #include "interp/interp.h"
 #include "ir/diag.h"
 #include "ir/parser.h"
@@ -117,9 +119,11 @@ Result<std::shared_ptr<const Kernel::Impl>> build(const ir::Kernel& kernel, cons
     Param p;
     p.name = spec.name;
     p.kind = publicKind(spec.kind);
-    p.elem = spec.elem == runtime::ViewElem::I32   ? Param::Elem::I32
-             : spec.elem == runtime::ViewElem::I64 ? Param::Elem::I64
-                                                   : Param::Elem::F32;
+    p.elem = spec.elem == runtime::ViewElem::I32    ? Param::Elem::I32
+             : spec.elem == runtime::ViewElem::I64  ? Param::Elem::I64
+             : spec.elem == runtime::ViewElem::F16  ? Param::Elem::F16
+             : spec.elem == runtime::ViewElem::BF16 ? Param::Elem::BF16
+                                                    : Param::Elem::F32;
     p.shape = spec.shape;
     p.range = spec.range;
     auto named = [&](const std::vector<ir::Value*>& vs) {
@@ -146,9 +150,14 @@ int64_t Param::elements() const {
 
 namespace {
 runtime::ViewElem runtimeElem(Param::Elem e) {
-  return e == Param::Elem::I32   ? runtime::ViewElem::I32
-         : e == Param::Elem::I64 ? runtime::ViewElem::I64
-                                 : runtime::ViewElem::F32;
+  switch (e) {
+    case Param::Elem::I32: return runtime::ViewElem::I32;
+    case Param::Elem::I64: return runtime::ViewElem::I64;
+    case Param::Elem::F16: return runtime::ViewElem::F16;
+    case Param::Elem::BF16: return runtime::ViewElem::BF16;
+    case Param::Elem::F32: break;
+  }
+  return runtime::ViewElem::F32;
 }
 }  // namespace
 
@@ -175,6 +184,19 @@ Arg Arg::output(std::span<int32_t> data) {
 }
 Arg Arg::output(std::span<int64_t> data) {
   return typed(output(nullptr, 0), data.data(), data.size(), Param::Elem::I64);
+}
+
+Arg Arg::inputF16(std::span<const uint16_t> bits) {
+  return typed(input(nullptr, 0), const_cast<uint16_t*>(bits.data()), bits.size(), Param::Elem::F16);
+}
+Arg Arg::outputF16(std::span<uint16_t> bits) {
+  return typed(output(nullptr, 0), bits.data(), bits.size(), Param::Elem::F16);
+}
+Arg Arg::inputBF16(std::span<const uint16_t> bits) {
+  return typed(input(nullptr, 0), const_cast<uint16_t*>(bits.data()), bits.size(), Param::Elem::BF16);
+}
+Arg Arg::outputBF16(std::span<uint16_t> bits) {
+  return typed(output(nullptr, 0), bits.data(), bits.size(), Param::Elem::BF16);
 }
 
 Arg Arg::input(const float* data, std::size_t elements) {
@@ -327,6 +349,8 @@ Status Kernel::evaluate(std::span<const Arg> args, EvalMode mode, std::vector<st
       } else if (p.elem == Param::Elem::F32) {
         const float* f = static_cast<const float*>(raw[i].data);
         data[i].data.assign(f, f + n);
+      } else if (p.elem == Param::Elem::F16 || p.elem == Param::Elem::BF16) {
+        host::halvesFromBytes(raw[i].data, n * 2, p.elem == Param::Elem::BF16, data[i].data);
       } else if (p.elem == Param::Elem::I32) {
         const int32_t* v = static_cast<const int32_t*>(raw[i].data);
         data[i].ints.assign(v, v + n);
@@ -346,6 +370,11 @@ Status Kernel::evaluate(std::span<const Arg> args, EvalMode mode, std::vector<st
       if (p.kind != Param::Kind::View || !p.written) continue;
       if (p.elem == Param::Elem::F32) {
         std::copy(data[i].data.begin(), data[i].data.end(), static_cast<float*>(raw[i].data));
+      } else if (p.elem == Param::Elem::F16 || p.elem == Param::Elem::BF16) {
+        std::string bits;
+        if (auto e = host::halfBytes(data[i].data, p.elem == Param::Elem::BF16, bits))
+          return Error(fmt::format("kernel @{}: internal error: %{}: {}", impl_->name, p.name, *e));
+        std::memcpy(raw[i].data, bits.data(), bits.size());
       } else if (p.elem == Param::Elem::I32) {
         int32_t* v = static_cast<int32_t*>(raw[i].data);
         for (size_t j = 0; j < data[i].ints.size(); ++j) v[j] = static_cast<int32_t>(data[i].ints[j]);
@@ -357,7 +386,7 @@ Status Kernel::evaluate(std::span<const Arg> args, EvalMode mode, std::vector<st
       f64_views->assign(ps.size(), {});
       if (mode == EvalMode::F64)
         for (size_t i = 0; i < ps.size() && i < doubles.size(); ++i)
-          if (ps[i].kind == Param::Kind::View && ps[i].elem == Param::Elem::F32)
+          if (ps[i].kind == Param::Kind::View && ps[i].elem != Param::Elem::I32 && ps[i].elem != Param::Elem::I64)
             (*f64_views)[i] = std::move(doubles[i]);
     }
     return Status();

@@ -1,5 +1,9 @@
 #include "codegen/program_emitter.h"
 
+#include <llvm/ADT/APFloat.h>
+
+#include <cstring>
+
 #include <fmt/format.h>
 
 namespace kiln::codegen {
@@ -54,29 +58,87 @@ llvm::Type* ProgramEmitter::memType(const ir::Value* view) {
   switch (view->type.elem) {
     case ir::Elem::I32: return b_.getInt32Ty();
     case ir::Elem::I64: return b_.getInt64Ty();
+    case ir::Elem::F16:
+    case ir::Elem::BF16: return b_.getInt16Ty();  // the bits; converted by widenLoaded / narrowStored
     default: return b_.getFloatTy();
   }
 }
+
+namespace {
+
+// x's type with its scalar element replaced by `elem` (a vector stays a vector of as many).
+llvm::Type* likeWith(llvm::Value* x, llvm::Type* elem) {
+  if (auto* v = llvm::dyn_cast<llvm::VectorType>(x->getType()))
+    return llvm::VectorType::get(elem, v->getElementCount());
+  return elem;
+}
+
+llvm::Constant* constLike(llvm::Value* x, llvm::Constant* c) {
+  if (auto* v = llvm::dyn_cast<llvm::VectorType>(x->getType()))
+    return llvm::ConstantVector::getSplat(v->getElementCount(), c);
+  return c;
+}
+
+// The bits of f32 -> f16 / bf16, round to nearest even (docs/ir.md, "16-bit views"), computed in
+// this emitter's own terms; the constants are the format's.
+uint16_t halfBitsOfFill(ir::Elem elem, float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if (elem == ir::Elem::BF16) {
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+    return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+  }
+  // f16 through the target-independent APFloat (IEEE round to nearest even)
+  llvm::APFloat f(x);
+  bool lost = false;
+  f.convert(llvm::APFloat::IEEEhalf(), llvm::APFloat::rmNearestTiesToEven, &lost);
+  if (f.isNaN()) return static_cast<uint16_t>(((u >> 16) & 0x8000u) | 0x7E00u | ((u >> 13) & 0x3FFu));
+  return static_cast<uint16_t>(f.bitcastToAPInt().getZExtValue());
+}
+
+}  // namespace
 
 llvm::Constant* ProgramEmitter::memFill(const ir::Op* load) {
   const ir::Value* view = load->operands[0];
   if (ir::isIntegerStorage(view->type.elem))
     return llvm::ConstantInt::get(memType(view), static_cast<uint64_t>(static_cast<int64_t>(load->fconst)), true);
+  if (ir::isHalfStorage(view->type.elem))  // the fill rounded to the view's type, as its bits
+    return b_.getInt16(halfBitsOfFill(view->type.elem, static_cast<float>(load->fconst)));
   return llvm::ConstantFP::get(b_.getFloatTy(), static_cast<float>(load->fconst));
 }
 
+// Loads from 16-bit views become f32 exactly: f16 by the IEEE extension (x86: F16C's vcvtph2ps,
+// identical to the definition on all 2^16 inputs, tests/unit/test_heavy_storage.cpp), bf16 by
+// placing the bits at the top of a float.
 llvm::Value* ProgramEmitter::widenLoaded(const ir::Value* view, llvm::Value* x) {
+  if (view->type.elem == ir::Elem::F16)
+    return b_.CreateFPExt(b_.CreateBitCast(x, likeWith(x, b_.getHalfTy())), likeWith(x, b_.getFloatTy()));
+  if (view->type.elem == ir::Elem::BF16) {
+    llvm::Value* wide = b_.CreateShl(b_.CreateZExt(x, likeWith(x, b_.getInt32Ty())), constLike(x, b_.getInt32(16)));
+    return b_.CreateBitCast(wide, likeWith(x, b_.getFloatTy()));
+  }
   if (view->type.elem != ir::Elem::I32) return x;
-  llvm::Type* to = b_.getInt64Ty();
-  if (auto* v = llvm::dyn_cast<llvm::VectorType>(x->getType())) to = llvm::VectorType::get(to, v->getElementCount());
-  return b_.CreateSExt(x, to);
+  return b_.CreateSExt(x, likeWith(x, b_.getInt64Ty()));
 }
 
+// Stores into 16-bit views round to nearest even: f16 by the IEEE truncation (x86: F16C's
+// vcvtps2ph, identical on all 2^32 inputs), bf16 by integer arithmetic on the bits (AVX-512 BF16's
+// vcvtneps2bf16 treats subnormals as zero, so it is not used): a NaN keeps its top bits, made
+// quiet; else bits + 0x7FFF + (bit 16), the top half.
 llvm::Value* ProgramEmitter::narrowStored(const ir::Value* view, llvm::Value* x) {
+  if (view->type.elem == ir::Elem::F16)
+    return b_.CreateBitCast(b_.CreateFPTrunc(x, likeWith(x, b_.getHalfTy())), likeWith(x, b_.getInt16Ty()));
+  if (view->type.elem == ir::Elem::BF16) {
+    llvm::Value* u = b_.CreateBitCast(x, likeWith(x, b_.getInt32Ty()));
+    auto c = [&](uint32_t v) { return constLike(x, b_.getInt32(v)); };
+    llvm::Value* nan = b_.CreateICmpUGT(b_.CreateAnd(u, c(0x7FFFFFFFu)), c(0x7F800000u));
+    llvm::Value* top = b_.CreateLShr(u, c(16));
+    llvm::Value* quiet = b_.CreateOr(top, c(0x40u));
+    llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(b_.CreateAdd(u, c(0x7FFFu)), b_.CreateAnd(top, c(1u))), c(16));
+    return b_.CreateTrunc(b_.CreateSelect(nan, quiet, rounded), likeWith(x, b_.getInt16Ty()));
+  }
   if (view->type.elem != ir::Elem::I32) return x;
-  llvm::Type* to = b_.getInt32Ty();
-  if (auto* v = llvm::dyn_cast<llvm::VectorType>(x->getType())) to = llvm::VectorType::get(to, v->getElementCount());
-  return b_.CreateTrunc(x, to);
+  return b_.CreateTrunc(x, likeWith(x, b_.getInt32Ty()));
 }
 
 std::vector<Ix> ProgramEmitter::extractCoords(const ir::Op* op,

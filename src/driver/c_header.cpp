@@ -122,8 +122,8 @@ std::string cHeader(const ir::Kernel& kernel, const plan::Knobs& knobs, const st
   std::set<std::string> taken;
   std::vector<std::string> names;
   h += fmt::format(
-      "/* Parameters, in order. Views are row-major, of exactly this shape: float32, or int32_t / int64_t\n"
-      " * for view<i32> / view<i64>. */\n"
+      "/* Parameters, in order. Views are row-major, of exactly this shape: float32, int32_t / int64_t\n"
+      " * for view<i32> / view<i64>, uint16_t bits for view<f16> (IEEE binary16) / view<bf16>. */\n"
       "#define {}NUM_PARAMS {}\n",
       U, kernel.params.size());
   const std::vector<ir::Value*> ins = kernel.inputs(), outs = kernel.outputs();
@@ -167,9 +167,10 @@ std::string cHeader(const ir::Kernel& kernel, const plan::Knobs& knobs, const st
     const ir::Value* p = kernel.params[i];
     if (!sig.empty()) sig += ", ";
     if (p->type.isView()) {
-      const char* elem = p->type.elem == ir::Elem::I32   ? "int32_t* "
-                         : p->type.elem == ir::Elem::I64 ? "int64_t* "
-                                                         : "float* ";
+      const char* elem = p->type.elem == ir::Elem::I32     ? "int32_t* "
+                         : p->type.elem == ir::Elem::I64   ? "int64_t* "
+                         : ir::isHalfStorage(p->type.elem) ? "uint16_t* "
+                                                           : "float* ";
       sig += (in(outs, p) ? "" : "const ") + std::string(elem) + names[i];
       body += fmt::format("  params[{}] = (void*){};\n", i, names[i]);
     } else {

@@ -112,7 +112,7 @@ std::optional<std::string> check(const ir::Kernel& kernel, const plan::Knobs& kn
       oc.mismatches = r.mismatches;
       oc.first_bad = r.first_bad;
     } else if (options.mode == CheckMode::F64) {
-      host::CompareResult r = host::compareF64(g, f64[v->index], options.atol, options.rtol);
+      host::CompareResult r = host::compareF64(g, f64[v->index], options.atol, options.rtol, v->type.elem);
       oc.pass = r.pass;
       oc.max_abs_err = r.max_abs_err;
       oc.max_rel_err = r.max_rel_err;

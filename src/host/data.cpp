@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "host/data.h"
+#include "host/storage.h"
 
 #include <cstring>
 
@@ -106,7 +107,7 @@ std::optional<std::string> makeInputs(const ir::Kernel& kernel, uint64_t seed,
     } else if (t.isView()) {
       out[i].data.assign(static_cast<size_t>(t.numElements()), 0.0f);
       if (loaded[i])
-        for (float& x : out[i].data) x = rng.draw();
+        for (float& x : out[i].data) x = roundToStorage(t.elem, rng.draw());  // a 16-bit view: rounded to its type
     } else if (t.elem == ir::Elem::F32) {
       out[i].f32 = rng.draw();
     } else if (range) {

@@ -15,7 +15,8 @@ namespace kiln::host {
 
 // The value of one kernel parameter.
 struct ParamData {
-  std::vector<float> data;    // f32 view: row-major elements (size = numElements of the view)
+  std::vector<float> data;    // f32, f16 or bf16 view: row-major elements as f32 (size = numElements
+                              // of the view; a 16-bit view's are values of its type, host/storage.h)
   std::vector<int64_t> ints;  // integer view (view<i32>, view<i64>): row-major elements
   int64_t i64 = 0;            // i64 scalar parameter
   float f32 = 0.0f;           // f32 scalar parameter
@@ -38,7 +39,8 @@ struct ParamData {
 //   next():  state = state + 0x9E3779B97F4A7C15; return mix(state)          (SplitMix64)
 //   draw():  u = next() >> 40 (the top 24 bits, 0 .. 2^24-1);
 //            value = float(int64(u) - 2^23) * 2^-23   (exact: in [-1, 1 - 2^-23], step 2^-23)
-// A loaded view takes numElements draws, element 0 first (row-major order). A loaded integer
+// A loaded view takes numElements draws, element 0 first (row-major order); a view<f16> or
+// view<bf16> takes each draw rounded to its type (round to nearest even, docs/ir.md). A loaded integer
 // view takes numElements values int64(next() >> 58) - 8 (in [-8, 56)), element 0 first. An f32 scalar takes
 // the first draw of its stream. A parameter with a stated range [lo, hi] (an i64 scalar, or a
 // loaded integer view) takes lo + next() % (hi - lo + 1) per element instead (one draw for a
@@ -68,6 +70,13 @@ struct CompareResult {
 // first_bad = the smaller size.
 CompareResult compareF64(const std::vector<float>& got, const std::vector<double>& ref, double atol = 5e-5,
                          double rtol = 5e-5);
+// The same for an output stored in a 16-bit view (`storage` f16 or bf16; f32: as above): the
+// compiled value is the f32 result rounded to the type, so an element also passes when it is
+// the reference rounded to the type, or within one unit in the last place of the type at the
+// reference's magnitude (the f32 result and the exact one can lie on either side of a rounding
+// boundary).
+CompareResult compareF64(const std::vector<float>& got, const std::vector<double>& ref, double atol, double rtol,
+                         ir::Elem storage);
 
 // Bit-exact comparison: identical bytes, except that any NaN equals any NaN.
 struct BitexactResult {

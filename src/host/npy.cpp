@@ -125,9 +125,17 @@ std::optional<std::string> parseNpy(const std::string& bytes, NpyArray& out) {
   } else if (d == "<i4") {
     out.dtype = "int32";
     item = 4;
+  } else if (d == "<f2") {
+    out.dtype = "float16";
+    item = 2;
+  } else if (d == "<u2" || d == "|V2" || d == "<V2") {
+    out.dtype = "uint16";  // bfloat16 bits, as NumPy holds them (no bfloat16 dtype of its own)
+    item = 2;
   } else {
     return fmt::format(
-        "dtype '{}' is not supported; Kiln reads little-endian float32 ('<f4'), int32 ('<i4') or int64 ('<i8')", d);
+        "dtype '{}' is not supported; Kiln reads little-endian float32 ('<f4'), float16 ('<f2'), bfloat16 bits "
+        "('<u2' or 'V2'), int32 ('<i4') or int64 ('<i8')",
+        d);
   }
   if (auto e = parseShape(*shape, out.shape)) return e;
   int64_t n = 1;
@@ -146,6 +154,9 @@ std::optional<std::string> parseNpy(const std::string& bytes, NpyArray& out) {
     std::memcpy(out.f32.data(), bytes.data() + data_at, want);
   } else if (out.dtype == "int32") {
     integersFromBytes(bytes.data() + data_at, want, /*int32=*/true, out.i64);
+  } else if (item == 2) {
+    out.u16.resize(static_cast<size_t>(n));
+    std::memcpy(out.u16.data(), bytes.data() + data_at, want);
   } else {
     out.i64.resize(static_cast<size_t>(n));
     std::memcpy(out.i64.data(), bytes.data() + data_at, want);
@@ -177,6 +188,12 @@ std::string npyHeader(const char* descr, const std::vector<int64_t>& shape) {
 std::string npyF32(const std::vector<int64_t>& shape, const std::vector<float>& data) {
   std::string out = npyHeader("<f4", shape);
   out.append(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float));
+  return out;
+}
+
+std::string npyHalves(const std::vector<int64_t>& shape, const std::vector<uint16_t>& bits, bool bf16) {
+  std::string out = npyHeader(bf16 ? "<u2" : "<f2", shape);
+  out.append(reinterpret_cast<const char*>(bits.data()), bits.size() * 2);
   return out;
 }
 

@@ -1,5 +1,6 @@
 // evaluate(): checks the arguments, sets up the views for the mode, runs the programs.
 #include "interp/interp.h"
+#include "host/storage.h"
 
 #include <fmt/format.h>
 
@@ -30,6 +31,13 @@ std::optional<std::string> checkArguments(const ir::Kernel& kernel, const std::v
     if (got != want)
       return fmt::format("parameter %{} is {} ({} elements) but its data has {} {}elements", p->name,
                          ir::toString(p->type), want, got, integer ? "integer " : "");
+    if (ir::isHalfStorage(p->type.elem))
+      for (size_t i = 0; i < got; ++i) {
+        const float x = params[p->index].data[i];
+        if (x == x && host::bitsOf(host::roundToStorage(p->type.elem, x)) != host::bitsOf(x))
+          return fmt::format("parameter %{} is {}: element {} = {} is not a value of {}", p->name,
+                             ir::toString(p->type), i, x, ir::elemName(p->type.elem));
+      }
     if (p->type.elem == ir::Elem::I32)
       for (size_t i = 0; i < got; ++i)
         if (params[p->index].ints[i] != static_cast<int32_t>(params[p->index].ints[i]))
@@ -87,7 +95,8 @@ std::optional<std::string> evaluate(const ir::Kernel& kernel, std::vector<host::
     if (!p->type.isView() || ints[p->index]) continue;
     std::vector<float>& dst = params[p->index].data;
     const std::vector<double>& src = wide[p->index];
-    for (size_t i = 0; i < dst.size(); ++i) dst[i] = static_cast<float>(src[i]);
+    const ir::Elem elem = p->type.elem;  // a 16-bit view receives values of its type
+    for (size_t i = 0; i < dst.size(); ++i) dst[i] = host::roundToStorage(elem, static_cast<float>(src[i]));
   }
   if (f64_out) *f64_out = std::move(wide);
   return std::nullopt;

@@ -1,4 +1,5 @@
 #include "interp/machine.h"
+#include "host/storage.h"
 
 #include <algorithm>
 #include <cmath>
@@ -301,7 +302,8 @@ void Machine<F>::execLoad(const Step& s) {
   const std::vector<F>& view = *views_[bufferOf(p)];
   std::vector<F>& out = slot(op.results[0]).f;
   out.resize(static_cast<size_t>(s.size));
-  const F fill = static_cast<F>(static_cast<float>(op.fconst));
+  // (a 16-bit view's elements are values of its type already; its fill is rounded to the type)
+  const F fill = static_cast<F>(host::roundToStorage(op.operands[0]->type.elem, static_cast<float>(op.fconst)));
   forEachRow(p, origin, [&](int64_t to, int64_t vo, int64_t lo, int64_t hi, int64_t len, int64_t vs) {
     F* row = out.data() + to;
     for (int64_t i = 0; i < lo; ++i) row[i] = fill;
@@ -333,9 +335,17 @@ void Machine<F>::execStore(const Step& s) {
   }
   std::vector<F>& view = *views_[bufferOf(p)];
   const std::vector<F>& tile = slot(op.operands[1]).f;
+  const ir::Elem elem = op.operands[0]->type.elem;
+  // Into a 16-bit view: each f32 rounded to the view's type (docs/ir.md, "16-bit views"). The
+  // f64 oracle keeps its double values (the ideal result; evaluate() rounds them at the end).
+  const bool half = std::is_same_v<F, float> && ir::isHalfStorage(elem);
   forEachRow(p, origin, [&](int64_t to, int64_t vo, int64_t lo, int64_t hi, int64_t, int64_t vs) {
     const F* row = tile.data() + to;
-    for (int64_t i = lo; i < hi; ++i) view[vo + i * vs] = row[i];
+    if (half)
+      for (int64_t i = lo; i < hi; ++i)
+        view[vo + i * vs] = static_cast<F>(host::roundToStorage(elem, static_cast<float>(row[i])));
+    else
+      for (int64_t i = lo; i < hi; ++i) view[vo + i * vs] = row[i];
   });
 }
 

@@ -149,9 +149,6 @@ InferResult inferLoad(const Op& op) {
                                       elemName(v.elem), op.fconst));
     return ok(Type::tile(Elem::I64, dims));
   }
-  if (v.elem != Elem::F32)
-    return fail("unsupported-dtype",
-                fmt::format("views of {} are reserved but not yet supported; use f32", elemName(v.elem)));
   return ok(Type::tile(Elem::F32, dims));
 }
 
@@ -178,9 +175,7 @@ InferResult inferStore(const Op& op) {
                   fmt::format("a store into a view<{}> needs an i64 tile, got {}", elemName(v.elem), toString(t)));
   } else if (t.elem != Elem::F32) {
     return fail("elem-type", fmt::format("store needs an f32 tile, got {}", toString(t)));
-  } else if (v.elem != Elem::F32)
-    return fail("unsupported-dtype",
-                fmt::format("views of {} are reserved but not yet supported; use f32", elemName(v.elem)));
+  }
   bool same = dims.size() == t.dims.size();
   for (const Dim& d : dims) {
     int i = t.findDim(d.name);

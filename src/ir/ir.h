@@ -22,10 +22,10 @@ struct Loc {
 };
 
 // Element types. F32 is the compute type; I64 is the index type; I1 is the compare result.
-// F16 / BF16 are storage types reserved for views (the verifier rejects them for now).
-// Element types. Tiles hold f32, i64 or i1. Views hold f32 or integers (i32, i64: lengths,
-// positions, block tables), which a load widens to an i64 tile and a store narrows (docs/ir.md,
-// "Integer views"); f16 and bf16 views are reserved.
+// Tiles hold f32, i64 or i1. Views hold f32, 16-bit floats (f16, bf16: a load converts to an
+// f32 tile exactly, a store rounds to nearest even; docs/ir.md, "16-bit views") or integers
+// (i32, i64: lengths, positions, block tables), which a load widens to an i64 tile and a store
+// narrows (docs/ir.md, "Integer views").
 enum class Elem : uint8_t { F32, I64, I1, F16, BF16, I32 };
 std::string_view elemName(Elem e);
 // Bytes of one element in a view (f32, i32: 4; i64: 8; f16, bf16: 2; i1: 1).
@@ -33,6 +33,10 @@ int64_t elemBytes(Elem e);
 // An integer view's element type (i32 or i64).
 inline bool isIntegerStorage(Elem e) {
   return e == Elem::I32 || e == Elem::I64;
+}
+// A 16-bit float view's element type (f16 or bf16): loads give f32, stores take f32.
+inline bool isHalfStorage(Elem e) {
+  return e == Elem::F16 || e == Elem::BF16;
 }
 
 // A named dimension. Broadcast and contraction match dims by name, never by position.

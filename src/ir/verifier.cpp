@@ -121,14 +121,9 @@ class Verifier {
       declare(p, p->loc);
       const Type& t = p->type;
       if (t.isView()) {
-        if (t.elem == Elem::F16 || t.elem == Elem::BF16) {
-          error(p->loc, "unsupported-dtype",
-                fmt::format("{} has type {}: view<{}> is reserved, not yet supported; use view<f32>", nameOf(*p),
-                            toString(t), elemName(t.elem)));
-        } else if (t.elem != Elem::F32 && !isIntegerStorage(t.elem)) {
+        if (t.elem != Elem::F32 && !isIntegerStorage(t.elem) && !isHalfStorage(t.elem))
           error(p->loc, "param-type",
-                fmt::format("{} has type {}; views hold f32, i32 or i64 elements", nameOf(*p), toString(t)));
-        }
+                fmt::format("{} has type {}; views hold f32, f16, bf16, i32 or i64 elements", nameOf(*p), toString(t)));
         bool negative = false;
         for (const Dim& d : t.dims)
           if (d.extent < 0) negative = true;

@@ -51,8 +51,18 @@ Elem wanted(const kiln::Param& p) {
     case kiln::Param::Elem::F32: return {'f', 32, ""};
     case kiln::Param::Elem::I32: return {'i', 32, ""};
     case kiln::Param::Elem::I64: return {'i', 64, ""};
+    case kiln::Param::Elem::F16: return {'f', 16, ""};
+    case kiln::Param::Elem::BF16: return {'b', 16, ""};
   }
   return {};
+}
+
+// Whether an array of `got` may serve a view of `p`'s type: the same type, or for a view<bf16>
+// NumPy's stand-in, uint16 bits (NumPy has no bfloat16 of its own).
+bool accepts(const kiln::Param& p, const Elem& got) {
+  const Elem want = wanted(p);
+  if (got.kind == want.kind && got.bits == want.bits) return true;
+  return p.elem == kiln::Param::Elem::BF16 && got.kind == 'u' && got.bits == 16;
 }
 
 // A buffer-protocol format string ("f", "<i", "=q", ...) with its item size, as an Elem.
@@ -208,8 +218,11 @@ py::object results(const std::vector<py::object>& outs) {
 
 // A zero-filled array for an omitted output: a torch tensor when a view argument is one, else NumPy.
 py::object newOutput(const kiln::Param& p, bool torch) {
+  const bool bf16 = p.elem == kiln::Param::Elem::BF16;
   const char* dtype = p.elem == kiln::Param::Elem::F32   ? "float32"
                       : p.elem == kiln::Param::Elem::I32 ? "int32"
+                      : p.elem == kiln::Param::Elem::F16 ? "float16"
+                      : bf16                             ? (torch ? "bfloat16" : "uint16")  // NumPy: the bits
                                                          : "int64";
   py::tuple shape = py::tuple(py::cast(p.shape));
   if (torch) {
@@ -258,9 +271,9 @@ void bindOne(const kiln::Kernel& k, size_t i, const py::handle& obj, Bound& out)
   }
   auto b = std::make_unique<Borrowed>();
   borrow(k, i, obj, *b);
-  const Elem want = wanted(p);
-  if (b->elem.kind != want.kind || b->elem.bits != want.bits)
-    throw py::type_error(fmt::format("{}: an array of {} for a view of {}", at, b->elem.name(), want.name()));
+  if (!accepts(p, b->elem))
+    throw py::type_error(fmt::format("{}: an array of {} for a view of {}{}", at, b->elem.name(), wanted(p).name(),
+                                     p.elem == kiln::Param::Elem::BF16 ? " (or its bits as uint16)" : ""));
   if (b->shape != p.shape)
     throw py::value_error(
         fmt::format("{}: an array of shape {} for a view of shape {}", at, shapeText(b->shape), shapeText(p.shape)));
@@ -288,6 +301,14 @@ void bindOne(const kiln::Kernel& k, size_t i, const py::handle& obj, Bound& out)
                              ? kiln::Arg::output(std::span<int64_t>(static_cast<int64_t*>(b->data), n))
                              : kiln::Arg::input(std::span<const int64_t>(static_cast<const int64_t*>(b->data), n)));
       break;
+    case kiln::Param::Elem::F16:
+    case kiln::Param::Elem::BF16: {
+      auto* bits = static_cast<uint16_t*>(b->data);
+      const bool bf16 = p.elem == kiln::Param::Elem::BF16;
+      out.args.push_back(p.written ? (bf16 ? kiln::Arg::outputBF16({bits, n}) : kiln::Arg::outputF16({bits, n}))
+                                   : (bf16 ? kiln::Arg::inputBF16({bits, n}) : kiln::Arg::inputF16({bits, n})));
+      break;
+    }
   }
   out.borrowed.push_back(std::move(b));
 }
@@ -471,7 +492,7 @@ PYBIND11_MODULE(_kiln, m) {
              for (size_t i = 0; i < k.params().size(); ++i) {
                const kiln::Param& p = k.params()[i];
                if (p.kind != kiln::Param::Kind::View || !p.written) continue;
-               if (m == kiln::EvalMode::F64 && p.elem == kiln::Param::Elem::F32) {
+               if (m == kiln::EvalMode::F64 && p.elem != kiln::Param::Elem::I32 && p.elem != kiln::Param::Elem::I64) {
                  py::array_t<double> a(p.shape);
                  std::memcpy(a.mutable_data(), doubles[i].data(), doubles[i].size() * sizeof(double));
                  outs.push_back(std::move(a));

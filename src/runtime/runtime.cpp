@@ -48,12 +48,19 @@ const char* viewElemName(ViewElem e) {
     case ViewElem::F32: return "f32";
     case ViewElem::I32: return "i32";
     case ViewElem::I64: return "i64";
+    case ViewElem::F16: return "f16";
+    case ViewElem::BF16: return "bf16";
   }
   return "?";
 }
 
 int64_t viewElemBytes(ViewElem e) {
-  return e == ViewElem::I64 ? 8 : 4;
+  switch (e) {
+    case ViewElem::I64: return 8;
+    case ViewElem::F16:
+    case ViewElem::BF16: return 2;
+    default: return 4;
+  }
 }
 
 ParamSpec ParamSpec::view(std::string name, std::vector<int64_t> shape, ViewElem elem) {
@@ -98,6 +105,11 @@ Arg Arg::i32s(std::span<int32_t> data) {
 Arg Arg::i64s(std::span<int64_t> data) {
   Arg a = view(data.data(), static_cast<int64_t>(data.size_bytes()));
   a.elem = ViewElem::I64;
+  return a;
+}
+Arg Arg::halves(std::span<uint16_t> data, ViewElem elem) {
+  Arg a = view(data.data(), static_cast<int64_t>(data.size_bytes()));
+  a.elem = elem;
   return a;
 }
 Arg Arg::i64(int64_t value) {

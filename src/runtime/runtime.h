@@ -31,10 +31,11 @@ enum class ParamKind { View, I64, F32 };
 // "view", "i64 scalar", "f32 scalar"
 const char* paramKindName(ParamKind kind);
 
-// The element type of a view's memory: f32, or an integer view's int32_t / int64_t.
-enum class ViewElem { F32, I32, I64 };
-const char* viewElemName(ViewElem e);  // "f32" | "i32" | "i64"
-int64_t viewElemBytes(ViewElem e);     // 4 | 4 | 8
+// The element type of a view's memory: f32, a 16-bit float's bits (uint16_t: IEEE binary16 or
+// bfloat16), or an integer view's int32_t / int64_t.
+enum class ViewElem { F32, I32, I64, F16, BF16 };
+const char* viewElemName(ViewElem e);  // "f32" | "i32" | "i64" | "f16" | "bf16"
+int64_t viewElemBytes(ViewElem e);     // 4 | 4 | 8 | 2 | 2
 
 // One kernel parameter as the generated code expects it; filled by whoever builds the
 // kernel from the IR. Views are row-major.
@@ -70,8 +71,9 @@ struct Arg {
 
   static Arg view(void* data, int64_t byte_size);
   static Arg view(std::span<float> data);
-  static Arg i32s(std::span<int32_t> data);  // a view<i32>
-  static Arg i64s(std::span<int64_t> data);  // a view<i64>
+  static Arg i32s(std::span<int32_t> data);                    // a view<i32>
+  static Arg i64s(std::span<int64_t> data);                    // a view<i64>
+  static Arg halves(std::span<uint16_t> data, ViewElem elem);  // a view<f16> or view<bf16>
   static Arg i64(int64_t value);
   static Arg f32(float value);
 };

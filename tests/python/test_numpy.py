@@ -239,3 +239,30 @@ def test_omitted_outputs_are_made_and_returned(rng):
     s64, c64 = kiln.eval(k, x, lens)  # f64 mode: float outputs as float64, integer ones as they are
     assert s64.dtype == np.float64 and c64.dtype == np.int64
     assert kiln.check(k, x, lens)
+
+
+def test_half_views_on_numpy_and_kiln_run(tmp_path, kiln_bin, rng):
+    k = kiln.Kernel.from_file(SOURCE_DIR / "tests" / "ir" / "half_views.tile")
+    assert [p.dtype for p in k.params][:2] == ["float16", "bfloat16"]
+    kk = rng.standard_normal((6, 37)).astype(np.float16)
+    v32 = rng.standard_normal((6, 37)).astype(np.float32)
+    vbits = (v32.view(np.uint32) >> 16).astype(np.uint16)  # bfloat16 as NumPy holds it: its bits
+    q = rng.standard_normal(37).astype(np.float32)
+    s, w, d, col = k(kk, vbits, q)
+    assert (s.dtype, w.dtype) == (np.float16, np.uint16)
+    with np.errstate(over="ignore"):
+        assert s[:, :37].tobytes() == (kk.astype(np.float32) * np.float32(30000)).astype(np.float16).tobytes()
+    for name, a in (("k", kk), ("v", vbits), ("q", q)):
+        np.save(tmp_path / f"{name}.npy", a)
+    subprocess.run(
+        [kiln_bin, "run", str(SOURCE_DIR / "tests" / "ir" / "half_views.tile"), "--check", "bitexact"]
+        + [f"--input={n}={tmp_path / n}.npy" for n in "kvq"]
+        + [f"--output={n}={tmp_path / n}_out.npy" for n in ("s", "w", "d")],
+        check=True,
+        capture_output=True,
+    )
+    assert np.load(tmp_path / "s_out.npy").tobytes() == s.tobytes()
+    assert np.load(tmp_path / "w_out.npy").tobytes() == w.tobytes()
+    assert np.load(tmp_path / "d_out.npy").tobytes() == d.tobytes()
+    with pytest.raises(TypeError, match=r"%k: f16\[6,37\]\): an array of float32 for a view of float16"):
+        k(kk.astype(np.float32), vbits, q)

@@ -80,3 +80,21 @@ def test_an_omitted_output_is_a_tensor_when_the_inputs_are():
     assert isinstance(y, torch.Tensor) and y.dtype == torch.float32 and y.shape == (3, 40)
     torch.testing.assert_close(y, torch.softmax(x, dim=1), rtol=1e-6, atol=1e-7)
     assert isinstance(k(x.numpy()), np.ndarray)
+
+
+def test_half_views_take_float16_and_bfloat16_tensors():
+    from conftest import SOURCE_DIR
+
+    k = kiln.Kernel.from_file(SOURCE_DIR / "tests" / "ir" / "half_views.tile")
+    kk = torch.randn(6, 37).half()
+    v = torch.randn(6, 37).bfloat16()
+    q = torch.randn(37)
+    s, w, d, col = k(kk, v, q)  # omitted outputs: tensors of the views' types
+    assert (s.dtype, w.dtype, d.dtype, col.dtype) == (torch.float16, torch.bfloat16, torch.float32, torch.float16)
+    # f16 stores round like PyTorch's float32 -> float16 cast (nearest even, overflow to inf)
+    want = (kk.float() * 30000).half()
+    assert torch.equal(s[:, :37].view(torch.int16), want.view(torch.int16))
+    assert torch.equal(w[:, :37].view(torch.int16), (kk.float() * v.float()).bfloat16().view(torch.int16))
+    assert kiln.check(k, kk, v, q) and kiln.check(k, kk, v, q, mode="f64")
+    with pytest.raises(TypeError, match=r"%v: bf16\[6,37\]\): an array of float16 for a view of bfloat16"):
+        k(kk, v.half(), q)

@@ -329,3 +329,46 @@ TEST(Api, EvaluateRunsTheInterpreterOnUserBuffers) {
 }
 
 }  // namespace
+
+namespace {
+
+// 16-bit views through the public API: uint16_t bits named by their type, the type in errors.
+TEST(Api, HalfViewsTakeTheirBitsNamedByType) {
+  auto k = kiln::Kernel::fromText(
+      R"(kernel @widen(%h: view<f16>[8], %b: view<bf16>[8], %y: view<f32>[8], %z: view<bf16>[8]) {
+  parallel (%p) in (1) {
+    %a = load %h[0] as [e:8] fill 0
+    %c = load %b[0] as [e:8] fill 0
+    %s = add %a, %c
+    store %s, %y[0] as [e:8]
+    store %s, %z[0] as [e:8]
+  }
+})");
+  ASSERT_TRUE(k) << k.message();
+  EXPECT_EQ(k->params()[0].elem, kiln::Param::Elem::F16);
+  EXPECT_EQ(k->params()[3].type(), "bf16[8]");
+  // 1.0, 2.0, ..., as f16 bits (0x3C00 = 1) and bf16 bits (0x3F80 = 1): sums 2, 3, ...
+  const std::vector<uint16_t> h = {0x3C00, 0x4000, 0x4200, 0x4400, 0x4500, 0x4600, 0x4700, 0x4800};
+  const std::vector<uint16_t> b = {0x3F80, 0x3F80, 0x3F80, 0x3F80, 0x3F80, 0x3F80, 0x3F80, 0x3F80};
+  std::vector<float> y(8);
+  std::vector<uint16_t> z(8);
+  ASSERT_TRUE(
+      k->launch({kiln::Arg::inputF16(h), kiln::Arg::inputBF16(b), kiln::Arg::output(y), kiln::Arg::outputBF16(z)}));
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(y[i], static_cast<float>(i + 2)) << i;
+  EXPECT_EQ(z[0], 0x4000);  // 2.0 in bfloat16
+  std::vector<uint16_t> strict(8);
+  ASSERT_TRUE(k->evaluate(
+      {kiln::Arg::inputF16(h), kiln::Arg::inputBF16(b), kiln::Arg::output(y), kiln::Arg::outputBF16(strict)},
+      kiln::EvalMode::StrictF32));
+  EXPECT_EQ(strict, z);
+  const std::string m =
+      k->launch({kiln::Arg::inputBF16(h), kiln::Arg::inputBF16(b), kiln::Arg::output(y), kiln::Arg::outputBF16(z)})
+          .message();
+  EXPECT_NE(m.find("argument 0 (%h: f16[8]): a buffer of bf16 for a view of f16"), std::string::npos) << m;
+  const std::string f =
+      k->launch({kiln::Arg::input(y), kiln::Arg::inputBF16(b), kiln::Arg::output(y), kiln::Arg::outputBF16(z)})
+          .message();
+  EXPECT_NE(f.find("a buffer of f32 for a view of f16"), std::string::npos) << f;
+}
+
+}  // namespace

@@ -1,9 +1,11 @@
-// The 16-bit storage conversions of docs/ir.md ("16-bit views", src/interp/storage.h) on every
+// The 16-bit storage conversions of docs/ir.md ("16-bit views", src/host/storage.h) on every
 // input: all 2^16 half and bfloat16 patterns, all 2^32 float patterns. The interpreter's integer
 // definitions against x86's F16C instructions (`vcvtph2ps`, `vcvtps2ph` with round to nearest
 // even), which compiled code may use only because they agree here on every input; and against
 // AVX-512 BF16's `vcvtneps2bf16` where the CPU has it, to record where that instruction differs
-// (it treats subnormal inputs as zero), so compiled code must not use it unguarded. Heavy: ~20 s.
+// (it treats subnormal inputs as zero), so compiled code must not use it unguarded. Then Kiln's
+// compiled loads and stores of view<f16> / view<bf16> (isa=avx2 and, where the CPU has it,
+// avx512) against the same definitions on every input. Heavy: ~1 minute.
 #include <gtest/gtest.h>
 #include <immintrin.h>
 
@@ -13,16 +15,22 @@
 #include <thread>
 #include <vector>
 
-#include "interp/storage.h"
+#include "driver/compile.h"
+#include "host/isa.h"
+#include "host/storage.h"
+#include "ir/diag.h"
+#include "ir/parser.h"
+#include "plan/knobs.h"
+#include "runtime/runtime.h"
 
 namespace {
 
-using kiln::interp::bf16ToF32;
-using kiln::interp::bitsOf;
-using kiln::interp::f16ToF32;
-using kiln::interp::f32ToBf16;
-using kiln::interp::f32ToF16;
-using kiln::interp::floatOf;
+using kiln::host::bf16ToF32;
+using kiln::host::bitsOf;
+using kiln::host::f16ToF32;
+using kiln::host::f32ToBf16;
+using kiln::host::f32ToF16;
+using kiln::host::floatOf;
 
 bool isNan16(uint16_t h) {
   return (h & 0x7C00u) == 0x7C00u && (h & 0x3FFu) != 0;
@@ -167,6 +175,71 @@ TEST(Storage, AvxBf16InstructionDiffersOnlyOnSubnormals) {
   RecordProperty("differences", std::to_string(differ));
   std::printf("vcvtneps2bf16 differs from round-to-nearest-even on %llu inputs, all subnormal\n",
               static_cast<unsigned long long>(differ));
+}
+
+// One compiled kernel converting a block of N elements: f32 -> f16 and bf16 stores, and f16 /
+// bf16 -> f32 loads (of the first 65536 elements of two 16-bit inputs).
+constexpr int64_t kBlock = int64_t{1} << 22;
+const char* kConvert = R"(kernel @convert(%x: view<f32>[4194304], %h: view<f16>[4194304], %b: view<bf16>[4194304],
+                 %hin: view<f16>[65536], %bin: view<bf16>[65536], %hout: view<f32>[65536], %bout: view<f32>[65536]) {
+  parallel (%p) in (4096) {
+    %o = mul %p, 1024 : i64
+    %t = load %x[%o] as [e:1024] fill 0
+    store %t, %h[%o] as [e:1024]
+    store %t, %b[%o] as [e:1024]
+  }
+  parallel (%q) in (64) {
+    %o = mul %q, 1024 : i64
+    %a = load %hin[%o] as [e:1024] fill 0
+    store %a, %hout[%o] as [e:1024]
+    %c = load %bin[%o] as [e:1024] fill 0
+    store %c, %bout[%o] as [e:1024]
+  }
+})";
+
+void compiledConversionsOnEveryInput(const std::string& isa) {
+  kiln::ir::DiagEngine diag;
+  auto kernel = kiln::ir::parseKernel(kConvert, "convert.tile", diag);
+  ASSERT_TRUE(kernel) << diag.str();
+  kiln::plan::Knobs knobs;
+  ASSERT_FALSE(knobs.set("isa", isa));
+  kiln::driver::Compilation c;
+  ASSERT_FALSE(kiln::driver::compile(*kernel, knobs, c, kiln::driver::Stage::Obj)) << isa;
+  std::unique_ptr<kiln::runtime::LoadedKernel> loaded;
+  ASSERT_FALSE(kiln::driver::load(c.object, *kernel, isa, 1, loaded)) << isa;
+  std::vector<float> x(kBlock), hout(65536), bout(65536);
+  std::vector<uint16_t> h(kBlock), b(kBlock), hin(65536), bin(65536);
+  for (uint32_t i = 0; i < 65536; ++i) hin[i] = bin[i] = static_cast<uint16_t>(i);
+  auto view = [](auto& v) { return kiln::runtime::Arg::view(v.data(), static_cast<int64_t>(v.size() * sizeof(v[0]))); };
+  uint64_t badH = 0, badB = 0, badLoad = 0;
+  for (uint64_t base = 0; base < (uint64_t{1} << 32); base += kBlock) {
+    for (int64_t i = 0; i < kBlock; ++i) x[i] = floatOf(static_cast<uint32_t>(base + i));
+    const std::vector<kiln::runtime::Arg> args = {view(x),   view(h),    view(b),   view(hin),
+                                                  view(bin), view(hout), view(bout)};
+    auto e = loaded->launch(args);
+    ASSERT_FALSE(e) << *e;
+    for (int64_t i = 0; i < kBlock; ++i) {
+      badH += h[i] != f32ToF16(x[i]);
+      badB += b[i] != f32ToBf16(x[i]);
+    }
+    if (base == 0)
+      for (uint32_t i = 0; i < 65536; ++i) {
+        badLoad += bitsOf(hout[i]) != bitsOf(f16ToF32(static_cast<uint16_t>(i)));
+        badLoad += bitsOf(bout[i]) != bitsOf(bf16ToF32(static_cast<uint16_t>(i)));
+      }
+  }
+  EXPECT_EQ(badH, 0u) << isa << ": f32 -> f16 stores differing from the definition";
+  EXPECT_EQ(badB, 0u) << isa << ": f32 -> bf16 stores differing from the definition";
+  EXPECT_EQ(badLoad, 0u) << isa << ": f16 / bf16 loads differing from the definition";
+}
+
+TEST(Storage, CompiledConversionsOnEveryInputAvx2) {
+  compiledConversionsOnEveryInput("avx2");
+}
+
+TEST(Storage, CompiledConversionsOnEveryInputAvx512) {
+  if (!kiln::host::cpuHasAvx512()) GTEST_SKIP() << "no AVX-512 here: compiled, not run";
+  compiledConversionsOnEveryInput("avx512");
 }
 
 }  // namespace

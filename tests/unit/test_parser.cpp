@@ -342,8 +342,10 @@ std::vector<ErrorCase> errorCases() {
       {"missing 'as'", wrap("    %t = load %x[0] [n:4]\n"), 3, 21, "syntax", "expected 'as'"},
       {"iota without 'along'", wrap("    %i = iota n : i64[n:4]\n"), 3, 15, "syntax", "expected 'along'"},
       {"verifier: no root", "kernel @k() {\n}\n", 1, 1, "root-domain", "parallel"},
-      {"verifier: f16 view", "kernel @k(%h: view<f16>[4]) {\n  parallel (%p) in (1) {\n  }\n}\n", 1, 11,
-       "unsupported-dtype", ""},
+      {"verifier: an i64 tile into an f16 view",
+       "kernel @k(%h: view<f16>[4]) {\n  parallel (%p) in (1) {\n    %i = iota along n : i64[n:4]\n"
+       "    store %i, %h[0] as [n:4]\n  }\n}\n",
+       4, 5, "elem-type", "store needs an f32 tile"},
       {"verifier: missing yield",
        wrap("    %z = const 0 : f32\n    %r = serial %i = 0 to 4 step 1 iter(%a = %z) {\n      %b = add %a, 1\n"
             "    }\n"),

@@ -13,6 +13,7 @@
 
 #include "host/data.h"
 #include "host/npy.h"
+#include "host/storage.h"
 #include "ir/ir.h"
 #include "ir/printer.h"
 #include "jit/object_file.h"
@@ -25,11 +26,12 @@ struct NpyOptions {
   void add(CLI::App* app) {
     app->add_option("--input", inputs,
                     "NAME=FILE.npy: parameter NAME's values from a NumPy file (float32 for f32 views and f32 "
-                    "scalars, int32 for view<i32>, int64 for view<i64> and i64 scalars; C order, the parameter's "
-                    "shape); repeatable. Others keep the generated inputs");
+                    "scalars, float16 for view<f16>, bfloat16 bits as uint16 for view<bf16>, int32 for view<i32>, "
+                    "int64 for view<i64> and i64 scalars; C order, the parameter's shape); repeatable. Others keep "
+                    "the generated inputs");
     app->add_option("--output", outputs,
                     "NAME=FILE.npy: write output NAME (after the native run) as a NumPy file of its view's type "
-                    "(float32, int32, int64); repeatable");
+                    "(float32, float16, uint16 bfloat16 bits, int32, int64); repeatable");
   }
 
   // Reads every --input into `views` (f32), `ints` (integer views) / `scalars`, and checks
@@ -47,9 +49,11 @@ struct NpyOptions {
       if (auto e = host::parseNpy(bytes, a)) return fail(cmd, "--input " + spec + ": " + *e);
       const std::string want = ir::toString(p->type);
       if (p->type.isView()) {
-        const std::string dtype = p->type.elem == ir::Elem::I32   ? "int32"
-                                  : p->type.elem == ir::Elem::I64 ? "int64"
-                                                                  : "float32";
+        const std::string dtype = p->type.elem == ir::Elem::I32    ? "int32"
+                                  : p->type.elem == ir::Elem::I64  ? "int64"
+                                  : p->type.elem == ir::Elem::F16  ? "float16"
+                                  : p->type.elem == ir::Elem::BF16 ? "uint16"
+                                                                   : "float32";
         if (a.dtype != dtype)
           return fail(cmd, "--input " + spec + ": %" + name + " is " + want + " but the file holds " + a.dtype +
                                " data; a view<" + std::string(ir::elemName(p->type.elem)) + "> takes " + dtype);
@@ -57,10 +61,14 @@ struct NpyOptions {
           return fail(cmd, "--input " + spec + ": %" + name + " is " + want + " (shape " +
                                host::npyShapeText(p->type.shape()) + ") but the file holds " + dtype + " " +
                                host::npyShapeText(a.shape));
-        if (dtype == "float32")
+        if (dtype == "float32") {
           views[name] = std::move(a.f32);
-        else
+        } else if (ir::isHalfStorage(p->type.elem)) {  // the values of the type, exactly, as f32
+          std::vector<float>& v = views[name];
+          for (uint16_t h : a.u16) v.push_back(p->type.elem == ir::Elem::F16 ? host::f16ToF32(h) : host::bf16ToF32(h));
+        } else {
           ints[name] = std::move(a.i64);
+        }
       } else {
         const bool i64 = p->type.elem == ir::Elem::I64;
         if (!a.shape.empty() || a.dtype != (i64 ? "int64" : "float32"))
@@ -97,9 +105,17 @@ struct NpyOptions {
       if (!split(spec, cmd, "--output", name, path)) return false;
       const ir::Value* p = param(k, name);
       const host::ParamData& d = params.at(p->index);
-      const std::string bytes = ir::isIntegerStorage(p->type.elem)
-                                    ? host::npyInts(p->type.shape(), d.ints, p->type.elem == ir::Elem::I32)
-                                    : host::npyF32(p->type.shape(), d.data);
+      std::string bytes;
+      if (ir::isIntegerStorage(p->type.elem)) {
+        bytes = host::npyInts(p->type.shape(), d.ints, p->type.elem == ir::Elem::I32);
+      } else if (ir::isHalfStorage(p->type.elem)) {
+        const bool bf16 = p->type.elem == ir::Elem::BF16;
+        std::vector<uint16_t> bits;
+        for (float x : d.data) bits.push_back(bf16 ? host::f32ToBf16(x) : host::f32ToF16(x));
+        bytes = host::npyHalves(p->type.shape(), bits, bf16);
+      } else {
+        bytes = host::npyF32(p->type.shape(), d.data);
+      }
       if (auto e = jit::writeFile(path, bytes)) return fail(cmd, "--output " + spec + ": " + *e);
     }
     return true;

@@ -1,15 +1,21 @@
 // The 16-bit storage types of views (docs/ir.md, "16-bit views"), exactly: what a load from a
 // view<f16> / view<bf16> gives as f32, and what a store of an f32 puts in memory. Integer
 // arithmetic only (no host float conversion, no rounding mode, no FTZ/DAZ), so the interpreter's
-// results do not depend on the machine it runs on. Compiled code uses its own sequences or
+// results do not depend on the machine it runs on. Used by the interpreter, the host data and
+// the launch packing; compiled code uses its own sequences (codegen shares no code with this) or
 // hardware instructions where tests/unit/test_heavy_storage.cpp shows them identical on every
 // input (all 2^16 and 2^32 bit patterns).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
 
-namespace kiln::interp {
+#include "ir/ir.h"
+
+namespace kiln::host {
 
 inline uint32_t bitsOf(float f) {
   uint32_t u;
@@ -82,4 +88,38 @@ inline uint16_t f32ToBf16(float f) {
   return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
-}  // namespace kiln::interp
+// x rounded to a view's element type and back: itself for f32 views, else the f16 / bf16 value
+// a store leaves (exact in f32).
+inline float roundToStorage(ir::Elem view_elem, float x) {
+  if (view_elem == ir::Elem::F16) return f16ToF32(f32ToF16(x));
+  if (view_elem == ir::Elem::BF16) return bf16ToF32(f32ToBf16(x));
+  return x;
+}
+
+// A 16-bit view's elements (f32 values of its type) as its memory holds them (uint16_t bits,
+// native byte order), and back. An element that is not a value of the type is an error
+// naming it (it would be rounded: the caller's data would silently change).
+inline std::optional<std::string> halfBytes(const std::vector<float>& values, bool bf16, std::string& out) {
+  out.resize(values.size() * 2);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float x = values[i];
+    const uint16_t h = bf16 ? f32ToBf16(x) : f32ToF16(x);
+    if (x == x && bitsOf(bf16 ? bf16ToF32(h) : f16ToF32(h)) != bitsOf(x))
+      return "element " + std::to_string(i) + " = " + std::to_string(x) + " is not a value of " +
+             (bf16 ? "bf16" : "f16");
+    std::memcpy(out.data() + 2 * i, &h, 2);
+  }
+  return std::nullopt;
+}
+
+inline void halvesFromBytes(const void* bytes, size_t size, bool bf16, std::vector<float>& out) {
+  out.resize(size / 2);
+  const auto* b = static_cast<const unsigned char*>(bytes);
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint16_t h;
+    std::memcpy(&h, b + 2 * i, 2);
+    out[i] = bf16 ? bf16ToF32(h) : f16ToF32(h);
+  }
+}
+
+}  // namespace kiln::host
