@@ -1,9 +1,5 @@
 #include "codegen/program_emitter.h"
 
-#include <llvm/ADT/APFloat.h>
-
-#include <cstring>
-
 #include <fmt/format.h>
 
 namespace kiln::codegen {
@@ -79,31 +75,15 @@ llvm::Constant* constLike(llvm::Value* x, llvm::Constant* c) {
   return c;
 }
 
-// The bits of f32 -> f16 / bf16, round to nearest even (docs/ir.md, "16-bit views"), computed in
-// this emitter's own terms; the constants are the format's.
-uint16_t halfBitsOfFill(ir::Elem elem, float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  if (elem == ir::Elem::BF16) {
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
-    return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-  }
-  // f16 through the target-independent APFloat (IEEE round to nearest even)
-  llvm::APFloat f(x);
-  bool lost = false;
-  f.convert(llvm::APFloat::IEEEhalf(), llvm::APFloat::rmNearestTiesToEven, &lost);
-  if (f.isNaN()) return static_cast<uint16_t>(((u >> 16) & 0x8000u) | 0x7E00u | ((u >> 13) & 0x3FFu));
-  return static_cast<uint16_t>(f.bitcastToAPInt().getZExtValue());
-}
-
 }  // namespace
 
 llvm::Constant* ProgramEmitter::memFill(const ir::Op* load) {
   const ir::Value* view = load->operands[0];
   if (ir::isIntegerStorage(view->type.elem))
     return llvm::ConstantInt::get(memType(view), static_cast<uint64_t>(static_cast<int64_t>(load->fconst)), true);
-  if (ir::isHalfStorage(view->type.elem))  // the fill rounded to the view's type, as its bits
-    return b_.getInt16(halfBitsOfFill(view->type.elem, static_cast<float>(load->fconst)));
+  if (ir::isHalfStorage(view->type.elem))  // the fill rounded to the view's type, as its bits (folded)
+    return llvm::cast<llvm::Constant>(
+        narrowStored(view, llvm::ConstantFP::get(b_.getFloatTy(), static_cast<float>(load->fconst))));
   return llvm::ConstantFP::get(b_.getFloatTy(), static_cast<float>(load->fconst));
 }
 
