@@ -37,7 +37,8 @@ site=$(ls -d "$tmp/prefix"/lib*/python3*/site-packages 2>/dev/null | head -1)
 test -n "$site" && test -e "$site/kiln/__init__.py" || { echo "FAIL: the install has no Python package kiln"; exit 1; }
 # (an ASan build's module needs the sanitizer runtime preloaded into the uninstrumented python)
 preload=""
-if ldd "$site"/kiln/_kiln*.so | grep -q libasan; then
+deps=$(ldd "$site"/kiln/_kiln*.so)  # (not piped into grep -q: with pipefail, ldd's SIGPIPE would fail the test)
+if [[ $deps == *libasan* ]]; then
   preload="$(c++ -print-file-name=libasan.so):$(c++ -print-file-name=libubsan.so)"
 fi
 env PYTHONPATH="$site" PYTHONDONTWRITEBYTECODE=1 LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0 \
