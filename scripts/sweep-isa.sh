@@ -40,6 +40,14 @@ specs+=(
   "--kernel swiglu --shape 7,100"
   "--kernel rope --shape 5,4,64"
   "--kernel gelu --shape 1000"
+  "--kernel attention --shape 1,8,2,1,2053,80,96 --mask none --kv-dtype bf16"
+  "--kernel attention --shape 1,4,2,32,65,32,32 --kv-dtype f16"
+  "--kernel attention --shape 3,8,2,40,512,64,64 --kv-cache paged --page 64 --varlen --kv-dtype bf16"
+  "--kernel gemm --shape 33,70,129 --trans-b --b-dtype bf16"
+  "--kernel gemm --shape 5,300,77 --a-dtype f16 --b-dtype f16 --runtime-rows"
+  "--kernel rmsnorm --shape 37,300 --dtype bf16"
+  "--kernel swiglu --shape 7,100 --dtype f16 --runtime-rows"
+  "--kernel rope --shape 5,4,64 --dtype bf16"
 )
 pass=0 fail=0 notrun=0 kernels_bad=0
 for spec in "${specs[@]}"; do

@@ -56,6 +56,9 @@ struct Dim {
 
 // An integer view's element type, and a parameter's stated inclusive range (docs/ir.md).
 enum class IntElem { I32, I64 };
+// A float view's storage (docs/ir.md, "16-bit views"): loads convert each element to f32
+// exactly, stores round f32 to the type (round to nearest even).
+enum class FloatElem { F32, F16, BF16 };
 struct Range {
   int64_t lo = 0, hi = 0;
 };
@@ -316,6 +319,8 @@ class KernelBuilder {
 
   // Parameters, in the order declared.
   View view(std::string name, std::vector<int64_t> shape, SrcLoc loc = SrcLoc::current());
+  // A float view stored as f32, f16 or bf16 (its tiles are f32 either way).
+  View view(std::string name, std::vector<int64_t> shape, FloatElem elem, SrcLoc loc = SrcLoc::current());
   // An integer view (elem i32 or i64: lengths, positions, block tables), optionally with a
   // stated range every launch checks each element against.
   View intView(std::string name, std::vector<int64_t> shape, IntElem elem, std::optional<Range> range = {},

@@ -199,10 +199,15 @@ KernelBuilder::KernelBuilder(std::string name, SrcLoc loc) : impl_(std::make_uni
 KernelBuilder::~KernelBuilder() = default;
 
 View KernelBuilder::view(std::string name, std::vector<int64_t> shape, SrcLoc loc) {
+  return view(std::move(name), std::move(shape), FloatElem::F32, loc);
+}
+
+View KernelBuilder::view(std::string name, std::vector<int64_t> shape, FloatElem elem, SrcLoc loc) {
   Impl& I = *impl_;
   if (I.names.count(name))
     I.error(toLoc(loc), "duplicate-name", fmt::format("parameter name '{}' is already used", name));
-  ir::Value* v = I.b.param(I.fresh(name), ir::Type::view(ir::Elem::F32, shape), toLoc(loc));
+  const ir::Elem e = elem == FloatElem::F16 ? ir::Elem::F16 : elem == FloatElem::BF16 ? ir::Elem::BF16 : ir::Elem::F32;
+  ir::Value* v = I.b.param(I.fresh(name), ir::Type::view(e, shape), toLoc(loc));
   return Internal::view(this, v);
 }
 

@@ -30,8 +30,8 @@ BuildResult separateHeads(KernelBuilder& kb, const AttentionShape& s, const Atte
   const std::vector<Dim> mn = {{"m", BQ}, {"n", BK}};
 
   View q = kb.view("q", {s.B, s.Hq, s.Q, s.D});
-  View k = kb.view("k", {s.B, s.Hkv, s.K, s.D});
-  View v = kb.view("v", {s.B, s.Hkv, s.K, s.Dv});
+  View k = kb.view("k", {s.B, s.Hkv, s.K, s.D}, opt.kv_elem);
+  View v = kb.view("v", {s.B, s.Hkv, s.K, s.Dv}, opt.kv_elem);
   View o = kb.view("o", {s.B, s.Hq, s.Q, s.Dv});
 
   kb.parallel({{"b", s.B}, {"h", s.Hq}, {"qb", nQB}}, [&](Idx b, Idx h, Idx qb) {
@@ -118,8 +118,9 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
   const int64_t PG = opt.page, maxPages = paged ? (s.K + PG - 1) / PG : 0;
   const bool varlen = opt.varlen;  // packed queries: Q is their total capacity T
   View q = varlen ? kb.view("q", {s.Q, s.Hq, s.D}) : kb.view("q", {s.B, s.Hq, s.Q, s.D});
-  View k = paged ? kb.view("k", {opt.pages, s.Hkv, PG, s.D}) : kb.view("k", {s.B, s.Hkv, s.K, s.D});
-  View v = paged ? kb.view("v", {opt.pages, s.Hkv, PG, s.Dv}) : kb.view("v", {s.B, s.Hkv, s.K, s.Dv});
+  const FloatElem kvElem = opt.kv_elem;
+  View k = paged ? kb.view("k", {opt.pages, s.Hkv, PG, s.D}, kvElem) : kb.view("k", {s.B, s.Hkv, s.K, s.D}, kvElem);
+  View v = paged ? kb.view("v", {opt.pages, s.Hkv, PG, s.Dv}, kvElem) : kb.view("v", {s.B, s.Hkv, s.K, s.Dv}, kvElem);
   View lens, table;
   if (cache) lens = kb.intView("lens", {s.B}, IntElem::I32, Range{0, s.K});
   if (paged) table = kb.intView("block_table", {s.B, maxPages}, IntElem::I32, Range{0, opt.pages - 1});

@@ -2,7 +2,7 @@
 // query block) whose rows are the group's query heads x the block's queries (stack_heads), or
 // one program per (batch, query head, query block) reading KV head h / (Hq / Hkv).
 // Expects: a shape with Hq a multiple of Hkv; block sizes of at least 1.
-// Guarantees: a verified kernel with views q [B,Hq,Q,D], k [B,Hkv,K,D], v [B,Hkv,K,Dv],
+// Guarantees: a verified kernel with views q [B,Hq,Q,D], k [B,Hkv,K,D], v [B,Hkv,K,Dv] (of kv_elem),
 // o [B,Hq,Q,Dv] (in that order), or diagnostics. Rows with no valid key output zeros.
 // With split_blocks, two phases and three workspaces (part_m, part_l, part_acc).
 #pragma once
@@ -58,6 +58,9 @@ struct AttentionOptions {
   // table): sequence b's queries are rows cu[b] .. cu[b+1]-1, its last positions. One program
   // per (token, KV head): block_q 1, no split.
   bool varlen = false;
+  // The storage of k and v (docs/ir.md, "16-bit views"): loads convert to f32 exactly, so the
+  // kernel computes in f32 as ever; a different input, the same arithmetic.
+  dsl::FloatElem kv_elem = dsl::FloatElem::F32;
 };
 
 dsl::BuildResult attention(const AttentionShape& shape, const AttentionOptions& options = {});

@@ -7,14 +7,14 @@ namespace kiln::kernels {
 
 using namespace kiln::dsl;
 
-BuildResult gelu(int64_t n, int64_t block, GeluForm form) {
+BuildResult gelu(int64_t n, int64_t block, GeluForm form, FloatElem io) {
   KernelBuilder kb("gelu");
   if (n < 1 || block < 1) {
     kb.error("bad-shape", "gelu needs n >= 1 and block >= 1");
     return kb.finish();
   }
-  View x = kb.view("x", {n});
-  View y = kb.view("y", {n});
+  View x = kb.view("x", {n}, io);
+  View y = kb.view("y", {n}, io);
   kb.parallel({{"p", (n + block - 1) / block}}, [&](Idx p) {
     Idx o = (p * block).as("o");
     Tile t = load(x, {o}, {{"e", block}}).as("x_t");
@@ -28,18 +28,19 @@ BuildResult gelu(int64_t n, int64_t block, GeluForm form) {
   return kb.finish();
 }
 
-BuildResult swiglu(int64_t rows, int64_t cols, int64_t block) {
+BuildResult swiglu(int64_t rows, int64_t cols, int64_t block, bool runtime_rows, FloatElem io) {
   KernelBuilder kb("swiglu");
   if (rows < 1 || cols < 1 || block < 1) {
     kb.error("bad-shape", "swiglu needs rows, cols and block >= 1");
     return kb.finish();
   }
   const int64_t C = std::min(cols, block);
-  View gate = kb.view("gate", {rows, cols});
-  View up = kb.view("up", {rows, cols});
-  View y = kb.view("y", {rows, cols});
+  View gate = kb.view("gate", {rows, cols}, io);
+  View up = kb.view("up", {rows, cols}, io);
+  View y = kb.view("y", {rows, cols}, io);
   const std::vector<Access> row = {_, {"c", C}};
-  kb.parallel({{"r", rows}, {"cb", (cols + C - 1) / C}}, [&](Idx r, Idx cb) {
+  const Dim rowDim = runtime_rows ? kb.runtimeAxis("r", kb.scalarI64("rows", Range{0, rows})) : Dim{"r", rows};
+  kb.parallel({rowDim, {"cb", (cols + C - 1) / C}}, [&](Idx r, Idx cb) {
     Idx c0 = (cb * C).as("c0");
     Tile g = load(gate, {r, c0}, row).as("g");
     Tile silu = (g / (exp(-g) + 1.0)).as("silu");

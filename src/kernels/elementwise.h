@@ -15,8 +15,13 @@ namespace kiln::kernels {
 
 enum class GeluForm { Tanh, Erf };
 
-dsl::BuildResult gelu(int64_t n, int64_t block = 64, GeluForm form = GeluForm::Tanh);
+// io: the storage of every view (f32, or 16-bit: docs/ir.md, "16-bit views").
+dsl::BuildResult gelu(int64_t n, int64_t block = 64, GeluForm form = GeluForm::Tanh,
+                      dsl::FloatElem io = dsl::FloatElem::F32);
 
-dsl::BuildResult swiglu(int64_t rows, int64_t cols, int64_t block = 64);
+// runtime_rows: the row count comes with each launch, `rows: i64 in [0, rows]` after y (rows
+// past it are not written).
+dsl::BuildResult swiglu(int64_t rows, int64_t cols, int64_t block = 64, bool runtime_rows = false,
+                        dsl::FloatElem io = dsl::FloatElem::F32);
 
 }  // namespace kiln::kernels

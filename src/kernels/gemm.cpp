@@ -16,14 +16,15 @@ GemmTiles defaultGemmTiles(const GemmShape& s) {
   return GemmTiles{TM, std::min<int64_t>(TN, up16(s.N)), std::clamp<int64_t>(s.K, 1, 64)};
 }
 
-BuildResult gemm(const GemmShape& s, const GemmTiles& t, bool trans_b, bool fused, bool runtime_rows) {
+BuildResult gemm(const GemmShape& s, const GemmTiles& t, bool trans_b, bool fused, bool runtime_rows, FloatElem a_elem,
+                 FloatElem b_elem) {
   KernelBuilder kb(trans_b ? "gemm_tn" : "gemm");
   if (s.M < 1 || s.N < 1 || s.K < 0 || t.TM < 1 || t.TN < 1 || t.TK < 1) {
     kb.error("bad-shape", "gemm needs M, N >= 1, K >= 0 and tile sizes >= 1");
     return kb.finish();
   }
-  View a = kb.view("a", {s.M, s.K});
-  View b = trans_b ? kb.view("b", {s.N, s.K}) : kb.view("b", {s.K, s.N});
+  View a = kb.view("a", {s.M, s.K}, a_elem);
+  View b = trans_b ? kb.view("b", {s.N, s.K}, b_elem) : kb.view("b", {s.K, s.N}, b_elem);
   View c = kb.view("c", {s.M, s.N});
   const int64_t nM = (s.M + t.TM - 1) / t.TM, nN = (s.N + t.TN - 1) / t.TN, nK = (s.K + t.TK - 1) / t.TK;
   const MmaFlags flags = fused ? fusedMma : MmaFlags{};

@@ -21,8 +21,11 @@ struct GemmTiles {
 // fused: every mma step one fused multiply-add rounded once (MmaPolicy::fused); false: MUL then ADD.
 // runtime_rows: the row count of A and C comes with each launch, `rows: i64 in [0, M]` after c;
 // rows of c from it on are not written (a partial last tile runs row by row).
+// a_elem, b_elem: the storage of A and B (f32, or 16-bit weights and activations: docs/ir.md,
+// "16-bit views"); C is f32. Accumulation is f32 in the same order either way.
 dsl::BuildResult gemm(const GemmShape& shape, const GemmTiles& tiles = {}, bool trans_b = false, bool fused = true,
-                      bool runtime_rows = false);
+                      bool runtime_rows = false, dsl::FloatElem a_elem = dsl::FloatElem::F32,
+                      dsl::FloatElem b_elem = dsl::FloatElem::F32);
 
 // The library's tiles for a shape: up to 64 x 64 outputs per program (a 64-column row is four
 // 16-lane vectors), K in steps of up to 64.

@@ -7,7 +7,7 @@ namespace kiln::kernels {
 
 using namespace kiln::dsl;
 
-BuildResult layernorm(int64_t rows, int64_t cols, double eps, int64_t chunk) {
+BuildResult layernorm(int64_t rows, int64_t cols, double eps, int64_t chunk, FloatElem io) {
   KernelBuilder kb("layernorm");
   if (rows < 1 || cols < 1 || chunk < 1) {
     kb.error("bad-shape", "layernorm needs rows, cols and chunk >= 1");
@@ -15,10 +15,10 @@ BuildResult layernorm(int64_t rows, int64_t cols, double eps, int64_t chunk) {
   }
   const int64_t C = std::min(cols, chunk), nChunks = (cols + C - 1) / C;
   const bool ragged = cols % C != 0;
-  View x = kb.view("x", {rows, cols});
+  View x = kb.view("x", {rows, cols}, io);
   View w = kb.view("w", {cols});
   View b = kb.view("b", {cols});
-  View y = kb.view("y", {rows, cols});
+  View y = kb.view("y", {rows, cols}, io);
   const std::vector<Access> row = {_, {"c", C}};
   kb.parallel({{"r", rows}}, [&](Idx r) {
     auto [sum] = kb.serial("cc", 0, nChunks, {Carry{"sum", kb.zeros({})}}, [&](Idx cc, Tile sum) {

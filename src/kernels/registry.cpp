@@ -60,6 +60,10 @@ struct Spec {
   bool neox = true;      // rope
   double base = 10000;
   bool tanh_form = false;  // gelu
+  // Storage of float views (docs/ir.md, "16-bit views"): attention --kv-dtype (k, v), gemm
+  // --a-dtype / --b-dtype, the row kernels' --dtype (their inputs and outputs).
+  dsl::FloatElem kv_elem = dsl::FloatElem::F32, a_elem = dsl::FloatElem::F32, b_elem = dsl::FloatElem::F32;
+  dsl::FloatElem io_elem = dsl::FloatElem::F32;
 };
 
 struct ViewShape {
@@ -153,10 +157,23 @@ Error optionFlag(const LibraryRequest& r, const std::string& name, bool& out) {
   return std::nullopt;
 }
 
+// A float view's storage: --NAME f32|f16|bf16 (default f32).
+Error dtypeOption(const LibraryRequest& r, const std::string& name, dsl::FloatElem& out) {
+  std::string t = "f32";
+  if (auto e = optionChoice(r, name, {"f32", "f16", "bf16"}, t)) return e;
+  out = t == "f16" ? dsl::FloatElem::F16 : t == "bf16" ? dsl::FloatElem::BF16 : dsl::FloatElem::F32;
+  return std::nullopt;
+}
+
 // --runtime-rows: the row count `rows` (an i64 scalar parameter after the views) comes with
 // each launch; rows from it on are not written, so their reference is the initial zero.
 Error runtimeRowsOption(const LibraryRequest& r, Spec& s) {
   return optionFlag(r, "runtime-rows", s.runtime_rows);
+}
+// The row kernels' common options: --runtime-rows and --dtype.
+Error rowsOptions(const LibraryRequest& r, Spec& s) {
+  if (auto e = runtimeRowsOption(r, s)) return e;
+  return dtypeOption(r, "dtype", s.io_elem);
 }
 void addRowsParam(const Spec& s, std::vector<ViewShape>& v) {
   if (s.runtime_rows) v.push_back({"rows", {}, false, false, true});
@@ -192,6 +209,7 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
   if (auto e = optionChoice(r, "fma", {"fused", "unfused"}, fma)) return e;
   s.stack_heads = heads == "stacked";
   s.fused = fma == "fused";
+  if (auto e = dtypeOption(r, "kv-dtype", s.kv_elem)) return e;
   // A KV cache: K is its capacity (or --capacity); lengths come with each launch.
   std::string kv = "none";
   if (auto e = optionChoice(r, "kv-cache", {"none", "dense", "paged"}, kv)) return e;
@@ -358,6 +376,7 @@ AttentionOptions attentionOpts(const Spec& s) {
   o.page = s.page;
   o.pages = s.pages;
   o.varlen = s.varlen;
+  o.kv_elem = s.kv_elem;
   return o;
 }
 
@@ -366,6 +385,9 @@ AttentionOptions attentionOpts(const Spec& s) {
 constexpr const char* kRuntimeRowsHelp =
     "--runtime-rows   the row count comes with each launch: rows: i64 in [0, rows of --shape] after the views "
     "(rows from it on are not written); one compile serves every count";
+constexpr const char* kDtypeHelp =
+    "--dtype f32|f16|bf16   the storage of the input and output views: loads convert to f32 exactly, stores round "
+    "to nearest even; the arithmetic is f32 either way (default f32)";
 
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> table = [] {
@@ -385,7 +407,7 @@ const std::vector<Entry>& entries() {
     auto epsOption = [](double fallback) {
       return [=](const LibraryRequest& r, Spec& s) -> Error {
         s.eps = fallback;
-        if (auto e = runtimeRowsOption(r, s)) return e;
+        if (auto e = rowsOptions(r, s)) return e;
         return optionNumber(r, "eps", 0.0, false, 1.0, s.eps);
       };
     };
@@ -428,13 +450,15 @@ const std::vector<Entry>& entries() {
          "--varlen   with --kv-cache: the queries of all sequences packed (FlashAttention's varlen): q [Q,Hq,D], o "
          "[Q,Hq,Dv] with Q their total capacity, and cu_seqlens: view<i32>[B+1] in [0, Q] after lens (and "
          "block_table): sequence b's queries are rows cu[b] .. cu[b+1]-1, its last positions; one program per "
-         "(token, KV head), BQ 1, no split",
+         "(token, KV head), BQ 1, no split\n"
+         "--kv-dtype f32|f16|bf16   the storage of k and v (a KV cache's too): loads convert to f32 exactly, the "
+         "arithmetic is f32 either way (default f32)",
          "softmax(scale q.k^T) v with GQA/MQA (query head h reads KV head h / (Hq/Hkv)); online softmax over KV "
          "blocks"},
         {"B", "Hq", "Hkv", "Q", "K", "D", "Dv"},
         {1, 1, 1, 1, 0, 1, 1},
         {"block", "mask", "scale", "heads", "fma", "split", "lanes", "qk", "kv-cache", "capacity", "page", "pages",
-         "varlen"},
+         "varlen", "kv-dtype"},
         attentionOptions,
         [](const Spec& s) {
           AttentionShape a = attentionShape(s);
@@ -467,15 +491,20 @@ const std::vector<Entry>& entries() {
         {"gemm", "M,N,K",
          "--trans-b   B is given as N x K (default K x N)\n--fma fused|unfused   mma steps as one fused multiply-add "
          "rounded once, or MUL then ADD (default fused)\n" +
-             std::string(kRuntimeRowsHelp) + " (M: a partial last row tile runs row by row)",
+             std::string(kRuntimeRowsHelp) +
+             " (M: a partial last row tile runs row by row)\n"
+             "--a-dtype f32|f16|bf16, --b-dtype f32|f16|bf16   the storage of A and of B (16-bit weights): loads "
+             "convert to f32 exactly; C is f32 and accumulates in f32 in the same order (default f32)",
          "C[M,N] = A[M,K] . B (K = 0 gives zeros); tiles up to 64x64 outputs, K steps up to 64"},
         {"M", "N", "K"},
         {1, 1, 0},
-        {"trans-b", "fma", "runtime-rows"},
+        {"trans-b", "fma", "runtime-rows", "a-dtype", "b-dtype"},
         [](const LibraryRequest& r, Spec& s) -> Error {
           std::string fma = "fused";
           if (auto e = optionChoice(r, "fma", {"fused", "unfused"}, fma)) return e;
           s.fused = fma == "fused";
+          if (auto e = dtypeOption(r, "a-dtype", s.a_elem)) return e;
+          if (auto e = dtypeOption(r, "b-dtype", s.b_elem)) return e;
           if (auto e = runtimeRowsOption(r, s)) return e;
           return optionFlag(r, "trans-b", s.trans_b);
         },
@@ -489,64 +518,68 @@ const std::vector<Entry>& entries() {
         },
         [](const Spec& s) {
           GemmShape g{s.shape[0], s.shape[1], s.shape[2]};
-          return gemm(g, defaultGemmTiles(g), s.trans_b, s.fused, s.runtime_rows);
+          return gemm(g, defaultGemmTiles(g), s.trans_b, s.fused, s.runtime_rows, s.a_elem, s.b_elem);
         },
         [](const Spec& s, const std::vector<host::ParamData>& in) {
           return cutRows(s, in,
                          reference::gemm({s.shape[0], s.shape[1], s.shape[2]}, s.trans_b, in[0].data, in[1].data));
         }});
 
-    t.push_back(Entry{{"softmax", "rows,cols", kRuntimeRowsHelp,
-                       "y[r,:] = softmax(x[r,:]) (max-subtracted, online over column chunks)"},
-                      {"rows", "cols"},
-                      {1, 1},
-                      {"runtime-rows"},
-                      runtimeRowsOption,
-                      rowsViews({"x"}, false, false),
-                      [](const Spec& s) { return softmax(s.shape[0], s.shape[1], 1, kRowChunk, s.runtime_rows); },
-                      [](const Spec& s, const std::vector<host::ParamData>& in) {
-                        return cutRows(s, in, reference::softmax(s.shape[0], s.shape[1], in[0].data));
-                      }});
+    t.push_back(
+        Entry{{"softmax", "rows,cols", std::string(kRuntimeRowsHelp) + "\n" + kDtypeHelp,
+               "y[r,:] = softmax(x[r,:]) (max-subtracted, online over column chunks)"},
+              {"rows", "cols"},
+              {1, 1},
+              {"runtime-rows", "dtype"},
+              rowsOptions,
+              rowsViews({"x"}, false, false),
+              [](const Spec& s) { return softmax(s.shape[0], s.shape[1], 1, kRowChunk, s.runtime_rows, s.io_elem); },
+              [](const Spec& s, const std::vector<host::ParamData>& in) {
+                return cutRows(s, in, reference::softmax(s.shape[0], s.shape[1], in[0].data));
+              }});
 
     t.push_back(Entry{
         {"rmsnorm", "rows,cols",
-         std::string("--eps E   added to the mean square (default 1e-6), rounded to f32; 0..1\n") + kRuntimeRowsHelp,
+         std::string("--eps E   added to the mean square (default 1e-6), rounded to f32; 0..1\n") + kRuntimeRowsHelp +
+             "\n" + kDtypeHelp + " (w stays f32)",
          "y[r,c] = x[r,c] / sqrt(mean(x[r,:]^2) + eps) * w[c]"},
         {"rows", "cols"},
         {1, 1},
-        {"eps", "runtime-rows"},
+        {"eps", "runtime-rows", "dtype"},
         epsOption(1e-6),
         rowsViews({"x"}, true, false),
-        [](const Spec& s) { return rmsnorm(s.shape[0], s.shape[1], s.eps, 1, kRowChunk, s.runtime_rows); },
+        [](const Spec& s) { return rmsnorm(s.shape[0], s.shape[1], s.eps, 1, kRowChunk, s.runtime_rows, s.io_elem); },
         [](const Spec& s, const std::vector<host::ParamData>& in) {
           return cutRows(s, in,
                          reference::rmsnorm(s.shape[0], s.shape[1], double(float(s.eps)), in[0].data, in[1].data));
         }});
 
-    t.push_back(Entry{{"layernorm", "rows,cols", "--eps E   added to the variance (default 1e-5), rounded to f32; 0..1",
+    t.push_back(Entry{{"layernorm", "rows,cols",
+                       "--eps E   added to the variance (default 1e-5), rounded to f32; 0..1\n" +
+                           std::string(kDtypeHelp) + " (w and b stay f32)",
                        "y[r,c] = (x[r,c] - mean) / sqrt(var + eps) * w[c] + b[c] (two-pass mean and variance)"},
                       {"rows", "cols"},
                       {1, 1},
-                      {"eps"},
+                      {"eps", "dtype"},
                       epsOption(1e-5),
                       rowsViews({"x"}, true, true),
-                      [](const Spec& s) { return layernorm(s.shape[0], s.shape[1], s.eps, kRowChunk); },
+                      [](const Spec& s) { return layernorm(s.shape[0], s.shape[1], s.eps, kRowChunk, s.io_elem); },
                       [](const Spec& s, const std::vector<host::ParamData>& in) {
                         return reference::layernorm(s.shape[0], s.shape[1], double(float(s.eps)), in[0].data,
                                                     in[1].data, in[2].data);
                       }});
 
-    t.push_back(Entry{
-        {"swiglu", "rows,cols", "", "y = gate / (1 + exp(-gate)) * up (SiLU(gate) * up), gate and up [rows,cols]"},
-        {"rows", "cols"},
-        {1, 1},
-        {},
-        [](const LibraryRequest&, Spec&) { return Error{}; },
-        rowsViews({"gate", "up"}, false, false),
-        [](const Spec& s) { return swiglu(s.shape[0], s.shape[1]); },
-        [](const Spec& s, const std::vector<host::ParamData>& in) {
-          return reference::swiglu(in[0].data, in[1].data);
-        }});
+    t.push_back(Entry{{"swiglu", "rows,cols", std::string(kRuntimeRowsHelp) + "\n" + kDtypeHelp,
+                       "y = gate / (1 + exp(-gate)) * up (SiLU(gate) * up), gate and up [rows,cols]"},
+                      {"rows", "cols"},
+                      {1, 1},
+                      {"runtime-rows", "dtype"},
+                      rowsOptions,
+                      rowsViews({"gate", "up"}, false, false),
+                      [](const Spec& s) { return swiglu(s.shape[0], s.shape[1], 64, s.runtime_rows, s.io_elem); },
+                      [](const Spec& s, const std::vector<host::ParamData>& in) {
+                        return cutRows(s, in, reference::swiglu(in[0].data, in[1].data));
+                      }});
 
     t.push_back(Entry{
         {"rope", "tokens,heads,head_dim",
@@ -554,12 +587,12 @@ const std::vector<Entry>& entries() {
          "--base B   frequency base, > 1 (default 10000)\n"
          "--positions N   token t at position positions[t] of a view positions: view<i32>[tokens] in [0, "
          "N-1] after y, given at launch (default: position t)\n" +
-             std::string(kRuntimeRowsHelp),
+             std::string(kRuntimeRowsHelp) + "\n" + kDtypeHelp,
          "rotary embedding of x [tokens,heads,head_dim]; token t at position t, pair j rotated by t * "
          "base^(-2j/head_dim)"},
         {"tokens", "heads", "head_dim"},
         {1, 1, 2},
-        {"style", "base", "positions", "runtime-rows"},
+        {"style", "base", "positions", "runtime-rows", "dtype"},
         [](const LibraryRequest& r, Spec& s) -> Error {
           if (s.shape[2] % 2 != 0)
             return fmt::format("rope: head_dim={} must be even (--shape tokens,heads,head_dim)", s.shape[2]);
@@ -569,7 +602,7 @@ const std::vector<Entry>& entries() {
           std::string style = "neox";
           if (auto e = optionChoice(r, "style", {"neox", "interleaved"}, style)) return e;
           s.neox = style == "neox";
-          if (auto e = runtimeRowsOption(r, s)) return e;
+          if (auto e = rowsOptions(r, s)) return e;
           double positions = 0;
           if (auto e = optionNumber(r, "positions", 1, false, double(kMaxRopeTokens), positions)) return e;
           if (positions != std::floor(positions))
@@ -585,7 +618,7 @@ const std::vector<Entry>& entries() {
           return v;
         },
         [](const Spec& s) {
-          return rope(s.shape[0], s.shape[1], s.shape[2], s.neox, s.base, s.positions, s.runtime_rows);
+          return rope(s.shape[0], s.shape[1], s.shape[2], s.neox, s.base, s.positions, s.runtime_rows, s.io_elem);
         },
         [](const Spec& s, const std::vector<host::ParamData>& in) {
           std::vector<int64_t> at(static_cast<size_t>(s.shape[0]));
@@ -594,24 +627,26 @@ const std::vector<Entry>& entries() {
           return cutRows(s, in, reference::rope(s.shape[0], s.shape[1], s.shape[2], s.neox, s.base, in[0].data, at));
         }});
 
-    t.push_back(Entry{{"gelu", "n", "--approx erf|tanh   exact erf form or the tanh approximation (default erf)",
-                       "y = 0.5 x (1 + erf(x / sqrt 2)), or the tanh form"},
-                      {"n"},
-                      {1},
-                      {"approx"},
-                      [](const LibraryRequest& r, Spec& s) -> Error {
-                        std::string approx = "erf";
-                        if (auto e = optionChoice(r, "approx", {"erf", "tanh"}, approx)) return e;
-                        s.tanh_form = approx == "tanh";
-                        return std::nullopt;
-                      },
-                      [](const Spec& s) {
-                        return std::vector<ViewShape>{{"x", {s.shape[0]}}, {"y", {s.shape[0]}, true}};
-                      },
-                      [](const Spec& s) { return gelu(s.shape[0], 64, s.tanh_form ? GeluForm::Tanh : GeluForm::Erf); },
-                      [](const Spec& s, const std::vector<host::ParamData>& in) {
-                        return reference::gelu(s.tanh_form, in[0].data);
-                      }});
+    t.push_back(Entry{
+        {"gelu", "n",
+         "--approx erf|tanh   exact erf form or the tanh approximation (default erf)\n" + std::string(kDtypeHelp),
+         "y = 0.5 x (1 + erf(x / sqrt 2)), or the tanh form"},
+        {"n"},
+        {1},
+        {"approx", "dtype"},
+        [](const LibraryRequest& r, Spec& s) -> Error {
+          std::string approx = "erf";
+          if (auto e = optionChoice(r, "approx", {"erf", "tanh"}, approx)) return e;
+          s.tanh_form = approx == "tanh";
+          return dtypeOption(r, "dtype", s.io_elem);
+        },
+        [](const Spec& s) {
+          return std::vector<ViewShape>{{"x", {s.shape[0]}}, {"y", {s.shape[0]}, true}};
+        },
+        [](const Spec& s) { return gelu(s.shape[0], 64, s.tanh_form ? GeluForm::Tanh : GeluForm::Erf, s.io_elem); },
+        [](const Spec& s, const std::vector<host::ParamData>& in) {
+          return reference::gelu(s.tanh_form, in[0].data);
+        }});
     return t;
   }();
   return table;

@@ -14,8 +14,9 @@
 namespace kiln::kernels {
 
 // runtime_rows: the row count comes with each launch, `rows: i64 in [0, rows]` after y (rows
-// past it are not written).
+// past it are not written). io: the storage of the input and output views (f32, or 16-bit: docs/ir.md, "16-bit views").
 dsl::BuildResult rmsnorm(int64_t rows, int64_t cols, double eps = 1e-6, int64_t block_rows = 4,
-                         int64_t chunk = std::numeric_limits<int64_t>::max(), bool runtime_rows = false);
+                         int64_t chunk = std::numeric_limits<int64_t>::max(), bool runtime_rows = false,
+                         dsl::FloatElem io = dsl::FloatElem::F32);
 
 }  // namespace kiln::kernels

@@ -62,7 +62,7 @@ CosSin cosSin2Pi(const Tile& a) {
 }  // namespace
 
 BuildResult rope(int64_t tokens, int64_t heads, int64_t head_dim, bool neox, double base, int64_t positions,
-                 bool runtime_rows) {
+                 bool runtime_rows, FloatElem io) {
   KernelBuilder kb("rope");
   if (tokens < 1 || tokens > kMaxRopeTokens || heads < 1 || head_dim < 2 || head_dim % 2 != 0 || !(base > 1.0) ||
       positions < 0 || positions > kMaxRopeTokens) {
@@ -74,8 +74,8 @@ BuildResult rope(int64_t tokens, int64_t heads, int64_t head_dim, bool neox, dou
   const int64_t half = head_dim / 2;
   const int64_t most_position = (positions > 0 ? positions : tokens) - 1;
   const int pos_bits = std::max(1, static_cast<int>(std::bit_width(static_cast<uint64_t>(most_position))));
-  View x = kb.view("x", {tokens, heads, head_dim});
-  View y = kb.view("y", {tokens, heads, head_dim});
+  View x = kb.view("x", {tokens, heads, head_dim}, io);
+  View y = kb.view("y", {tokens, heads, head_dim}, io);
   View posView;
   if (positions > 0) posView = kb.intView("positions", {tokens}, IntElem::I32, Range{0, most_position});
   const Dim domain = runtime_rows ? kb.runtimeAxis("t", kb.scalarI64("rows", Range{0, tokens})) : Dim{"t", tokens};

@@ -22,7 +22,8 @@ inline constexpr int64_t kMaxRopeTokens = int64_t(1) << 20;
 // positions > 0: token t's position is positions[t] of a view `positions: view<i32>[tokens] in
 // [0, positions - 1]` after y (the split of the angle is exact up to that many positions);
 // runtime_rows: the token count comes with each launch, `rows: i64 in [0, tokens]` last.
+// io: the storage of x and y (f32, or 16-bit: docs/ir.md, "16-bit views").
 dsl::BuildResult rope(int64_t tokens, int64_t heads, int64_t head_dim, bool neox = true, double base = 10000.0,
-                      int64_t positions = 0, bool runtime_rows = false);
+                      int64_t positions = 0, bool runtime_rows = false, dsl::FloatElem io = dsl::FloatElem::F32);
 
 }  // namespace kiln::kernels

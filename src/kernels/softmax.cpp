@@ -7,14 +7,14 @@ namespace kiln::kernels {
 
 using namespace kiln::dsl;
 
-BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows, int64_t chunk, bool runtime_rows) {
+BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows, int64_t chunk, bool runtime_rows, FloatElem io) {
   KernelBuilder kb("softmax");
   if (rows < 1 || cols < 1 || block_rows < 1 || chunk < 1) {
     kb.error("bad-shape", "softmax needs rows, cols, block_rows and chunk >= 1");
     return kb.finish();
   }
-  View x = kb.view("x", {rows, cols});
-  View y = kb.view("y", {rows, cols});
+  View x = kb.view("x", {rows, cols}, io);
+  View y = kb.view("y", {rows, cols}, io);
   const Dim domain = rowBlocks(kb, rows, block_rows, runtime_rows);
   if (cols <= chunk) {
     const std::vector<Access> rc = {{"r", block_rows}, {"c", cols}};

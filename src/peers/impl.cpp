@@ -104,8 +104,9 @@ std::unique_ptr<Impl> makePlain(const ImplOptions& o) {
 }
 
 const std::vector<std::string>& implNames() {
-  static const std::vector<std::string> names = {"kiln",   "kiln-1t",  "kiln-untuned",      "kiln-lengths", "kiln-seed",
-                                                 "onednn", "openblas", "openblas-coretype", "native",       "plain"};
+  static const std::vector<std::string> names = {
+      "kiln",   "kiln-1t",  "kiln-untuned",      "kiln-lengths", "kiln-f32", "kiln-seed",
+      "onednn", "openblas", "openblas-coretype", "native",       "plain"};
   return names;
 }
 
@@ -114,12 +115,17 @@ const std::vector<std::string>& implNames(Workload w) {
   return w == Workload::Gemm ? gemm : implNames();
 }
 
+bool takesHalfKv(const std::string& name) {
+  return name.rfind("kiln", 0) == 0 || name == "onednn";
+}
+
 std::unique_ptr<Impl> makeImpl(const std::string& name, const ImplOptions& o) {
   if (name == "kiln") return makeKilnDefault(o);
   if (name == "kiln-1t") return makeKilnOneThread(o);
   if (name == "kiln-untuned") return makeKilnUntuned(o);
   if (name == "kiln-lengths") return makeKilnLengths(o);
   if (name == "kiln-seed") return makeKilnSeed(o);
+  if (name == "kiln-f32") return makeKilnF32(o);
   if (name == "onednn") return makeOneDnn(o);
   if (name == "openblas") return makeOpenBlas(o);
   if (name == "openblas-coretype") return makeOpenBlasCoretype(o);

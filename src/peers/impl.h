@@ -24,6 +24,12 @@ class Impl {
   // prepare().
   virtual std::string detail() const = 0;
   virtual int threads() const = 0;
+  // The check against the FP64 reference: |got - ref| <= t + t * |ref|. 5e-5 for everything
+  // that computes in f32; a peer that rounds intermediates to 16 bits says how far that goes.
+  virtual double tolerance() const { return 5e-5; }
+  // After a failed prepare(): the library has no implementation of this problem on this
+  // machine (a fact to report, not a failure of the run).
+  virtual bool unavailable() const { return false; }
   // Everything but the attention call: compile, create primitives, allocate.
   virtual std::optional<std::string> prepare(const Problem& problem) = 0;
   virtual std::optional<std::string> compute(std::vector<float>& out) = 0;
@@ -67,6 +73,9 @@ std::unique_ptr<Impl> makeKilnLengths(const ImplOptions& options);
 // max_unrolled_mma_terms=8 full_packet=on mma_indexable_snapshot=off; block 4x16 for Q > 1
 // (the seed's prefill), 1x16 otherwise.
 std::unique_ptr<Impl> makeKilnSeed(const ImplOptions& options);
+// With 16-bit K/V (`kiln peers --kv-dtype`): the same kernel reading f32 K/V of the same values
+// ("kiln-f32"), the pair that shows what the 16-bit storage saves.
+std::unique_ptr<Impl> makeKilnF32(const ImplOptions& options);
 std::unique_ptr<Impl> makeOneDnn(const ImplOptions& options);
 std::unique_ptr<Impl> makeOpenBlas(const ImplOptions& options);
 // OpenBLAS in a child process started with OPENBLAS_CORETYPE=openblasFamily() (the variable
@@ -81,6 +90,8 @@ const std::vector<std::string>& implNames();
 // Those that compute the workload: attention, all; gemm: kiln, kiln-1t, onednn, openblas, plain.
 const std::vector<std::string>& implNames(Workload w);
 std::unique_ptr<Impl> makeImpl(const std::string& name, const ImplOptions& options);
+// Whether the implementation reads K/V of a 16-bit type (the others refuse such a problem).
+bool takesHalfKv(const std::string& name);
 
 // The OpenBLAS 0.3.21 DYNAMIC_ARCH core family for this CPU: Cooperlake (AVX-512 + BF16),
 // SkylakeX (AVX-512), Haswell (AVX2), or "" when none applies.

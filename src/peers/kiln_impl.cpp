@@ -43,6 +43,7 @@ class KilnImpl : public LocalImpl {
       ko.causal = p.causal;
       ko.stack_heads = false;
       ko.fused = false;
+      ko.kv_elem = p.kv_elem;
       if (std::sscanf(block.c_str(), "%ldx%ld", &ko.block_q, &ko.block_k) != 2 || ko.block_q < 1 || ko.block_k < 1)
         return "block '" + block + "' is not BQxBK (e.g. 1x16)";
       dsl::BuildResult built = kernels::attention(p.shape, ko);
@@ -58,6 +59,7 @@ class KilnImpl : public LocalImpl {
       if (!block.empty()) req.options["block"] = block;
       if (!options_.split.empty()) req.options["split"] = options_.split;
       if (lengths()) req.options["kv-cache"] = "dense";
+      if (halfKv(p)) req.options["kv-dtype"] = kvElemName(p.kv_elem);
       tuned_knobs_.threads = options_.threads;
       tuned_knobs_.isa = options_.isa;
       useTuning(req, tuned_knobs_);
@@ -80,6 +82,13 @@ class KilnImpl : public LocalImpl {
              runtime::Arg::view(params_[1], 4 * int64_t(p.k.size())),
              runtime::Arg::view(params_[2], 4 * int64_t(p.v.size())),
              runtime::Arg::view(params_[3], 4 * int64_t(out_.size()))};
+    if (halfKv(p)) {  // K and V as the problem's 16-bit bits
+      const runtime::ViewElem elem = p.kv_elem == KvElem::BF16 ? runtime::ViewElem::BF16 : runtime::ViewElem::F16;
+      params_[1] = const_cast<uint16_t*>(p.k16.data());
+      params_[2] = const_cast<uint16_t*>(p.v16.data());
+      args_[1] = runtime::Arg::halves({const_cast<uint16_t*>(p.k16.data()), p.k16.size()}, elem);
+      args_[2] = runtime::Arg::halves({const_cast<uint16_t*>(p.v16.data()), p.v16.size()}, elem);
+    }
     if (lengths()) {  // the cache's layout is the static kernel's; every sequence of length K
       lens_.assign(static_cast<size_t>(p.shape.B), static_cast<int32_t>(p.shape.K));
       params_.insert(params_.begin() + 3, lens_.data());
@@ -96,7 +105,8 @@ class KilnImpl : public LocalImpl {
       split = fmt::format("{} phases ({} + {} programs)", phases.size(), phases[0]["domain"]["programs"].get<int64_t>(),
                           phases[phases.size() - 1]["domain"]["programs"].get<int64_t>());
     detail_ =
-        fmt::format("{} knobs, block {}, split {}, full packet {}, compile {:.0f} ms, object {} B, {} thread(s){}",
+        fmt::format("{}{} knobs, block {}, split {}, full packet {}, compile {:.0f} ms, object {} B, {} thread(s){}",
+                    p.kv_elem == KvElem::F32 ? "" : fmt::format("K/V {}, ", halfKv(p) ? kvElemName(p.kv_elem) : "f32"),
                     seed_ ? "seed preset" : tuning_, block, split,
                     phases.size() == 1 ? phases[0]["full_packet"]["decision"].get<std::string>() : "per phase",
                     r["compile_ms"].get<double>(), r["object"]["bytes"].get<int64_t>(), options_.threads,
@@ -146,9 +156,11 @@ class KilnImpl : public LocalImpl {
  private:
   // The tuning database's choice for this request (kiln), or none (kiln-untuned, kiln-seed).
   bool lengths() const { return name_ == "kiln-lengths"; }
+  // K and V read as the problem's 16-bit type (kiln-f32: as f32 of the same values).
+  bool halfKv(const Problem& p) const { return p.kv_elem != KvElem::F32 && name_ != "kiln-f32"; }
 
   void useTuning(kernels::LibraryRequest& req, plan::Knobs& knobs) {
-    if (name_ == "kiln-untuned" || lengths() || seed_) {
+    if (name_ == "kiln-untuned" || lengths() || seed_ || name_ == "kiln-f32") {
       tuning_ = "untuned";
       return;
     }
@@ -186,6 +198,9 @@ std::unique_ptr<Impl> makeKilnUntuned(const ImplOptions& o) {
 }
 std::unique_ptr<Impl> makeKilnLengths(const ImplOptions& o) {
   return std::make_unique<KilnImpl>(o, false, "kiln-lengths");
+}
+std::unique_ptr<Impl> makeKilnF32(const ImplOptions& o) {
+  return std::make_unique<KilnImpl>(o, false, "kiln-f32");
 }
 std::unique_ptr<Impl> makeKilnSeed(const ImplOptions& o) {
   return std::make_unique<KilnImpl>(o, true, "kiln-seed");

@@ -3,7 +3,11 @@
 // the group stacked as rows ([G*Q, D] is contiguous in q), batched matmul Q.K^T with the score
 // scale as output scale (K^T is K read through strides, no copy), the softmax primitive on the
 // last axis, then batched matmul P.V straight into o ([G*Q, Dv] is contiguous in o). A causal
-// mask is a binary-add post-op of a [1, G*Q, K] tensor of 0 / -inf.
+// mask is a binary-add post-op of a [1, G*Q, K] tensor of 0 / -inf. With 16-bit K/V (`kiln
+// peers --kv-dtype`), oneDNN's 16-bit pipeline: its matmul takes both operands in one type, so
+// Q is rounded to it once (in prepare), the scores are stored in it, the softmax runs in place
+// on them, and P.V accumulates in f32 into an f32 o; it rounds Q, the scores and P, which Kiln
+// does not, so its results are checked with a looser tolerance (tolerance()).
 // Threads: oneDNN here runs on OpenMP (libgomp); omp_set_num_threads is looked up at run time
 // in the libgomp that libdnnl loaded, so this file needs no OpenMP flags.
 #include <dlfcn.h>
@@ -12,6 +16,7 @@
 #include <cmath>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "host/storage.h"
 #include "peers/impl.h"
 
 namespace kiln::peers {
@@ -49,14 +54,22 @@ class OneDnnImpl : public LocalImpl {
   std::string name() const override { return "onednn"; }
   std::string detail() const override { return detail_; }
   int threads() const override { return options_.threads; }
+  // The 16-bit pipeline rounds Q, the scores and P to 8 (bf16) or 11 (f16) significant bits.
+  double tolerance() const override { return half_ ? 3e-2 : Impl::tolerance(); }
 
   std::optional<std::string> prepare(const Problem& p) override {
     try {
       return build(p);
     } catch (const dnnl::error& e) {
+      if (half_ && e.status == dnnl_unimplemented) {
+        unavailable_ = true;
+        return fmt::format("oneDNN {}.{} has no {} matmul for {} ({})", dnnl_version()->major, dnnl_version()->minor,
+                           kvElemName(p.kv_elem), isaName(dnnl::get_effective_cpu_isa()), e.what());
+      }
       return std::string("oneDNN: ") + e.what();
     }
   }
+  bool unavailable() const override { return unavailable_; }
 
  protected:
   void run() override {
@@ -83,11 +96,25 @@ class OneDnnImpl : public LocalImpl {
     const int64_t BH = s.B * s.Hkv, M = (s.Hq / s.Hkv) * s.Q, K = s.K;
     out_.assign(p.outputSize(), 0.0f);
     scratch_.assign(BH * M * K, 0.0f);
+    half_ = p.kv_elem != KvElem::F32;
+    const dt kv = p.kv_elem == KvElem::BF16 ? dt::bf16 : p.kv_elem == KvElem::F16 ? dt::f16 : dt::f32;
+    void* qData = const_cast<float*>(p.q.data());
+    void* kData = const_cast<float*>(p.k.data());
+    void* vData = const_cast<float*>(p.v.data());
+    if (half_) {
+      q16_.resize(p.q.size());
+      for (size_t i = 0; i < p.q.size(); ++i)
+        q16_[i] = kv == dt::bf16 ? host::f32ToBf16(p.q[i]) : host::f32ToF16(p.q[i]);
+      scratch_.assign((BH * M * K + 1) / 2, 0.0f);  // 16-bit scores
+      qData = q16_.data();
+      kData = const_cast<uint16_t*>(p.k16.data());
+      vData = const_cast<uint16_t*>(p.v16.data());
+    }
 
-    const memory::desc q_md({BH, M, s.D}, dt::f32, {M * s.D, s.D, 1});
-    const memory::desc kt_md({BH, s.D, K}, dt::f32, {K * s.D, 1, s.D});  // K^T through strides
-    const memory::desc s_md({BH, M, K}, dt::f32, {M * K, K, 1});
-    const memory::desc v_md({BH, K, s.Dv}, dt::f32, {K * s.Dv, s.Dv, 1});
+    const memory::desc q_md({BH, M, s.D}, kv, {M * s.D, s.D, 1});
+    const memory::desc kt_md({BH, s.D, K}, kv, {K * s.D, 1, s.D});  // K^T through strides
+    const memory::desc s_md({BH, M, K}, kv, {M * K, K, 1});
+    const memory::desc v_md({BH, K, s.Dv}, kv, {K * s.Dv, s.Dv, 1});
     const memory::desc o_md({BH, M, s.Dv}, dt::f32, {M * s.Dv, s.Dv, 1});
 
     dnnl::primitive_attr qk_attr;
@@ -113,17 +140,19 @@ class OneDnnImpl : public LocalImpl {
     pv_ = dnnl::matmul(pv_pd);
 
     scores_ = memory(s_md, engine_, scratch_.data());
-    v_ = memory(v_md, engine_, const_cast<float*>(p.v.data()));
+    v_ = memory(v_md, engine_, vData);
     o_ = memory(o_md, engine_, out_.data());
-    qk_args_ = {{DNNL_ARG_SRC, memory(q_md, engine_, const_cast<float*>(p.q.data()))},
-                {DNNL_ARG_WEIGHTS, memory(kt_md, engine_, const_cast<float*>(p.k.data()))},
+    qk_args_ = {{DNNL_ARG_SRC, memory(q_md, engine_, qData)},
+                {DNNL_ARG_WEIGHTS, memory(kt_md, engine_, kData)},
                 {DNNL_ARG_DST, scores_}};
     if (p.causal) qk_args_[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = mask;
 
     const dnnl_version_t* ver = dnnl_version();
-    detail_ = fmt::format("oneDNN {}.{}.{} ({}), matmul {} / softmax {} / matmul {}, OpenMP threads {}", ver->major,
-                          ver->minor, ver->patch, isaName(dnnl::get_effective_cpu_isa()), qk_pd.impl_info_str(),
-                          sm_pd.impl_info_str(), pv_pd.impl_info_str(), ompThreads(0));
+    detail_ =
+        fmt::format("oneDNN {}.{}.{} ({}), {}matmul {} / softmax {} / matmul {}, OpenMP threads {}", ver->major,
+                    ver->minor, ver->patch, isaName(dnnl::get_effective_cpu_isa()),
+                    half_ ? fmt::format("{} Q, K, V, scores and P, f32 accumulation: ", kvElemName(p.kv_elem)) : "",
+                    qk_pd.impl_info_str(), sm_pd.impl_info_str(), pv_pd.impl_info_str(), ompThreads(0));
     return std::nullopt;
   }
 
@@ -158,6 +187,8 @@ class OneDnnImpl : public LocalImpl {
   memory scores_, v_, o_;
   std::unordered_map<int, memory> qk_args_;
   std::vector<float> scratch_, mask_;
+  std::vector<uint16_t> q16_;
+  bool half_ = false, unavailable_ = false;
 };
 
 }  // namespace

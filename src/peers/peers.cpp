@@ -1,6 +1,7 @@
 // The `kiln peers` run, shape by shape; see peers.h.
 #include "peers/peers.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -71,6 +72,12 @@ std::optional<std::string> checkOptions(const PeersOptions& o, std::vector<Shape
                    : "no implementation named '" + name + "'; there are: " + all;
     }
   if (gemm && o.causal) return "--mask applies to attention only, not to --kernel gemm";
+  if (gemm && o.kv_elem != KvElem::F32) return "--kv-dtype applies to attention only, not to --kernel gemm";
+  if (o.kv_elem != KvElem::F32)
+    for (const std::string& name : o.impls)
+      if (!takesHalfKv(name))
+        return "implementation '" + name + "' reads f32 K/V only; with --kv-dtype " + kvElemName(o.kv_elem) +
+               " there are the kiln ones and onednn";
   if (o.threads < 1) return "--threads must be at least 1";
   return std::nullopt;
 }
@@ -80,9 +87,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The library request the Kiln implementations build for a shape (the tuning database's key).
-kernels::LibraryRequest libraryRequest(const ShapeSpec& s, bool causal) {
+kernels::LibraryRequest libraryRequest(const ShapeSpec& s, bool causal, KvElem kv) {
   if (s.workload == Workload::Gemm) return {"gemm", s.text(), {}};
-  return {"attention", s.text(), {{"mask", causal ? "causal" : "none"}}};
+  kernels::LibraryRequest r{"attention", s.text(), {{"mask", causal ? "causal" : "none"}}};
+  if (kv != KvElem::F32) r.options["kv-dtype"] = kvElemName(kv);
+  return r;
 }
 
 double since(Clock::time_point t) {
@@ -92,7 +101,8 @@ double since(Clock::time_point t) {
 std::string inputDigest(const Problem& p) {
   return host::sha256Hex(p.q.data(), 4 * p.q.size()) + host::sha256Hex(p.k.data(), 4 * p.k.size()) +
          host::sha256Hex(p.v.data(), 4 * p.v.size()) + host::sha256Hex(p.a.data(), 4 * p.a.size()) +
-         host::sha256Hex(p.b.data(), 4 * p.b.size());
+         host::sha256Hex(p.b.data(), 4 * p.b.size()) + host::sha256Hex(p.k16.data(), 2 * p.k16.size()) +
+         host::sha256Hex(p.v16.data(), 2 * p.v16.size());
 }
 
 // Compares one call's output with the reference; fills the row's errors, returns pass.
@@ -103,13 +113,14 @@ bool check(Impl& impl, const Problem& p, RowResult& row, const char* when) {
     row.error = std::string(when) + ": " + *e;
     return false;
   }
-  const host::CompareResult c = host::compareF64(out, p.reference);
+  const double t = impl.tolerance();
+  const host::CompareResult c = host::compareF64(out, p.reference, t, t);
   row.max_abs_err = std::max(row.max_abs_err, c.max_abs_err);
   row.max_rel_err = std::max(row.max_rel_err, c.max_rel_err);
   if (c.pass) return true;
   row.status = "wrong";
-  row.error = std::string(when) + ": first element off the FP64 reference beyond 5e-5 + 5e-5*|ref| is " +
-              std::to_string(c.first_bad) +
+  row.error = std::string(when) + ": first element off the FP64 reference beyond " + fmt::format("{:g} + {:g}", t, t) +
+              "*|ref| is " + std::to_string(c.first_bad) +
               (c.first_bad >= 0 && c.first_bad < static_cast<int64_t>(out.size())
                    ? " (got " + std::to_string(out[c.first_bad]) + ", reference " +
                          std::to_string(p.reference[c.first_bad]) + ")"
@@ -127,16 +138,18 @@ std::optional<std::string> runPeers(const PeersOptions& options, PeersResult& re
   // kiln-untuned only when the tuning database has an entry for one of the shapes.
   bool tuned = false;
   for (const ShapeSpec& s : shapes) {
-    kernels::LibraryRequest req = libraryRequest(s, options.causal);
+    kernels::LibraryRequest req = libraryRequest(s, options.causal, options.kv_elem);
     plan::Knobs k;
     k.threads = options.threads;
     tuned = tuned || tune::lookup(tune::tuningKey(req, k)).has_value();
   }
+  // With --kv-dtype: kiln-f32 beside kiln, and only the peers that read 16-bit K/V.
+  const bool half = options.kv_elem != KvElem::F32;
   std::vector<std::string> names = options.impls;
   if (names.empty())
     for (const std::string& n : implNames(options.workload))
       if ((n != "kiln-1t" || options.threads > 1) && (n != "kiln-untuned" || tuned || options.runtime_lengths) &&
-          (n != "kiln-lengths" || options.runtime_lengths))
+          (n != "kiln-lengths" || options.runtime_lengths) && (n != "kiln-f32" || half) && (!half || takesHalfKv(n)))
         names.push_back(n);
   ImplOptions io = options.impl;
   io.threads = options.threads;
@@ -155,7 +168,7 @@ std::optional<std::string> runPeers(const PeersOptions& options, PeersResult& re
     sr.spec = shape;
     const std::string label = shape.text();
     Problem p;
-    if (auto e = makeProblem(shape, options.causal, options.seed, p)) return label + ": " + *e;
+    if (auto e = makeProblem(shape, options.causal, options.seed, p, options.kv_elem)) return label + ": " + *e;
     auto t0 = Clock::now();
     computeReference(p);
     sr.reference_s = since(t0);
@@ -178,9 +191,10 @@ std::optional<std::string> runPeers(const PeersOptions& options, PeersResult& re
       row.status = "ok";
       std::unique_ptr<Impl> impl = makeImpl(name, io);
       if (auto e = impl->prepare(p)) {
-        row.status = "failed";
+        row.tolerance = impl->tolerance();
+        row.status = impl->unavailable() ? "unavailable" : "failed";
         row.error = "prepare: " + *e;
-      } else if (check(*impl, p, row, "before timing")) {
+      } else if (row.tolerance = impl->tolerance(); check(*impl, p, row, "before timing")) {
         if (name == "kiln") baseline = static_cast<int>(timed.size());
         timed.push_back(impl.get());
         timed_rows.push_back(sr.rows.size());

@@ -31,6 +31,9 @@ struct PeersOptions {
   // --runtime-lengths: add kiln-lengths (attention over a dense KV cache of capacity K with
   // every length K at launch) beside kiln and kiln-untuned, paired in the same rounds.
   bool runtime_lengths = false;
+  // --kv-dtype: K and V stored as f16 or bf16 (values of that type); adds kiln-f32 (the same
+  // values as f32) and leaves out the peers that read f32 K/V only.
+  KvElem kv_elem = KvElem::F32;
   ProtocolOptions protocol;
   std::string protocol_name = "default";  // or "quick"
   ImplOptions impl;                       // threads and seed are copied in from above
@@ -42,9 +45,12 @@ struct PeersOptions {
 struct RowResult {
   std::string impl;
   std::string detail;
-  std::string status;  // ok | wrong | failed
-  std::string error;   // for wrong / failed: what and where
+  // ok | wrong | failed | unavailable (the library has no implementation of the problem here,
+  // e.g. oneDNN 2.6's bf16 matmul without AVX-512; not a failure of the run)
+  std::string status;
+  std::string error;  // for wrong / failed: what and where
   double max_abs_err = 0.0, max_rel_err = 0.0;
+  double tolerance = 5e-5;  // the check's t: |got - ref| <= t + t*|ref| (Impl::tolerance)
   Measured measured;
   double pct_roofline = 0.0;  // roofline time / median time * 100, when timed
 };

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "host/data.h"
+#include "host/storage.h"
 
 namespace kiln::peers {
 
@@ -119,7 +120,7 @@ double Problem::flops() const {
 double Problem::kvBytes() const {
   if (workload == Workload::Gemm) return 4.0 * (double(gemm.M) * gemm.K + double(gemm.K) * gemm.N);
   const Shape& s = shape;
-  return 4.0 * s.B * s.Hkv * s.K * double(s.D + s.Dv);
+  return (kv_elem == KvElem::F32 ? 4.0 : 2.0) * s.B * s.Hkv * s.K * double(s.D + s.Dv);
 }
 
 AttentionArgs Problem::args(float* o) const {
@@ -134,9 +135,14 @@ AttentionArgs Problem::args(float* o) const {
   return a;
 }
 
-std::optional<std::string> makeProblem(const Shape& shape, bool causal, uint64_t seed, Problem& out) {
+const char* kvElemName(KvElem e) {
+  return e == KvElem::F16 ? "f16" : e == KvElem::BF16 ? "bf16" : "f32";
+}
+
+std::optional<std::string> makeProblem(const Shape& shape, bool causal, uint64_t seed, Problem& out, KvElem kv) {
   kernels::AttentionOptions options;
   options.causal = causal;
+  options.kv_elem = kv;
   dsl::BuildResult built = kernels::attention(shape, options);
   if (!built) return "the attention kernel does not build for this shape:\n" + built.message();
   std::vector<host::ParamData> params;
@@ -148,6 +154,15 @@ std::optional<std::string> makeProblem(const Shape& shape, bool causal, uint64_t
   out.q = std::move(params[0].data);
   out.k = std::move(params[1].data);
   out.v = std::move(params[2].data);
+  out.kv_elem = kv;
+  if (kv != KvElem::F32) {
+    auto bits = [&](const std::vector<float>& x, std::vector<uint16_t>& h) {
+      h.resize(x.size());
+      for (size_t i = 0; i < x.size(); ++i) h[i] = kv == KvElem::BF16 ? host::f32ToBf16(x[i]) : host::f32ToF16(x[i]);
+    };
+    bits(out.k, out.k16);
+    bits(out.v, out.v16);
+  }
   return std::nullopt;
 }
 
@@ -164,9 +179,9 @@ std::optional<std::string> makeGemmProblem(const GemmShape& shape, uint64_t seed
   return std::nullopt;
 }
 
-std::optional<std::string> makeProblem(const ShapeSpec& spec, bool causal, uint64_t seed, Problem& out) {
+std::optional<std::string> makeProblem(const ShapeSpec& spec, bool causal, uint64_t seed, Problem& out, KvElem kv) {
   return spec.workload == Workload::Gemm ? makeGemmProblem(spec.gemm, seed, out)
-                                         : makeProblem(spec.attention, causal, seed, out);
+                                         : makeProblem(spec.attention, causal, seed, out, kv);
 }
 
 namespace {

@@ -48,20 +48,27 @@ const std::vector<std::string>& defaultGemmShapes();
 // Parses one --shape of the workload. Error: names the bad field.
 std::optional<std::string> parseShapeSpec(Workload w, const std::string& text, ShapeSpec& out);
 
+// The storage of attention's K and V (`kiln peers --kv-dtype`): f32, or a 16-bit type whose
+// values k and v then are (an f32 implementation computes the same problem from them).
+using KvElem = dsl::FloatElem;
+const char* kvElemName(KvElem e);  // "f32", "f16", "bf16"
+
 struct Problem {
   Workload workload = Workload::Attention;
   Shape shape;  // attention
   bool causal = false;
   float scale = 1.0f;  // the kernel's: 1/sqrt(D) rounded to f32
   std::vector<float> q, k, v;
-  GemmShape gemm;  // gemm: C[M,N] = A[M,K] . B[K,N], all row-major
+  KvElem kv_elem = KvElem::F32;
+  std::vector<uint16_t> k16, v16;  // a 16-bit kv_elem: the bits of k and v
+  GemmShape gemm;                  // gemm: C[M,N] = A[M,K] . B[K,N], all row-major
   std::vector<float> a, b;
   std::vector<double> reference;  // o (or c) in FP64 (empty until computeReference)
 
   // attention: 2 * B * Hq * Q * K * (D + Dv) (every key, mask or not); gemm: 2 * M * N * K
   double flops() const;
-  // The bytes the roofline's memory side reads: attention K and V, 4 * B * Hkv * K * (D + Dv);
-  // gemm A and B, 4 * (M * K + K * N).
+  // The bytes the roofline's memory side reads: attention K and V, B * Hkv * K * (D + Dv)
+  // elements of kv_elem; gemm A and B, 4 * (M * K + K * N).
   double kvBytes() const;
   const char* bytesName() const { return workload == Workload::Gemm ? "A+B" : "K/V"; }
   int64_t outputSize() const {
@@ -72,12 +79,14 @@ struct Problem {
   AttentionArgs args(float* o) const;
 };
 
-// Inputs from `seed` (host::makeInputs on the DSL kernel of the shape). Error: the kernel does
-// not build.
-std::optional<std::string> makeProblem(const Shape& shape, bool causal, uint64_t seed, Problem& out);
+// Inputs from `seed` (host::makeInputs on the DSL kernel of the shape, K and V of `kv`, so
+// values of that type). Error: the kernel does not build.
+std::optional<std::string> makeProblem(const Shape& shape, bool causal, uint64_t seed, Problem& out,
+                                       KvElem kv = KvElem::F32);
 // GEMM inputs from `seed` (host::makeInputs on the library's gemm kernel of the shape).
 std::optional<std::string> makeGemmProblem(const GemmShape& shape, uint64_t seed, Problem& out);
-std::optional<std::string> makeProblem(const ShapeSpec& spec, bool causal, uint64_t seed, Problem& out);
+std::optional<std::string> makeProblem(const ShapeSpec& spec, bool causal, uint64_t seed, Problem& out,
+                                       KvElem kv = KvElem::F32);
 void computeReference(Problem& problem);
 
 }  // namespace kiln::peers

@@ -16,11 +16,16 @@ std::string us(double s) {
   return fmt::format("{:.1f}", s * 1e6);
 }
 
+// "K/V bf16, " with 16-bit K/V, else nothing.
+std::string kvNote(const PeersResult& run) {
+  return run.options.kv_elem == KvElem::F32 ? "" : fmt::format("K/V {}, ", kvElemName(run.options.kv_elem));
+}
+
 std::string header(const PeersResult& run, const ShapeResult& s) {
   if (s.spec.workload == Workload::Gemm)
     return fmt::format("gemm {} (M,N,K), {} thread(s)", s.spec.text(), run.options.threads);
-  return fmt::format("{} (B,Hq,Hkv,Q,K,D,Dv), mask {}, {} thread(s)", s.spec.text(),
-                     run.options.causal ? "causal" : "none", run.options.threads);
+  return fmt::format("{} (B,Hq,Hkv,Q,K,D,Dv), mask {}, {}{} thread(s)", s.spec.text(),
+                     run.options.causal ? "causal" : "none", kvNote(run), run.options.threads);
 }
 
 const char* bytesName(const ShapeResult& s) {
@@ -41,6 +46,7 @@ std::string ratioText(const Measured& m) {
 
 std::string statusText(const RowResult& r) {
   if (r.status == "wrong") return "WRONG: " + r.error;
+  if (r.status == "unavailable") return "not available: " + r.error;
   return "FAILED: " + r.error;
 }
 
@@ -89,6 +95,7 @@ nlohmann::ordered_json toJson(const PeersResult& run) {
   j["isa_environment"] = env;
   j["threads"] = run.options.threads;
   j["mask"] = run.options.causal ? "causal" : "none";
+  j["kv_dtype"] = kvElemName(run.options.kv_elem);
   j["seed"] = run.options.seed;
   j["protocol"] = {{"name", run.options.protocol_name},
                    {"warmup_ms", p.warmup_s * 1e3},
@@ -101,7 +108,7 @@ nlohmann::ordered_json toJson(const PeersResult& run) {
                    {"gap_ms", (run.options.threads > 1 && p.gap_s == 0 ? 0.15 : p.gap_s) * 1e3},
                    {"time", "median of visit medians; min/max over all samples"},
                    {"ratio", "median of per-round ratios of visit medians to kiln's"},
-                   {"tolerance", "5e-5 + 5e-5*|ref| against FP64"}};
+                   {"tolerance", "t + t*|ref| against FP64, t = 5e-5 unless an entry's tolerance says otherwise"}};
   json shapes = json::array(), entries = json::array();
   auto num = [](bool ok, double v) { return ok && std::isfinite(v) ? json(v) : json(nullptr); };
   for (const ShapeResult& s : run.shapes) {
@@ -134,6 +141,7 @@ nlohmann::ordered_json toJson(const PeersResult& run) {
                          {"error", r.error.empty() ? json(nullptr) : json(r.error)},
                          {"max_abs_err", r.max_abs_err},
                          {"max_rel_err", r.max_rel_err},
+                         {"tolerance", r.tolerance},
                          {"samples", t ? m.samples : 0},
                          {"reps", t ? m.reps : 0},
                          {"detail", r.detail}});
@@ -200,7 +208,9 @@ std::string toSvg(const PeersResult& run) {
                          r.pct_roofline, us(r.measured.median_s));
       } else {
         o << fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#c00\">{}</text>\n", left + 4, y + bar - 3,
-                         r.status == "wrong" ? "wrong (not timed)" : "failed");
+                         r.status == "wrong"         ? "wrong (not timed)"
+                         : r.status == "unavailable" ? "not available"
+                                                     : "failed");
       }
       y += bar + gap;
     }
@@ -218,14 +228,20 @@ std::string toMarkdown(const PeersResult& run, const std::string& chart) {
     << run.machine.loadavg << " at the start, " << run.loadavg_end << " at the end), with:\n\n";
   o << "```sh\n" << run.options.command << "\n```\n\n";
   o << fmt::format(
-      "{} thread(s), FP32, mask {}, {} code. Peak FMA throughput measured at run time: {:.1f} GFLOP/s (AVX-512 "
+      "{} thread(s), {}, mask {}, {} code. Peak FMA throughput measured at run time: {:.1f} GFLOP/s (AVX-512 "
       "{:.1f}, AVX2 "
       "{:.1f}). Roofline per shape = max(FLOPs / peak, K/V bytes / read bandwidth measured at that working-set "
       "size); % of roofline = roofline time / measured time. Ratio = time / Kiln default's time, paired per round "
       "(below 1: faster than Kiln). Every implementation was checked against an FP64 reference before and after "
       "timing.\n\n",
-      run.options.threads, run.options.causal ? "causal" : "none", run.options.isa == "avx2" ? "AVX2" : "AVX-512",
-      run.peak.gflops(), run.peak.avx512_gflops, run.peak.avx2_gflops);
+      run.options.threads,
+      run.options.kv_elem == KvElem::F32
+          ? std::string("FP32")
+          : fmt::format("FP32 arithmetic, K and V stored as {} (peers that round other values to 16 bits are "
+                        "checked at their own tolerance, shown in their detail)",
+                        kvElemName(run.options.kv_elem)),
+      run.options.causal ? "causal" : "none", run.options.isa == "avx2" ? "AVX2" : "AVX-512", run.peak.gflops(),
+      run.peak.avx512_gflops, run.peak.avx2_gflops);
   if (!chart.empty()) o << "![% of roofline per implementation and shape](" << chart << ")\n\n";
   for (const ShapeResult& s : run.shapes) {
     o << "**" << s.spec.text() << "** (" << s.spec.fields() << ") — " << rooflineLine(run, s) << "\n\n";
@@ -234,7 +250,11 @@ std::string toMarkdown(const PeersResult& run, const std::string& chart) {
     for (const RowResult& r : s.rows) {
       const Measured& m = r.measured;
       if (r.status != "ok" || !m.timed) {
-        o << "| " << r.impl << " | " << (r.status == "wrong" ? "wrong" : "failed") << " | | | |\n";
+        o << "| " << r.impl << " | "
+          << (r.status == "wrong"         ? "wrong"
+              : r.status == "unavailable" ? "not available"
+                                          : "failed")
+          << " | | | |\n";
         continue;
       }
       o << fmt::format("| {} | {} | {}–{} | {} | {:.1f}% |\n", r.impl, us(m.median_s), us(m.min_s), us(m.max_s),

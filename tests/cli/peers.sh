@@ -78,6 +78,33 @@ if [ $rc -eq 1 ] && grep -q "does not compute gemm" "$tmp/err"; then pass "gemm:
 run "$kiln" peers --kernel gemm --only-shapes --shape 4,4
 if [ $rc -eq 1 ] && grep -q "expected 3: M,N,K" "$tmp/err"; then pass "gemm: bad shape"; else fail "gemm shape" "exit $rc"; fi
 
+# --kv-dtype: Kiln reads 16-bit K/V, kiln-f32 the same values as f32; oneDNN runs its 16-bit
+# pipeline where this oneDNN has one (else "unavailable", not a failure); f32-only peers are out.
+for t in bf16 f16; do
+  run "$kiln" peers --only-shapes --shape 1,4,2,1,70,16,16 --kv-dtype $t --quick --budget 2 --json "$tmp/h.json" --svg "$tmp/h.svg"
+  if [ $rc -eq 0 ] && python3 - "$tmp/h.json" $t <<'PY' 2>"$tmp/py"; then
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["kv_dtype"] == sys.argv[2], doc["kv_dtype"]
+rows = {e["impl"]: e for e in doc["entries"]}
+assert set(rows) == {"kiln", "kiln-f32", "kiln-seed", "onednn"}, sorted(rows)
+for n in ("kiln", "kiln-f32", "kiln-seed"):
+    assert rows[n]["correct"] is True and rows[n]["median_us"] > 0, rows[n]
+assert rows["kiln"]["tolerance"] == 5e-5
+assert "K/V " + sys.argv[2] in rows["kiln"]["detail"] and "K/V f32" in rows["kiln-f32"]["detail"], rows["kiln"]["detail"]
+assert rows["onednn"]["status"] in ("ok", "unavailable"), rows["onednn"]
+assert doc["shapes"][0]["kv_bytes"] == 2 * 2 * 70 * 32, doc["shapes"][0]["kv_bytes"]
+PY
+    pass "--kv-dtype $t: kiln, kiln-f32, kiln-seed correct; onednn ok or unavailable"
+  else
+    fail "--kv-dtype $t" "exit $rc: $(tail -c 400 "$tmp/err") $(tail -2 "$tmp/py")"
+  fi
+done
+run "$kiln" peers --only-shapes --shape 1,2,1,1,4,8,8 --kv-dtype bf16 --impl openblas
+if [ $rc -eq 1 ] && grep -q "implementation 'openblas' reads f32 K/V only" "$tmp/err"; then pass "--kv-dtype: f32-only impl refused"; else fail "--kv-dtype impl" "exit $rc"; fi
+run "$kiln" peers --kernel gemm --only-shapes --shape 4,4,4 --kv-dtype bf16
+if [ $rc -eq 1 ] && grep -q "kv-dtype applies to attention only" "$tmp/err"; then pass "--kv-dtype: gemm refused"; else fail "--kv-dtype gemm" "exit $rc"; fi
+
 run "$kiln" peers --only-shapes --shape 1,8,3,1,4,8,8
 if [ $rc -eq 1 ] && grep -q "multiple of Hkv" "$tmp/err"; then pass "bad shape is an error"; else fail "bad shape" "exit $rc"; fi
 run "$kiln" peers --only-shapes --shape 1,2,1,1,4,8,8 --impl nosuch

@@ -98,3 +98,31 @@ def test_half_views_take_float16_and_bfloat16_tensors():
     assert kiln.check(k, kk, v, q) and kiln.check(k, kk, v, q, mode="f64")
     with pytest.raises(TypeError, match=r"%v: bf16\[6,37\]\): an array of float16 for a view of bfloat16"):
         k(kk, v.half(), q)
+
+
+@pytest.mark.parametrize("kv_dtype", ["bfloat16", "float16"])
+def test_library_attention_with_16bit_kv_cache_is_the_f32_kernel_on_the_same_values(kv_dtype):
+    # kv_dtype= is the library's --kv-dtype: K and V as torch 16-bit tensors, lengths at launch;
+    # the result has the bits of the f32 kernel on the same values, and matches torch's own.
+    g = torch.Generator().manual_seed(3)
+    shape = (2, 8, 2, 1, 300, 64, 64)
+    b, hq, hkv, m, n, d, dv = shape
+    t = getattr(torch, kv_dtype)
+    q = torch.randn(b, hq, m, d, generator=g)
+    kc = torch.randn(b, hkv, n, d, generator=g).to(t)
+    vc = torch.randn(b, hkv, n, dv, generator=g).to(t)
+    lens = torch.tensor([300, 117], dtype=torch.int32)
+    short = {"bfloat16": "bf16", "float16": "f16"}[kv_dtype]
+    half = kiln.library("attention", shape=shape, kv_cache="dense", kv_dtype=short)
+    assert [p.dtype for p in half.params][1:3] == [kv_dtype, kv_dtype]
+    full = kiln.library("attention", shape=shape, kv_cache="dense")
+    o16 = half(q, kc, vc, lens)
+    o32 = full(q, kc.float(), vc.float(), lens)
+    assert torch.equal(o16.view(torch.int32), o32.view(torch.int32))
+    for i, ln in enumerate(lens.tolist()):
+        kf = kc[i, :, :ln].float().repeat_interleave(hq // hkv, dim=0)
+        vf = vc[i, :, :ln].float().repeat_interleave(hq // hkv, dim=0)
+        p = torch.softmax(q[i] @ kf.transpose(1, 2) / d**0.5, dim=-1)
+        torch.testing.assert_close(o16[i], p @ vf, rtol=1e-5, atol=1e-5)
+    with pytest.raises(TypeError, match=r"%k"):
+        half(q, kc.float(), vc, lens)

@@ -107,7 +107,10 @@ TEST(Library, BadRequestsAreErrorsNamingTheParameter) {
       {req("attention", "1,8,2,1,16,8,8", {{"scale", "inf"}}), "--scale 'inf' is not a finite number"},
       {req("attention", "1,8,2,1,16,8,8", {{"eps", "1e-5"}}),
        "option --eps does not apply to attention (its options: --block, --mask, --scale, --heads, --fma, --split, "
-       "--lanes, --qk, --kv-cache, --capacity, --page, --pages, --varlen)"},
+       "--lanes, --qk, --kv-cache, --capacity, --page, --pages, --varlen, --kv-dtype)"},
+      {req("attention", "1,8,2,1,16,8,8", {{"kv-dtype", "fp8"}}), "--kv-dtype 'fp8' is not one of f32|f16|bf16"},
+      {req("gemm", "4,4,4", {{"b-dtype", "half"}}), "--b-dtype 'half' is not one of f32|f16|bf16"},
+      {req("rmsnorm", "4,4", {{"kv-dtype", "bf16"}}), "option --kv-dtype does not apply to rmsnorm"},
       {req("attention", "1,8,2,1,16,8,8", {{"kv-cache", "ring"}}), "--kv-cache 'ring' is not one of none|dense|paged"},
       {req("attention", "1,8,2,1,16,8,8", {{"capacity", "64"}}), "--capacity needs --kv-cache dense|paged"},
       {req("attention", "1,8,2,1,16,8,8", {{"kv-cache", "dense"}, {"page", "16"}}),
@@ -137,8 +140,9 @@ TEST(Library, BadRequestsAreErrorsNamingTheParameter) {
       {req("softmax", "5,0"), "softmax: cols=0 must be at least 1"},
       {req("softmax", "5"), "softmax: --shape '5' has 1 field; expected 2: rows,cols"},
       {req("softmax", "3,4", {{"trans-b", "true"}}),
-       "option --trans-b does not apply to softmax (its options: --runtime-rows)"},
-      {req("swiglu", "3,4", {{"trans-b", "true"}}), "option --trans-b does not apply to swiglu (it takes no options)"},
+       "option --trans-b does not apply to softmax (its options: --runtime-rows, --dtype)"},
+      {req("swiglu", "3,4", {{"trans-b", "true"}}),
+       "option --trans-b does not apply to swiglu (its options: --runtime-rows, --dtype)"},
       {req("rmsnorm", "3,4", {{"runtime-rows", "yes"}}), "--runtime-rows takes no value (got 'yes')"},
       {req("rope", "3,4,8", {{"positions", "0"}}), "--positions=0 is out of range"},
       {req("rmsnorm", "4,0"), "rmsnorm: cols=0 must be at least 1"},
@@ -305,6 +309,35 @@ TEST(LibraryNative, RaggedAndLargeRows) {
   }
   // Long positions: angles up to ~8000 radians still reduce exactly.
   expectNativePasses(req("rope", "8191,1,8", {{"base", "500000"}}));
+}
+
+// 16-bit storage (--kv-dtype, --a-dtype/--b-dtype, --dtype): every kernel kind, f64 against
+// its reference (one unit of the type for a 16-bit output) and bit-exact against the
+// interpreter, ragged shapes and KV caches included.
+TEST(LibraryNative, SixteenBitStorage) {
+  for (const char* t : {"bf16", "f16"}) {
+    SCOPED_TRACE(t);
+    expectNativePasses(req("attention", "1,8,2,1,203,80,96", {{"mask", "none"}, {"kv-dtype", t}}));
+    expectNativePasses(req("attention", "2,4,2,9,67,16,24", {{"kv-dtype", t}}));
+    expectNativePasses(req("attention", "1,4,2,40,65,32,32", {{"lanes", "queries"}, {"kv-dtype", t}}));
+    expectNativePasses(req("attention", "1,4,4,1,70,32,32", {{"qk", "dot"}, {"kv-dtype", t}}));
+    expectNativePasses(req("attention", "2,4,1,3,37,8,8", {{"heads", "separate"}, {"kv-dtype", t}}));
+    expectNativePasses(req("attention", "2,4,2,1,300,64,64", {{"kv-cache", "dense"}, {"kv-dtype", t}}));
+    expectNativePasses(req("attention", "3,4,2,9,100,32,32",
+                           {{"kv-cache", "paged"}, {"page", "32"}, {"varlen", ""}, {"kv-dtype", t}}));
+    expectNativePasses(req("gemm", "13,17,29", {{"b-dtype", t}}));
+    expectNativePasses(req("gemm", "37,20,45", {{"a-dtype", t}, {"b-dtype", t}, {"trans-b", ""}}));
+    for (const char* k : {"softmax", "rmsnorm", "layernorm", "swiglu"})
+      expectNativePasses(req(k, "3,1031", {{"dtype", t}}));
+    expectNativePasses(req("swiglu", "5,70", {{"dtype", t}, {"runtime-rows", ""}}));
+    expectNativePasses(req("rope", "17,3,10", {{"dtype", t}}));
+    expectNativePasses(req("gelu", "65", {{"dtype", t}}));
+  }
+  auto k = build(req("attention", "1,8,2,1,64,16,16", {{"kv-dtype", "bf16"}}));
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->params[1]->type.elem, ir::Elem::BF16);
+  EXPECT_EQ(k->params[2]->type.elem, ir::Elem::BF16);
+  EXPECT_EQ(k->params[0]->type.elem, ir::Elem::F32);
 }
 
 TEST(LibraryNative, AttentionEdgeCases) {

@@ -57,6 +57,11 @@ struct KernelSource {
         {"page", "attention --kv-cache paged: positions per page (default 16)"},
         {"pages", "attention --kv-cache paged: pages in the pool (default B * ceil(K/page))"},
         {"positions", "rope: positions from a view positions: view<i32>[tokens] in [0, N-1] given at launch"},
+        {"kv-dtype", "attention: f32 | f16 | bf16, the storage of k and v"},
+        {"a-dtype", "gemm: f32 | f16 | bf16, the storage of A"},
+        {"b-dtype", "gemm: f32 | f16 | bf16, the storage of B (weights)"},
+        {"dtype",
+         "softmax, rmsnorm, layernorm, swiglu, rope, gelu: f32 | f16 | bf16, the storage of inputs and outputs"},
     };
     values.assign(std::size(opts), std::string());
     for (size_t i = 0; i < std::size(opts); ++i)
@@ -65,9 +70,9 @@ struct KernelSource {
     kernel_options.emplace_back("trans-b", app->add_flag("--trans-b", trans_b, "gemm: B is given as N x K"));
     kernel_options.emplace_back(
         "varlen", app->add_flag("--varlen", varlen, "attention --kv-cache: packed queries q [Q,Hq,D] with cu_seqlens"));
-    kernel_options.emplace_back("runtime-rows",
-                                app->add_flag("--runtime-rows", runtime_rows,
-                                              "softmax, rmsnorm, rope: the row count at launch (--arg rows=N)"));
+    kernel_options.emplace_back(
+        "runtime-rows", app->add_flag("--runtime-rows", runtime_rows,
+                                      "softmax, rmsnorm, swiglu, rope: the row count at launch (--arg rows=N)"));
   }
 
   bool isLibrary() const { return !kernel.empty(); }
