@@ -15,6 +15,7 @@
 #include "driver/compile.h"
 #include "fuzz/knob_grid.h"
 #include "fuzz/rng.h"
+#include "host/storage.h"
 #include "interp/interp.h"
 
 namespace kiln::fuzz {
@@ -145,8 +146,8 @@ std::optional<std::string> makeFuzzInputs(const ir::Kernel& kernel, const InputC
                                        -fmax};
   Rng rng(in.seed ^ 0x5EC1A15ull);
   for (const ir::Value* v : kernel.inputs())
-    for (float& x : out[static_cast<size_t>(v->index)].data)
-      if (rng.chance(1, 6)) x = rng.pick(specials);
+    for (float& x : out[static_cast<size_t>(v->index)].data)  // a 16-bit view's: the special rounded to its type
+      if (rng.chance(1, 6)) x = host::roundToStorage(v->type.elem, rng.pick(specials));
   return std::nullopt;
 }
 

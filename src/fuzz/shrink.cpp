@@ -438,9 +438,12 @@ class Shrinker {
 
   std::vector<std::string> viewExtents(const Lines& L) {
     std::vector<std::string> out;
-    for (size_t p = L[0].find("view<f32>["); p != std::string::npos; p = L[0].find("view<f32>[", p + 1)) {
-      auto c = listShrinks(L, 0, p + 9, ']');
-      out.insert(out.end(), c.begin(), c.end());
+    for (const char* f : {"view<f32>[", "view<f16>[", "view<bf16>["}) {
+      const size_t open = std::string(f).size() - 1;  // the '['
+      for (size_t p = L[0].find(f); p != std::string::npos; p = L[0].find(f, p + 1)) {
+        auto c = listShrinks(L, 0, p + open, ']');
+        out.insert(out.end(), c.begin(), c.end());
+      }
     }
     return out;
   }

@@ -15,6 +15,8 @@
 #include "llvm/Analysis/CGSCCPassManager.h"
 #include "llvm/Analysis/LoopAnalysisManager.h"
 #include "llvm/Config/llvm-config.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
@@ -117,6 +119,42 @@ llvm::Expected<std::string> emit(llvm::Module& module, llvm::TargetMachine& mach
   return std::string(buffer.begin(), buffer.end());
 }
 
+// A masked store of narrow integers (a 16-bit view's bits) whose mask became a constant with
+// one lane set is made a plain store of that element. LLVM 22's x86 backend turns such a
+// store into a scalar store of the lane's 32-bit source (`vextractps $1, %xmm0, 2(%rdi)`:
+// four bytes for a two-byte element), writing past the element; found by `kiln fuzz`
+// (a ragged tile's last column of a bf16 view), kept by tests/ir/half_single_lane_store.tile.
+void storeSingleNarrowLanes(llvm::Module& module) {
+  std::vector<llvm::IntrinsicInst*> calls;
+  for (llvm::Function& f : module)
+    for (llvm::BasicBlock& bb : f)
+      for (llvm::Instruction& i : bb)
+        if (auto* c = llvm::dyn_cast<llvm::IntrinsicInst>(&i);
+            c && c->getIntrinsicID() == llvm::Intrinsic::masked_store)
+          calls.push_back(c);
+  for (llvm::IntrinsicInst* c : calls) {
+    llvm::Value* value = c->getArgOperand(0);
+    auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(value->getType());
+    auto* mask = llvm::dyn_cast<llvm::Constant>(c->getArgOperand(2));
+    if (!vt || !mask || !vt->getElementType()->isIntegerTy() || vt->getElementType()->getIntegerBitWidth() >= 32)
+      continue;
+    int lane = -1, set = 0;
+    bool known = true;
+    for (unsigned l = 0; l < vt->getNumElements(); ++l) {
+      auto* bit = llvm::dyn_cast_or_null<llvm::ConstantInt>(mask->getAggregateElement(l));
+      if (!bit)
+        known = false;
+      else if (bit->isOne())
+        lane = static_cast<int>(l), ++set;
+    }
+    if (!known || set != 1) continue;
+    llvm::IRBuilder<> b(c);
+    llvm::Value* at = b.CreateGEP(vt->getElementType(), c->getArgOperand(1), b.getInt64(lane));
+    b.CreateAlignedStore(b.CreateExtractElement(value, b.getInt64(lane)), at, c->getParamAlign(1).valueOrOne());
+    c->eraseFromParent();
+  }
+}
+
 // Shared by both targets: the module set for `machine`, verified, optimised (O2) and counted.
 llvm::Error prepare(llvm::Module& module, llvm::TargetMachine& machine, CompiledObject& out) {
   module.setTargetTriple(machine.getTargetTriple());
@@ -133,6 +171,7 @@ llvm::Error prepare(llvm::Module& module, llvm::TargetMachine& machine, Compiled
   } else {
     optimizeO2(module, machine);
   }
+  storeSingleNarrowLanes(module);
   out.instructions_post_opt = static_cast<int>(module.getInstructionCount());
   for (const llvm::Function& f : module) out.basic_blocks_post_opt += static_cast<int>(f.size());
   return llvm::Error::success();
