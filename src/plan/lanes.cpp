@@ -343,7 +343,15 @@ class LanePlanner {
       if (op->kind == OpKind::Extract) {
         bool runtime =
             std::any_of(op->indices.begin(), op->indices.end(), [](const ir::Index& i) { return !i.isConstant(); });
-        if (runtime && !op->operands[0]->type.isScalar()) materialize(op->operands[0]);
+        const Value* x = op->operands[0];
+        if (!runtime || x->type.isScalar()) return;
+        const bool recipe = L(x).rep == LaneRep::Recipe;
+        materialize(x);
+        // A large recipe made a panel here is filled by a runtime loop over its rows, which
+        // reads its operands at runtime indices: as for any large value (below). Found by
+        // `kiln fuzz --seed 11` (tests/ir/extract_of_large_broadcast.tile).
+        if (recipe && L(x).large && x->def)
+          for (const Value* o : x->def->operands) needMemory(o);
         return;
       }
       if (op->kind == OpKind::Reduce) {
