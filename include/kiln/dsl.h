@@ -59,6 +59,19 @@ enum class IntElem { I32, I64 };
 // A float view's storage (docs/ir.md, "16-bit views"): loads convert each element to f32
 // exactly, stores round f32 to the type (round to nearest even).
 enum class FloatElem { F32, F16, BF16 };
+// Its name as the IR, the library's options and `kiln peers` spell it: "f32", "f16", "bf16".
+inline const char* floatElemName(FloatElem e) {
+  return e == FloatElem::F16 ? "f16" : e == FloatElem::BF16 ? "bf16" : "f32";
+}
+// The element named `name` (one of those three), or false.
+inline bool floatElemNamed(std::string_view name, FloatElem& out) {
+  for (FloatElem e : {FloatElem::F32, FloatElem::F16, FloatElem::BF16})
+    if (name == floatElemName(e)) {
+      out = e;
+      return true;
+    }
+  return false;
+}
 struct Range {
   int64_t lo = 0, hi = 0;
 };

@@ -159,9 +159,9 @@ Error optionFlag(const LibraryRequest& r, const std::string& name, bool& out) {
 
 // A float view's storage: --NAME f32|f16|bf16 (default f32).
 Error dtypeOption(const LibraryRequest& r, const std::string& name, dsl::FloatElem& out) {
-  std::string t = "f32";
+  std::string t = dsl::floatElemName(dsl::FloatElem::F32);
   if (auto e = optionChoice(r, name, {"f32", "f16", "bf16"}, t)) return e;
-  out = t == "f16" ? dsl::FloatElem::F16 : t == "bf16" ? dsl::FloatElem::BF16 : dsl::FloatElem::F32;
+  dsl::floatElemNamed(t, out);
   return std::nullopt;
 }
 

@@ -135,10 +135,6 @@ AttentionArgs Problem::args(float* o) const {
   return a;
 }
 
-const char* kvElemName(KvElem e) {
-  return e == KvElem::F16 ? "f16" : e == KvElem::BF16 ? "bf16" : "f32";
-}
-
 std::optional<std::string> makeProblem(const Shape& shape, bool causal, uint64_t seed, Problem& out, KvElem kv) {
   kernels::AttentionOptions options;
   options.causal = causal;

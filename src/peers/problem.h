@@ -51,7 +51,9 @@ std::optional<std::string> parseShapeSpec(Workload w, const std::string& text, S
 // The storage of attention's K and V (`kiln peers --kv-dtype`): f32, or a 16-bit type whose
 // values k and v then are (an f32 implementation computes the same problem from them).
 using KvElem = dsl::FloatElem;
-const char* kvElemName(KvElem e);  // "f32", "f16", "bf16"
+inline const char* kvElemName(KvElem e) {
+  return dsl::floatElemName(e);
+}
 
 struct Problem {
   Workload workload = Workload::Attention;

@@ -113,9 +113,7 @@ Command addPeers(CLI::App& parent) {
             o.causal = a->mask == "causal";
             o.workload = a->kernel == "gemm" ? peers::Workload::Gemm : peers::Workload::Attention;
             o.impls = a->impls;
-            o.kv_elem = a->kv_dtype == "bf16"  ? peers::KvElem::BF16
-                        : a->kv_dtype == "f16" ? peers::KvElem::F16
-                                               : peers::KvElem::F32;
+            dsl::floatElemNamed(a->kv_dtype, o.kv_elem);  // one of them (checked by CLI11)
             if (a->quick) {
               o.protocol = peers::ProtocolOptions::quick();
               o.protocol_name = "quick";
