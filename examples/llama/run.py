@@ -1,0 +1,351 @@
+"""The Llama example's command line (docs/llama.md).
+
+    run.py generate --config configs/small.json --prompts 12,5 --steps 32 [--dtype bf16] [--threads 2] [--isa avx2]
+    run.py check    --config configs/small.json --steps 32          # against the NumPy float64 model
+    run.py bench    --config configs/tinyllama-1.1b.json --prompt 128 --steps 256 --threads 1,2
+    run.py save-weights --config configs/small.json --seed 0 --out small.safetensors
+
+Weights come from --weights FILE.safetensors (Hugging Face names, weights.py) or are drawn
+from --seed. Prompts are token ids drawn from --prompt-seed, one per length in --prompts.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import weights as W  # noqa: E402
+
+
+def load_weights(args, cfg):
+    if args.weights:
+        tensors, _ = W.read_safetensors(args.weights)
+        out = {}
+        for name, a in tensors.items():  # BF16 tensors come as bits; the models take float32 values
+            out[name] = W.from_bf16_bits(a) if a.dtype == np.uint16 else a
+        W.check_weights(cfg, out)
+        return out
+    return W.generate(cfg, args.seed)
+
+
+def make_prompts(cfg, lengths, seed):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, cfg["vocab"], n).tolist() for n in lengths]
+
+
+def lengths_arg(text):
+    try:
+        out = [int(t) for t in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of integers") from None
+    if not out or min(out) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}': every value must be at least 1")
+    return out
+
+
+def digest(tokens):
+    return hashlib.sha256(np.ascontiguousarray(tokens, dtype=np.int64).tobytes()).hexdigest()[:16]
+
+
+def knobs_of(args):
+    knobs = {"threads": args.threads}
+    if args.isa:
+        knobs["isa"] = args.isa
+    return knobs
+
+
+def run_kiln(args, cfg, w, prompts, steps):
+    """Builds the Kiln model, then times a prefill and `steps` decode steps."""
+    from kiln_model import KilnLlama
+
+    t0 = time.perf_counter()
+    model = KilnLlama(cfg, w, weight_dtype=args.dtype, knobs=knobs_of(args))
+    build_s = time.perf_counter() - t0
+    compiled = len(model.kernels)
+    tokens, logits, times = _timed_generate(model, prompts, steps)
+    if len(model.kernels) != compiled:
+        raise RuntimeError("a kernel was compiled after the model was built")
+    return {"impl": f"kiln-{args.dtype}", "build_s": build_s, "kernels": compiled, "tokens": tokens,
+            "logits": logits, **times}
+
+
+def run_torch(args, cfg, w, prompts, steps):
+    from reference import Reference
+
+    t0 = time.perf_counter()
+    model = Reference(cfg, w, backend=f"torch-{args.dtype}", weight_dtype=args.dtype, threads=args.threads)
+    build_s = time.perf_counter() - t0
+    tokens, logits, times = _timed_generate(model, prompts, steps)
+    return {"impl": f"torch-{args.dtype}", "build_s": build_s, "tokens": tokens, "logits": logits, **times}
+
+
+def _timed_generate(model, prompts, steps):
+    if hasattr(model, "reset_times"):
+        model.reset_times()
+    t0 = time.perf_counter()
+    logits = model.prefill(prompts)
+    prefill_s = time.perf_counter() - t0
+    prefill_breakdown = _breakdown(model)
+    out, all_logits, step_s = [logits.argmax(-1)], [logits], []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        logits = model.decode(out[-1])
+        step_s.append(time.perf_counter() - t0)
+        all_logits.append(logits)
+        out.append(logits.argmax(-1))
+    tokens = np.stack(out, 1)
+    times = {"prefill_s": prefill_s, "decode_step_s": step_s}
+    if hasattr(model, "reset_times"):
+        times["breakdown"] = {"prefill": prefill_breakdown, "decode": _breakdown(model)}
+    return tokens, np.stack(all_logits), times
+
+
+def _breakdown(model):
+    """Seconds and launches per kernel kind since the last call (then cleared)."""
+    if not hasattr(model, "reset_times"):
+        return None
+    out = {k: [v, model.calls.get(k, 0)] for k, v in model.times.items()}
+    model.reset_times()
+    return out
+
+
+def summary(r, prompts):
+    n_prompt = sum(len(p) for p in prompts)
+    steps = r["decode_step_s"]
+    B = r["tokens"].shape[0]
+    out = {k: v for k, v in r.items() if k not in ("tokens", "logits", "decode_step_s")}
+    out["prefill_tokens_per_s"] = n_prompt / r["prefill_s"]
+    if steps:
+        out["decode_tokens_per_s"] = B * len(steps) / sum(steps)
+        out["decode_step_ms"] = {"median": 1e3 * float(np.median(steps)), "min": 1e3 * min(steps), "max": 1e3 * max(steps)}
+    out["tokens_sha256"] = digest(r["tokens"])
+    out["tokens"] = r["tokens"].tolist()
+    return out
+
+
+def cmd_generate(args):
+    cfg = W.load_config(args.config)
+    w = load_weights(args, cfg)
+    prompts = make_prompts(cfg, args.prompts, args.prompt_seed)
+    r = (run_torch if args.impl == "torch" else run_kiln)(args, cfg, w, prompts, args.steps)
+    s = summary(r, prompts)
+    if args.logits_out:
+        np.save(args.logits_out, r["logits"])
+    if args.json:
+        print(json.dumps(s))
+    else:
+        print(f"{s['impl']}: {len(prompts)} sequence(s), prompts {args.prompts}, {args.steps} decode steps, "
+              f"threads {args.threads}{', isa ' + args.isa if args.isa else ''}")
+        for b, row in enumerate(s["tokens"]):
+            print(f"  sequence {b}: {row}")
+        print(f"  tokens sha256 {s['tokens_sha256']}; prefill {s['prefill_tokens_per_s']:.1f} tokens/s"
+              + (f", decode {s['decode_tokens_per_s']:.2f} tokens/s" if args.steps else ""))
+    return 0
+
+
+def compare(cfg, kiln_logits, ref_logits, kiln_tokens, ref_tokens, tol):
+    """Per step: max |kiln - ref| over the batch's logits, against tol * max(1, max |ref|)."""
+    worst, bad = 0.0, []
+    for step in range(ref_logits.shape[0]):
+        err = float(np.abs(kiln_logits[step] - ref_logits[step]).max())
+        bound = tol * max(1.0, float(np.abs(ref_logits[step]).max()))
+        worst = max(worst, err / bound * tol)
+        if not err <= bound:
+            bad.append((step, err, bound))
+    same = bool(np.array_equal(kiln_tokens, ref_tokens))
+    return {"max_scaled_err": worst, "bad_steps": bad, "tokens_identical": same}
+
+
+def cmd_check(args):
+    """Kiln against the NumPy float64 model on the same weights and prompts: logits at every
+    step within the tolerance, greedy tokens identical. The reference is fed Kiln's tokens
+    (teacher forcing), so one early difference cannot hide later ones."""
+    from kiln_model import KilnLlama
+    from reference import Reference
+
+    cfg = W.load_config(args.config)
+    w = load_weights(args, cfg)
+    prompts = make_prompts(cfg, args.prompts, args.prompt_seed)
+    model = KilnLlama(cfg, w, weight_dtype=args.dtype, knobs=knobs_of(args))
+    compiled = len(model.kernels)
+    ref = Reference(cfg, w, backend="numpy-f64", weight_dtype=args.dtype)
+    kl, rl = [model.prefill(prompts)], [ref.prefill(prompts)]
+    kt, rt = [kl[-1].argmax(-1)], [rl[-1].argmax(-1)]
+    for _ in range(args.steps):
+        kl.append(model.decode(kt[-1]))
+        rl.append(ref.decode(kt[-1]))
+        kt.append(kl[-1].argmax(-1))
+        rt.append(rl[-1].argmax(-1))
+    res = compare(cfg, np.stack(kl), np.stack(rl), np.stack(kt, 1), np.stack(rt, 1), args.tolerance)
+    res["kernels"], res["kernels_after"] = compiled, len(model.kernels)
+    res["tokens_sha256"] = digest(np.stack(kt, 1))
+    ok = not res["bad_steps"] and res["tokens_identical"] and compiled == res["kernels_after"]
+    print(json.dumps({"passed": ok, **res}))
+    return 0 if ok else 1
+
+
+def cmd_save(args):
+    cfg = W.load_config(args.config)
+    w = W.generate(cfg, args.seed)
+    if args.dtype == "bf16":
+        w = {k: W.to_bf16_bits(v) for k, v in w.items()}
+    W.write_safetensors(args.out, w, metadata={"format": "pt", "kiln_config": cfg["name"], "seed": args.seed})
+    print(f"wrote {args.out}: {len(w)} tensors")
+    return 0
+
+
+def cmd_bench(args):
+    """Every implementation in its own process (one model's weights in memory at a time),
+    one after another in this run: Kiln f32, torch f32, Kiln bf16, torch bf16, per thread
+    count; then Kiln's tokens again at every --isa: identical everywhere or the run fails."""
+    cfg = W.load_config(args.config)
+    weights_file = args.weights
+    if not weights_file:
+        weights_file = os.path.join(args.workdir, f"{cfg['name']}-seed{args.seed}.safetensors")
+        if not os.path.exists(weights_file):
+            os.makedirs(args.workdir, exist_ok=True)
+            print(f"writing {weights_file}", flush=True)
+            W.write_safetensors(weights_file, W.generate(cfg, args.seed), metadata={"seed": args.seed})
+
+    def one(impl, dtype, threads, isa=None):
+        cmd = [sys.executable, os.path.abspath(__file__), "generate", "--config", args.config, "--weights",
+               weights_file, "--prompts", ",".join(map(str, args.prompts)), "--prompt-seed", str(args.prompt_seed),
+               "--steps", str(args.steps), "--impl", impl, "--dtype", dtype, "--threads", str(threads), "--json"]
+        if isa:
+            cmd += ["--isa", isa]
+        print("$", " ".join(cmd[2:]), flush=True)
+        # torch.set_num_threads alone leaves its GEMMs on every core (measured: 2 cores busy
+        # at "1 thread"); the OpenMP and BLAS pools take their sizes from the environment.
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
+                   MKL_NUM_THREADS=str(threads))
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if p.returncode:
+            raise SystemExit(f"failed ({p.returncode}):\n{p.stderr[-3000:]}")
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+        r.update(threads=threads, isa=isa or "native")
+        print(f"  prefill {r['prefill_tokens_per_s']:.1f} tok/s, decode {r.get('decode_tokens_per_s', 0):.2f} tok/s, "
+              f"tokens {r['tokens_sha256']}", flush=True)
+        return r
+
+    runs = []
+    for threads in args.threads_list:
+        for dtype in args.dtypes:
+            for impl in ("kiln", "torch"):
+                try:
+                    runs.append(one(impl, dtype, threads))
+                except SystemExit as e:
+                    if impl == "kiln":
+                        raise
+                    print(f"  torch {dtype} does not run here: {e}", flush=True)
+                    runs.append({"impl": f"torch-{dtype}", "threads": threads, "isa": "native", "failed": str(e)[:300]})
+    for isa in args.isas:
+        runs.append(one("kiln", args.dtypes[0], args.threads_list[0], isa))
+
+    kiln_digests = {(r["impl"], r["threads"], r["isa"]): r["tokens_sha256"] for r in runs if r["impl"].startswith("kiln")}
+    by_dtype = {}
+    for (impl, _, _), dgst in kiln_digests.items():
+        by_dtype.setdefault(impl, set()).add(dgst)
+    reproducible = all(len(d) == 1 for d in by_dtype.values())
+
+    lines = [f"Llama {cfg['name']}: prompt {args.prompts} tokens, {args.steps} decode steps, "
+             f"greedy; tokens/s (higher is better); ratio = Kiln tokens/s / torch tokens/s.", "",
+             "| weights | threads | Kiln prefill | torch prefill | ratio | Kiln decode | torch decode | ratio | decode step ms, Kiln median (range) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for threads in args.threads_list:
+        for dtype in args.dtypes:
+            k = next(r for r in runs if r["impl"] == f"kiln-{dtype}" and r["threads"] == threads and r["isa"] == "native")
+            t = next(r for r in runs if r["impl"] == f"torch-{dtype}" and r["threads"] == threads)
+            ds = k.get("decode_step_ms", {})
+            if "failed" in t:
+                tp = td = rp = rd = "—"
+            else:
+                tp, td = f"{t['prefill_tokens_per_s']:.1f}", f"{t.get('decode_tokens_per_s', 0):.2f}"
+                rp = f"{k['prefill_tokens_per_s'] / t['prefill_tokens_per_s']:.2f}"
+                rd = f"{k['decode_tokens_per_s'] / t['decode_tokens_per_s']:.2f}" if args.steps else "—"
+            lines.append(f"| {dtype} | {threads} | {k['prefill_tokens_per_s']:.1f} | {tp} | {rp} | "
+                         f"{k.get('decode_tokens_per_s', 0):.2f} | {td} | {rd} | "
+                         f"{ds.get('median', 0):.1f} ({ds.get('min', 0):.1f}–{ds.get('max', 0):.1f}) |")
+    lines += ["", f"Kiln's time per kernel kind, {args.threads_list[0]} thread(s), seconds (share):", ""]
+    for dtype in args.dtypes:
+        k = next(r for r in runs if r["impl"] == f"kiln-{dtype}" and r["threads"] == args.threads_list[0] and r["isa"] == "native")
+        for phase, parts in k["breakdown"].items():
+            if not parts:
+                continue
+            total = sum(v[0] for v in parts.values())
+            ranked = sorted(parts.items(), key=lambda kv: -kv[1][0])
+            lines.append(f"- {dtype} {phase}: " + ", ".join(f"{name} {v[0]:.2f} ({100 * v[0] / total:.0f}%)" for name, v in ranked))
+    lines += ["", "Kiln's output tokens by run (sha256 of all tokens): " + ", ".join(
+        f"{impl} threads={th} isa={isa}: {d}" for (impl, th, isa), d in kiln_digests.items()),
+        f"Reproducible (one digest per weights type): {'yes' if reproducible else 'NO'}"]
+    text = "\n".join(lines)
+    print()
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"config": cfg, "prompts": args.prompts, "steps": args.steps, "runs": runs,
+                       "reproducible": reproducible, "table": text}, f, indent=1)
+        print(f"\nwrote {args.out}")
+    return 0 if reproducible else 1
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="run.py", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    def common(p, steps):
+        p.add_argument("--config", required=True, help="configs/*.json")
+        p.add_argument("--weights", help="a safetensors file (Hugging Face names); default: drawn from --seed")
+        p.add_argument("--seed", type=int, default=0, help="weights' seed (default 0)")
+        p.add_argument("--prompt-seed", type=int, default=1)
+        p.add_argument("--steps", type=int, default=steps, help="decode steps after the prefill")
+        p.add_argument("--dtype", choices=("f32", "bf16"), default="f32", help="weights' storage")
+        p.add_argument("--threads", type=int, default=1)
+        p.add_argument("--isa", choices=("avx2", "avx512"), help="Kiln's isa knob (default: the host's)")
+
+    g = sub.add_parser("generate", help="greedy generation, tokens and tokens/s")
+    common(g, 32)
+    g.add_argument("--prompts", type=lengths_arg, default=[12, 5], help="prompt lengths, e.g. 128 or 12,5,30")
+    g.add_argument("--impl", choices=("kiln", "torch"), default="kiln")
+    g.add_argument("--json", action="store_true")
+    g.add_argument("--logits-out", help="save every step's logits [steps+1, B, vocab] as .npy")
+    c = sub.add_parser("check", help="Kiln against the NumPy float64 model")
+    common(c, 32)
+    c.add_argument("--prompts", type=lengths_arg, default=[12, 5, 30])
+    c.add_argument("--tolerance", type=float, default=2e-4,
+                   help="per step, max |kiln - ref| <= tol * max(1, max |ref|) (default 2e-4)")
+    s = sub.add_parser("save-weights", help="write drawn weights as safetensors")
+    s.add_argument("--config", required=True)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--dtype", choices=("f32", "bf16"), default="f32")
+    s.add_argument("--out", required=True)
+    b = sub.add_parser("bench", help="Kiln against PyTorch eager, tokens/s, in one run")
+    b.add_argument("--config", required=True)
+    b.add_argument("--weights")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--prompt-seed", type=int, default=1)
+    b.add_argument("--prompts", type=lengths_arg, default=[128])
+    b.add_argument("--steps", type=int, default=256)
+    b.add_argument("--threads", dest="threads_list", type=lengths_arg, default=[1, 2])
+    b.add_argument("--dtypes", type=lambda t: t.split(","), default=["f32", "bf16"])
+    b.add_argument("--isas", type=lambda t: [x for x in t.split(",") if x], default=["avx2", "avx512"],
+                   help="Kiln runs again with each isa (reproducibility); an isa the CPU lacks fails the run")
+    b.add_argument("--workdir", default=os.path.join(HERE, "..", "..", "out", "llama"))
+    b.add_argument("--out", help="write the runs and the table as JSON")
+    args = ap.parse_args(argv)
+    try:
+        return {"generate": cmd_generate, "check": cmd_check, "save-weights": cmd_save, "bench": cmd_bench}[args.cmd](args)
+    except (W.ConfigError, W.SafetensorsError, ValueError) as e:
+        print(f"run.py {args.cmd}: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
