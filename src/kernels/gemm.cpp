@@ -29,40 +29,40 @@ BuildResult gemm(const GemmShape& s, const GemmTiles& t, bool trans_b, bool fuse
   const int64_t nM = (s.M + t.TM - 1) / t.TM, nN = (s.N + t.TN - 1) / t.TN, nK = (s.K + t.TK - 1) / t.TK;
   const MmaFlags flags = fused ? fusedMma : MmaFlags{};
 
+  // The K loop of one output tile at (m0, n0): tiles of A and B, K ascending.
+  auto accumulate = [&](Idx m0, Idx n0) {
+    Carry acc0{"acc", kb.zeros({{"m", t.TM}, {"n", t.TN}})};
+    auto [acc] = kb.serial("kk", 0, nK, {acc0}, [&](Idx kk, Tile acc) {
+      Idx k0 = (kk * t.TK).as("k0");
+      Tile at = load(a, {m0, k0}, {{"m", t.TM}, {"k", t.TK}}).as("at");
+      Tile bt = trans_b ? load(b, {n0, k0}, {{"n", t.TN}, {"k", t.TK}}) : load(b, {k0, n0}, {{"k", t.TK}, {"n", t.TN}});
+      return mma(at, bt.as("bt"), acc, {"k"}, flags).as("acc_next");
+    });
+    return acc;
+  };
+
   if (runtime_rows) {
-    // Rows at launch: the row tiles of `rows` rows. A tile wholly inside runs as below (a loop
-    // of one trip); the last, partial tile runs row by row (a loop of its rows), so that rows
-    // from `rows` on are never written.
+    // Rows at launch: the row tiles of `rows` rows. Every tile is computed whole (the rows of a
+    // partial last tile past `rows` read A's rows there, or 0 past M; each output row depends on
+    // its own A row only). A whole tile is stored as a tile; a partial one goes to a workspace
+    // slot of its column tile and from there row by row into C, so that rows of C from `rows`
+    // on are never written while B is still read once per tile.
     Idx rows = kb.scalarI64("rows", Range{0, s.M});
+    View part = kb.workspace("c_part", {nN, t.TM, t.TN});
     kb.parallel({kb.runtimeAxis("i", rows, t.TM), {"j", nN}}, [&](Idx i, Idx j) {
       Idx m0 = (i * t.TM).as("m0");
       Idx n0 = (j * t.TN).as("n0");
       Idx left = (rows - m0).as("rows_left");            // >= 1 in the domain
       Idx whole = minIndex(left / t.TM, 1).as("whole");  // 1: a full tile
       Idx tail = (left - whole * left).as("tail_rows");  // its rows otherwise
-      auto bTile = [&](Idx k0, int64_t width) {
-        return (trans_b ? load(b, {n0, k0}, {{"n", width}, {"k", t.TK}})
-                        : load(b, {k0, n0}, {{"k", t.TK}, {"n", width}}))
-            .as("bt");
-      };
-      kb.serial("full", 0, whole, [&](Idx) {
-        Carry acc0{"acc", kb.zeros({{"m", t.TM}, {"n", t.TN}})};
-        auto [acc] = kb.serial("kk", 0, nK, {acc0}, [&](Idx kk, Tile acc) {
-          Idx k0 = (kk * t.TK).as("k0");
-          Tile at = load(a, {m0, k0}, {{"m", t.TM}, {"k", t.TK}}).as("at");
-          return mma(at, bTile(k0, t.TN), acc, {"k"}, flags).as("acc_next");
+      Tile acc = accumulate(m0, n0);
+      kb.serial("full", 0, whole, [&](Idx) { store(acc, c, {m0, n0}, {{"m", t.TM}, {"n", t.TN}}); });
+      kb.serial("partial", 0, minIndex(tail, 1).as("is_partial"), [&](Idx) {
+        store(acc, part, {j, 0, 0}, {_, {"m", t.TM}, {"n", t.TN}});
+        kb.serial("r", 0, tail, [&](Idx r) {
+          Tile row = load(part, {j, r, 0}, {_, _, {"n", t.TN}}).as("c_row");
+          store(row, c, {(m0 + r).as("row"), n0}, {_, {"n", t.TN}});
         });
-        store(acc, c, {m0, n0}, {{"m", t.TM}, {"n", t.TN}});
-      });
-      kb.serial("r", 0, tail, [&](Idx r) {
-        Idx row = (m0 + r).as("row");
-        Carry acc0{"acc", kb.zeros({{"n", t.TN}})};
-        auto [acc] = kb.serial("kk", 0, nK, {acc0}, [&](Idx kk, Tile acc) {
-          Idx k0 = (kk * t.TK).as("k0");
-          Tile at = load(a, {row, k0}, {_, {"k", t.TK}}).as("a_row");
-          return mma(at, bTile(k0, t.TN), acc, {"k"}, flags).as("acc_next");
-        });
-        store(acc, c, {row, n0}, {_, {"n", t.TN}});
       });
     });
     return kb.finish();
@@ -71,14 +71,7 @@ BuildResult gemm(const GemmShape& s, const GemmTiles& t, bool trans_b, bool fuse
   kb.parallel({{"i", nM}, {"j", nN}}, [&](Idx i, Idx j) {
     Idx m0 = (i * t.TM).as("m0");
     Idx n0 = (j * t.TN).as("n0");
-    Carry acc0{"acc", kb.zeros({{"m", t.TM}, {"n", t.TN}})};
-    auto [acc] = kb.serial("kk", 0, nK, {acc0}, [&](Idx kk, Tile acc) {
-      Idx k0 = (kk * t.TK).as("k0");
-      Tile at = load(a, {m0, k0}, {{"m", t.TM}, {"k", t.TK}}).as("at");
-      Tile bt = trans_b ? load(b, {n0, k0}, {{"n", t.TN}, {"k", t.TK}}) : load(b, {k0, n0}, {{"k", t.TK}, {"n", t.TN}});
-      return mma(at, bt.as("bt"), acc, {"k"}, fused ? fusedMma : MmaFlags{}).as("acc_next");
-    });
-    store(acc, c, {m0, n0}, {{"m", t.TM}, {"n", t.TN}});
+    store(accumulate(m0, n0), c, {m0, n0}, {{"m", t.TM}, {"n", t.TN}});
   });
   return kb.finish();
 }

@@ -55,9 +55,10 @@ struct Spec {
   int64_t positions = 0;             // rope --positions
   bool causal = true;
   std::optional<double> scale;
-  bool trans_b = false;  // gemm
-  double eps = 0;        // rmsnorm, layernorm
-  bool neox = true;      // rope
+  bool trans_b = false;            // gemm
+  std::optional<GemmTiles> tiles;  // gemm --tile (else defaultGemmTiles)
+  double eps = 0;                  // rmsnorm, layernorm
+  bool neox = true;                // rope
   double base = 10000;
   bool tanh_form = false;  // gelu
   // Storage of float views (docs/ir.md, "16-bit views"): attention --kv-dtype (k, v), gemm
@@ -170,6 +171,38 @@ Error dtypeOption(const LibraryRequest& r, const std::string& name, dsl::FloatEl
 Error runtimeRowsOption(const LibraryRequest& r, Spec& s) {
   return optionFlag(r, "runtime-rows", s.runtime_rows);
 }
+// gemm --tile TMxTNxTK: outputs per program (TM rows x TN columns) and K per step. Any tile
+// gives the same bits (K is accumulated in ascending order either way); the limits keep a
+// program's accumulator and operand tiles within what the planner holds per program.
+constexpr int64_t kMaxTileM = 256, kMaxTileN = 1024, kMaxTileK = 1024, kMaxTileElements = 16384;
+Error gemmTileOption(const LibraryRequest& r, Spec& s) {
+  auto it = r.options.find("tile");
+  if (it == r.options.end()) return std::nullopt;
+  std::vector<int64_t> v;
+  for (size_t from = 0;;) {  // the fields between the x's
+    const size_t x = it->second.find('x', from);
+    std::optional<int64_t> n =
+        parseInt(std::string_view(it->second).substr(from, x == std::string::npos ? x : x - from));
+    v.push_back(n.value_or(0));
+    if (!n || x == std::string::npos) break;
+    from = x + 1;
+  }
+  if (v.size() != 3 || !parseInt(it->second.substr(it->second.rfind('x') + 1)))
+    return fmt::format("gemm: --tile '{}' is not TMxTNxTK (e.g. 64x64x64)", it->second);
+  const int64_t limits[3] = {kMaxTileM, kMaxTileN, kMaxTileK};
+  const char* names[3] = {"TM", "TN", "TK"};
+  for (int d = 0; d < 3; ++d)
+    if (v[d] < 1 || v[d] > limits[d])
+      return fmt::format("gemm: --tile {}={} is out of range; legal: 1..{}", names[d], v[d], limits[d]);
+  if (v[0] * v[1] > kMaxTileElements || v[0] * v[2] > 4 * kMaxTileElements || v[1] * v[2] > 4 * kMaxTileElements)
+    return fmt::format(
+        "gemm: --tile {}x{}x{} is too large: at most {} outputs (TM*TN) and {} elements of an A or B tile (TM*TK, "
+        "TN*TK)",
+        v[0], v[1], v[2], kMaxTileElements, 4 * kMaxTileElements);
+  s.tiles = GemmTiles{v[0], v[1], v[2]};
+  return std::nullopt;
+}
+
 // The row kernels' common options: --runtime-rows and --dtype.
 Error rowsOptions(const LibraryRequest& r, Spec& s) {
   if (auto e = runtimeRowsOption(r, s)) return e;
@@ -494,12 +527,15 @@ const std::vector<Entry>& entries() {
              std::string(kRuntimeRowsHelp) +
              " (M: a partial last row tile runs row by row)\n"
              "--a-dtype f32|f16|bf16, --b-dtype f32|f16|bf16   the storage of A and of B (16-bit weights): loads "
-             "convert to f32 exactly; C is f32 and accumulates in f32 in the same order (default f32)",
+             "convert to f32 exactly; C is f32 and accumulates in f32 in the same order (default f32)\n"
+             "--tile TMxTNxTK   outputs per program and K per step (default: up to 64x64x64; 1x256 or 2x128 "
+             "when M is 1 or 2); the bits do not depend on it",
          "C[M,N] = A[M,K] . B (K = 0 gives zeros); tiles up to 64x64 outputs, K steps up to 64"},
         {"M", "N", "K"},
         {1, 1, 0},
-        {"trans-b", "fma", "runtime-rows", "a-dtype", "b-dtype"},
+        {"trans-b", "fma", "runtime-rows", "a-dtype", "b-dtype", "tile"},
         [](const LibraryRequest& r, Spec& s) -> Error {
+          if (auto e = gemmTileOption(r, s)) return e;
           std::string fma = "fused";
           if (auto e = optionChoice(r, "fma", {"fused", "unfused"}, fma)) return e;
           s.fused = fma == "fused";
@@ -518,7 +554,7 @@ const std::vector<Entry>& entries() {
         },
         [](const Spec& s) {
           GemmShape g{s.shape[0], s.shape[1], s.shape[2]};
-          return gemm(g, defaultGemmTiles(g), s.trans_b, s.fused, s.runtime_rows, s.a_elem, s.b_elem);
+          return gemm(g, s.tiles.value_or(defaultGemmTiles(g)), s.trans_b, s.fused, s.runtime_rows, s.a_elem, s.b_elem);
         },
         [](const Spec& s, const std::vector<host::ParamData>& in) {
           return cutRows(s, in,
@@ -738,6 +774,11 @@ std::optional<std::string> libraryChoices(const LibraryRequest& request, std::ma
   Spec spec;
   if (auto err = parse(request, e, spec)) return err;
   out.clear();
+  if (e->info.name == "gemm") {
+    const GemmTiles t = spec.tiles.value_or(defaultGemmTiles({spec.shape[0], spec.shape[1], spec.shape[2]}));
+    out["tile"] = fmt::format("{}x{}x{}{}", t.TM, t.TN, t.TK, spec.tiles ? " (given)" : " (library default)");
+    return std::nullopt;
+  }
   if (e->info.name != "attention") return std::nullopt;
   auto origin = [&](const char* option) { return request.options.count(option) ? " (given)" : " (library default)"; };
   out["block"] = fmt::format("{}x{}{}", spec.block_q, spec.block_k, origin("block"));

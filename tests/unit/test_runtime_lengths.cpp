@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -363,7 +364,9 @@ TEST(RuntimeLengths, RowKernelsTakeTheirRowCountAndPositionsAtLaunch) {
       {"rope", "40,4,32", {{"runtime-rows", "true"}, {"positions", "8192"}}},
       {"rope", "40,4,32", {{"style", "interleaved"}, {"positions", "100000"}}},
       {"gemm", "40,70,33", {{"runtime-rows", "true"}}},
-      {"gemm", "40,70,33", {{"runtime-rows", "true"}, {"trans-b", "true"}}}};
+      {"gemm", "40,70,33", {{"runtime-rows", "true"}, {"trans-b", "true"}}},
+      {"gemm", "40,70,33", {{"runtime-rows", "true"}, {"tile", "16x32x8"}}},
+      {"gemm", "40,70,33", {{"runtime-rows", "true"}, {"trans-b", "true"}, {"b-dtype", "bf16"}, {"tile", "3x64x16"}}}};
   for (const auto& request : requests) {
     auto k = library(request);
     ASSERT_TRUE(k);
@@ -389,6 +392,49 @@ TEST(RuntimeLengths, RowKernelsTakeTheirRowCountAndPositionsAtLaunch) {
           for (size_t i = static_cast<size_t>(rows) * rowElems; i < y.size(); ++i)
             ASSERT_EQ(y[i], 0.0f) << label << " row " << i / rowElems << " past " << rows;
         }
+      }
+    }
+  }
+}
+
+// GEMM tiles (--tile) change the programs, never the bits: K is accumulated in ascending order
+// whatever the tile. With rows at launch, a partial last row tile is computed whole (it reads
+// A's rows past the count, here NaN) and only its rows below the count reach C.
+TEST(RuntimeLengths, GemmTilesDoNotChangeTheBitsAndRowsPastTheCountDoNotMatter) {
+  if (!kiln::testhost::runsHere("native", "RuntimeLengths gemm tiles")) return;
+  for (const bool trans : {false, true}) {
+    for (const bool runtime : {false, true}) {
+      std::vector<float> first;
+      for (const char* tile : {"", "1x16x1", "3x7x5", "8x64x16", "64x32x256", "4x512x8"}) {
+        kiln::kernels::LibraryRequest request{"gemm", "29,70,45", {}};
+        if (trans) request.options["trans-b"] = "true";
+        if (runtime) request.options["runtime-rows"] = "true";
+        if (*tile) request.options["tile"] = tile;
+        const std::string label = std::string(trans ? "trans-b " : "") + (runtime ? "runtime-rows " : "") + tile;
+        auto k = library(request);
+        ASSERT_TRUE(k) << label;
+        kiln::driver::Compilation c;
+        ASSERT_FALSE(kiln::driver::compile(*k, kiln::plan::Knobs{}, c).has_value()) << label;
+        std::unique_ptr<kiln::runtime::LoadedKernel> loaded;
+        ASSERT_FALSE(kiln::driver::load(c.object, *k, "native", 1, loaded).has_value()) << label;
+        std::vector<kiln::host::ParamData> p;
+        const std::map<std::string, std::string> count =
+            runtime ? std::map<std::string, std::string>{{"rows", "23"}} : std::map<std::string, std::string>{};
+        ASSERT_FALSE(kiln::host::makeInputs(*k, 5, count, p).has_value()) << label;
+        const int64_t rows = runtime ? 23 : 29;
+        for (size_t i = static_cast<size_t>(rows) * 45; i < p[0].data.size(); ++i)
+          p[0].data[i] = std::numeric_limits<float>::quiet_NaN();  // A's rows past the count
+        std::fill(p[2].data.begin(), p[2].data.end(), -7.0f);
+        ASSERT_FALSE(kiln::driver::run(*loaded, p, false).has_value()) << label;
+        const std::vector<float>& out = p[2].data;
+        for (size_t i = static_cast<size_t>(rows) * 70; i < out.size(); ++i)
+          ASSERT_EQ(out[i], -7.0f) << label << ": C written past row " << rows;
+        for (size_t i = 0; i < static_cast<size_t>(rows) * 70; ++i)
+          ASSERT_FALSE(std::isnan(out[i])) << label << ": NaN from a row past the count at " << i;
+        if (first.empty())
+          first = out;
+        else
+          EXPECT_EQ(std::memcmp(first.data(), out.data(), out.size() * sizeof(float)), 0) << label;
       }
     }
   }

@@ -60,6 +60,7 @@ struct KernelSource {
         {"kv-dtype", "attention: f32 | f16 | bf16, the storage of k and v"},
         {"a-dtype", "gemm: f32 | f16 | bf16, the storage of A"},
         {"b-dtype", "gemm: f32 | f16 | bf16, the storage of B (weights)"},
+        {"tile", "gemm: TMxTNxTK, outputs per program and K per step (the bits do not depend on it)"},
         {"dtype",
          "softmax, rmsnorm, layernorm, swiglu, rope, gelu: f32 | f16 | bf16, the storage of inputs and outputs"},
     };
