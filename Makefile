@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 CMAKE_FLAGS ?=
 SOURCES = $(shell git ls-files '*.cpp' '*.h' 2>/dev/null | grep -v '^third_party/')
 
-.PHONY: all bootstrap build build-asan build-tsan run test test-release test-asan test-tsan check-packages format check-format lint clean fuzz fuzz-parser
+.PHONY: llama-bench all bootstrap build build-asan build-tsan run test test-release test-asan test-tsan check-packages format check-format lint clean fuzz fuzz-parser
 
 all: build
 
@@ -39,6 +39,12 @@ run: build
 
 test: check-format check-packages test-release test-asan
 
+# The Llama example at TinyLlama-1.1B's dimensions against PyTorch, tokens/s (docs/llama.md;
+# about 25 minutes; run it on a quiet machine).
+llama-bench: build
+	PYTHONPATH=$(CURDIR)/$(BUILD)/python /usr/bin/python3 examples/llama/run.py bench \
+	  --config examples/llama/configs/tinyllama-1.1b.json --prompts 128 --steps 256 --out out/llama/bench.json
+
 # Fails when the build uses a Debian package that scripts/bootstrap.sh does not install (a build
 # that only works on a machine where someone installed it by hand).
 check-packages: build
@@ -48,7 +54,7 @@ check-packages: build
 # (KILN_HOST_WITHOUT_AVX512=1, host/isa.h: `native` loses every AVX-512 feature and isa=avx512
 # objects are compiled but refused at load); last, every grid point the tests compiled but could
 # not run on this host (tests/unit/host_isa.h), so none is skipped silently.
-NO_AVX512_TESTS = ^(Lanes|Phases|SplitKv|Jit|Api|Peers|IntegerViews|RuntimeLengths)\.|^cli\.(fuzz|isa|npy)$$|^fuzz\.campaign$$
+NO_AVX512_TESTS = ^(Lanes|Phases|SplitKv|Jit|Api|Peers|IntegerViews|RuntimeLengths)\.|^cli\.(fuzz|isa|npy)$$|^fuzz\.campaign$$|^python\.test_llama$$
 test-release: build
 	@rm -f $(BUILD)/skipped-runs.txt
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -8,16 +8,15 @@ lengths (varlen), and the decode set for one token of each of up to max_batch se
 
 Per layer (Hugging Face Llama's computation, weights of weights.py):
     x   = rmsnorm(h, input_layernorm)                        rmsnorm  --runtime-rows
-    q,k,v = x Wq^T, x Wk^T, x Wv^T                            gemm     --trans-b --runtime-rows [--b-dtype bf16]
+    q,k,v = x Wq^T, x Wk^T, x Wv^T                            gemm     --runtime-rows --tile [--b-dtype bf16]
     q,k = rope(q, positions), rope(k, positions)              rope     --positions --runtime-rows
     cache[seq, :, position] = k, v                            (NumPy: a scatter of the new rows)
     a   = attention(q, cache, lens, cu_seqlens)               attention --kv-cache dense --varlen (causal)
     h  += a Wo^T                                              gemm; the add in NumPy
     x   = rmsnorm(h, post_attention_layernorm)
     h  += swiglu(x Wgate^T, x Wup^T) Wdown^T                  gemm, swiglu --runtime-rows, gemm
-then logits = rmsnorm(h[last token of each sequence], norm) Wlm^T. The weights are used in
-Hugging Face's [out, in] layout as they are (a GEMM with B as N x K: paired against the K x N
-layout at M = 1 it took 0.55-0.75x the time on 5632 x 2048 weights, within noise at M = 128).
+then logits = rmsnorm(h[last token of each sequence], norm) Wlm^T. Hugging Face's [out, in]
+weights are transposed once when the model is made (B as K x N: see _gemm for why).
 
 What runs in NumPy is the glue: embedding rows, the residual adds, the KV cache scatter and
 the gathers of last tokens (a few thousand floats a token, beside megabytes of weights).
@@ -48,9 +47,9 @@ class KilnLlama:
         c = cfg
         L, d, hd, H, KH, F, V = c["n_layers"], c["d_model"], c["head_dim"], c["n_heads"], c["n_kv_heads"], c["d_ff"], c["vocab"]
 
-        def proj(name):  # HF's [out, in] as it is: the GEMMs take B as N x K (--trans-b)
-            w = weights[name]
-            return W.to_bf16_bits(w) if weight_dtype == "bf16" else np.ascontiguousarray(w, dtype=np.float32)
+        def proj(name):  # HF's [out, in] -> the GEMM's B as K x N (rows of B along the outputs)
+            w = np.ascontiguousarray(np.asarray(weights[name], dtype=np.float32).T)
+            return W.to_bf16_bits(w) if weight_dtype == "bf16" else w
 
         def vec(name):
             return np.ascontiguousarray(weights[name], dtype=np.float32)
@@ -102,8 +101,20 @@ class KilnLlama:
         return self.kernels[key]
 
     def _gemm(self, M, N, K):
+        """x W^T with W stored [K, N]. Tiles measured on this model's weights (256 to 5632 by
+        2048, 2048 by 5632; docs/llama.md; any tile gives the same bits). Decode (M <= 4 rows)
+        streams wide strips of B: 512 columns 8 rows at a time for f32 on one thread (0.6-0.75x
+        the time of B as N x K), else 256 columns 32 rows at a time (more programs for two
+        threads, and bf16's conversions); never wider than N. Prefill: 64 x 64 outputs with K in
+        steps of 256, 0.80-0.90x the time of the library's 64x64x64."""
         b = "bf16" if self.weight_dtype == "bf16" else None
-        return self._kernel("gemm", (M, N, K), runtime_rows=True, trans_b=True, b_dtype=b)
+        if M <= 4:
+            wide = self.weight_dtype == "f32" and int(self.knobs.get("threads", 1)) == 1
+            TN, TK = (512, 8) if wide else (256, 32)
+            tile = f"{M}x{min(TN, -(-N // 16) * 16)}x{min(TK, K)}"
+        else:
+            tile = f"{min(64, M)}x64x{min(256, K)}"
+        return self._kernel("gemm", (M, N, K), runtime_rows=True, b_dtype=b, tile=tile)
 
     def _phase(self, T):
         c = self.cfg

@@ -202,10 +202,80 @@ def cmd_save(args):
     return 0
 
 
+def cmd_pair(args):
+    """Kiln and PyTorch in one process on the same weights and prompt, measured in turns: the
+    prefill `--rounds` times (the first of each round alternating), then every decode step of
+    Kiln followed (or preceded, alternating) by the same step of PyTorch. Each turn gives a
+    paired ratio (PyTorch's time / Kiln's); one JSON line."""
+    from kiln_model import KilnLlama
+    from reference import Reference
+
+    cfg = W.load_config(args.config)
+    w = load_weights(args, cfg)
+    prompts = make_prompts(cfg, args.prompts, args.prompt_seed)
+    t0 = time.perf_counter()
+    models = {"kiln": KilnLlama(cfg, w, weight_dtype=args.dtype, knobs=knobs_of(args))}
+    build = {"kiln": time.perf_counter() - t0}
+    t0 = time.perf_counter()
+    models["torch"] = Reference(cfg, w, backend=f"torch-{args.dtype}", weight_dtype=args.dtype, threads=args.threads)
+    build["torch"] = time.perf_counter() - t0
+    compiled = len(models["kiln"].kernels)
+
+    def turn(fn, order):
+        out = {}
+        for name in order:
+            t0 = time.perf_counter()
+            out[name] = (fn(models[name]), time.perf_counter() - t0)
+        return out
+
+    orders = (("kiln", "torch"), ("torch", "kiln"))
+    prefill, logits = [], {}
+    for r in range(args.rounds):
+        models["kiln"].reset_times()
+        res = turn(lambda m: m.prefill(prompts), orders[r % 2])
+        prefill.append({k: v[1] for k, v in res.items()})
+        logits = {k: v[0] for k, v in res.items()}
+    breakdown = {"prefill": _breakdown(models["kiln"])}
+    tokens = {k: [v.argmax(-1)] for k, v in logits.items()}
+    decode = []
+    for step in range(args.steps):
+        res = {}
+        for name in orders[step % 2]:
+            t0 = time.perf_counter()
+            out = models[name].decode(tokens[name][-1])
+            res[name] = time.perf_counter() - t0
+            tokens[name].append(out.argmax(-1))
+        decode.append(res)
+    breakdown["decode"] = _breakdown(models["kiln"])
+    if len(models["kiln"].kernels) != compiled:
+        raise RuntimeError("a kernel was compiled after the model was built")
+
+    def stats(xs):
+        return {"median": float(np.median(xs)), "min": float(min(xs)), "max": float(max(xs))}
+
+    n_prompt = sum(len(p) for p in prompts)
+    B = len(prompts)
+    out = {"dtype": args.dtype, "threads": args.threads, "isa": args.isa or "native", "build_s": build,
+           "kernels": compiled, "breakdown": breakdown}
+    for name in ("kiln", "torch"):
+        pre = [p[name] for p in prefill]
+        out[name] = {"prefill_s": stats(pre), "prefill_tokens_per_s": n_prompt / float(np.median(pre)),
+                     "tokens_sha256": digest(np.stack(tokens[name], 1)), "tokens": np.stack(tokens[name], 1).tolist()}
+        if decode:
+            dec = [d[name] for d in decode]
+            out[name].update(decode_step_s=stats(dec), decode_tokens_per_s=B * len(dec) / sum(dec))
+    out["paired_prefill"] = stats([p["torch"] / p["kiln"] for p in prefill])
+    if decode:
+        out["paired_decode"] = stats([d["torch"] / d["kiln"] for d in decode])
+    print(json.dumps(out))
+    return 0
+
+
 def cmd_bench(args):
-    """Every implementation in its own process (one model's weights in memory at a time),
-    one after another in this run: Kiln f32, torch f32, Kiln bf16, torch bf16, per thread
-    count; then Kiln's tokens again at every --isa: identical everywhere or the run fails."""
+    """One process per (thread count, weights type) runs Kiln and PyTorch in turns (cmd_pair);
+    the thread pools of PyTorch's OpenMP and BLAS are sized by the environment, as its
+    set_num_threads alone leaves its GEMMs on every core (measured here). Then Kiln alone at
+    every --isa: its tokens must be the same at every thread count and ISA or the run fails."""
     cfg = W.load_config(args.config)
     weights_file = args.weights
     if not weights_file:
@@ -215,85 +285,96 @@ def cmd_bench(args):
             print(f"writing {weights_file}", flush=True)
             W.write_safetensors(weights_file, W.generate(cfg, args.seed), metadata={"seed": args.seed})
 
-    def one(impl, dtype, threads, isa=None):
-        cmd = [sys.executable, os.path.abspath(__file__), "generate", "--config", args.config, "--weights",
-               weights_file, "--prompts", ",".join(map(str, args.prompts)), "--prompt-seed", str(args.prompt_seed),
-               "--steps", str(args.steps), "--impl", impl, "--dtype", dtype, "--threads", str(threads), "--json"]
-        if isa:
-            cmd += ["--isa", isa]
-        print("$", " ".join(cmd[2:]), flush=True)
-        # torch.set_num_threads alone leaves its GEMMs on every core (measured: 2 cores busy
-        # at "1 thread"); the OpenMP and BLAS pools take their sizes from the environment.
+    def child(command, dtype, threads, extra=()):
+        cmd = [sys.executable, os.path.abspath(__file__), command, "--config", args.config, "--weights", weights_file,
+               "--prompts", ",".join(map(str, args.prompts)), "--prompt-seed", str(args.prompt_seed),
+               "--steps", str(args.steps), "--dtype", dtype, "--threads", str(threads), *extra]
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
                    MKL_NUM_THREADS=str(threads))
+        print("$", " ".join(cmd[2:]), flush=True)
         p = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if p.returncode:
-            raise SystemExit(f"failed ({p.returncode}):\n{p.stderr[-3000:]}")
-        r = json.loads(p.stdout.strip().splitlines()[-1])
-        r.update(threads=threads, isa=isa or "native")
-        print(f"  prefill {r['prefill_tokens_per_s']:.1f} tok/s, decode {r.get('decode_tokens_per_s', 0):.2f} tok/s, "
-              f"tokens {r['tokens_sha256']}", flush=True)
-        return r
+            raise SystemExit(f"{command} failed ({p.returncode}):\n{p.stderr[-3000:]}")
+        return json.loads(p.stdout.strip().splitlines()[-1])
 
-    runs = []
+    pairs, digests = [], {}
     for threads in args.threads_list:
         for dtype in args.dtypes:
-            for impl in ("kiln", "torch"):
-                try:
-                    runs.append(one(impl, dtype, threads))
-                except SystemExit as e:
-                    if impl == "kiln":
-                        raise
-                    print(f"  torch {dtype} does not run here: {e}", flush=True)
-                    runs.append({"impl": f"torch-{dtype}", "threads": threads, "isa": "native", "failed": str(e)[:300]})
+            r = child("pair", dtype, threads, ("--rounds", str(args.rounds)))
+            pairs.append(r)
+            digests[(dtype, threads, "native")] = r["kiln"]["tokens_sha256"]
+            print(f"  kiln prefill {r['kiln']['prefill_tokens_per_s']:.1f} tok/s, torch "
+                  f"{r['torch']['prefill_tokens_per_s']:.1f}; decode kiln {r['kiln'].get('decode_tokens_per_s', 0):.2f}"
+                  f" tok/s, torch {r['torch'].get('decode_tokens_per_s', 0):.2f}", flush=True)
     for isa in args.isas:
-        runs.append(one("kiln", args.dtypes[0], args.threads_list[0], isa))
-
-    kiln_digests = {(r["impl"], r["threads"], r["isa"]): r["tokens_sha256"] for r in runs if r["impl"].startswith("kiln")}
-    by_dtype = {}
-    for (impl, _, _), dgst in kiln_digests.items():
-        by_dtype.setdefault(impl, set()).add(dgst)
-    reproducible = all(len(d) == 1 for d in by_dtype.values())
-
-    lines = [f"Llama {cfg['name']}: prompt {args.prompts} tokens, {args.steps} decode steps, "
-             f"greedy; tokens/s (higher is better); ratio = Kiln tokens/s / torch tokens/s.", "",
-             "| weights | threads | Kiln prefill | torch prefill | ratio | Kiln decode | torch decode | ratio | decode step ms, Kiln median (range) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for threads in args.threads_list:
+        if not _isa_runs(isa):
+            print(f"isa {isa}: not run (this CPU cannot run its code)", flush=True)
+            continue
         for dtype in args.dtypes:
-            k = next(r for r in runs if r["impl"] == f"kiln-{dtype}" and r["threads"] == threads and r["isa"] == "native")
-            t = next(r for r in runs if r["impl"] == f"torch-{dtype}" and r["threads"] == threads)
-            ds = k.get("decode_step_ms", {})
-            if "failed" in t:
-                tp = td = rp = rd = "—"
-            else:
-                tp, td = f"{t['prefill_tokens_per_s']:.1f}", f"{t.get('decode_tokens_per_s', 0):.2f}"
-                rp = f"{k['prefill_tokens_per_s'] / t['prefill_tokens_per_s']:.2f}"
-                rd = f"{k['decode_tokens_per_s'] / t['decode_tokens_per_s']:.2f}" if args.steps else "—"
-            lines.append(f"| {dtype} | {threads} | {k['prefill_tokens_per_s']:.1f} | {tp} | {rp} | "
-                         f"{k.get('decode_tokens_per_s', 0):.2f} | {td} | {rd} | "
-                         f"{ds.get('median', 0):.1f} ({ds.get('min', 0):.1f}–{ds.get('max', 0):.1f}) |")
-    lines += ["", f"Kiln's time per kernel kind, {args.threads_list[0]} thread(s), seconds (share):", ""]
-    for dtype in args.dtypes:
-        k = next(r for r in runs if r["impl"] == f"kiln-{dtype}" and r["threads"] == args.threads_list[0] and r["isa"] == "native")
-        for phase, parts in k["breakdown"].items():
+            r = child("generate", dtype, args.threads_list[-1], ("--isa", isa, "--json"))
+            digests[(dtype, args.threads_list[-1], isa)] = r["tokens_sha256"]
+    reproducible = all(len({d for (dt, _, _), d in digests.items() if dt == dtype}) == 1 for dtype in args.dtypes)
+
+    def rng(s, scale=1.0, f="{:.2f}"):
+        return f"{f.format(s['median'] * scale)} ({f.format(s['min'] * scale)}–{f.format(s['max'] * scale)})"
+
+    lines = [f"Llama {cfg['name']} ({cfg['n_layers']} layers, d_model {cfg['d_model']}), prompt of "
+             f"{'+'.join(map(str, args.prompts))} tokens, {args.steps} greedy decode steps; Kiln and PyTorch "
+             f"{_torch_version()} eager in turns in one process; tokens/s from median times; paired = PyTorch's "
+             "time / Kiln's in the same turn, median (min–max) (above 1: Kiln is faster).", "",
+             "| weights | threads | prefill tok/s Kiln | PyTorch | paired | decode tok/s Kiln | PyTorch | paired | "
+             "decode step ms Kiln | PyTorch |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in pairs:
+        k, t = r["kiln"], r["torch"]
+        dec = r.get("paired_decode")
+        lines.append(
+            f"| {r['dtype']} | {r['threads']} | {k['prefill_tokens_per_s']:.1f} | {t['prefill_tokens_per_s']:.1f} | "
+            f"{rng(r['paired_prefill'])} | {k.get('decode_tokens_per_s', 0):.2f} | {t.get('decode_tokens_per_s', 0):.2f} | "
+            f"{rng(dec) if dec else '—'} | {rng(k['decode_step_s'], 1e3, '{:.0f}') if dec else '—'} | "
+            f"{rng(t['decode_step_s'], 1e3, '{:.0f}') if dec else '—'} |")
+    lines += ["", "Kiln's time per kernel kind, seconds (share), last prefill round and all decode steps:", ""]
+    for r in pairs:
+        for phase, parts in r["breakdown"].items():
             if not parts:
                 continue
             total = sum(v[0] for v in parts.values())
             ranked = sorted(parts.items(), key=lambda kv: -kv[1][0])
-            lines.append(f"- {dtype} {phase}: " + ", ".join(f"{name} {v[0]:.2f} ({100 * v[0] / total:.0f}%)" for name, v in ranked))
-    lines += ["", "Kiln's output tokens by run (sha256 of all tokens): " + ", ".join(
-        f"{impl} threads={th} isa={isa}: {d}" for (impl, th, isa), d in kiln_digests.items()),
-        f"Reproducible (one digest per weights type): {'yes' if reproducible else 'NO'}"]
+            lines.append(f"- {r['dtype']}, {r['threads']} thread(s), {phase}: " +
+                         ", ".join(f"{name} {v[0]:.3g} ({100 * v[0] / total:.0f}%)" for name, v in ranked))
+    lines += ["", "Kiln's tokens (sha256 of every output token): " + "; ".join(
+        f"{dtype} threads={th} isa={isa} {d}" for (dtype, th, isa), d in digests.items()),
+        f"Identical at every thread count and ISA (per weights type): {'yes' if reproducible else 'NO'}"]
     text = "\n".join(lines)
     print()
     print(text)
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"config": cfg, "prompts": args.prompts, "steps": args.steps, "runs": runs,
+            json.dump({"config": cfg, "prompts": args.prompts, "steps": args.steps, "pairs": pairs,
+                       "digests": {" ".join(map(str, k)): v for k, v in digests.items()},
                        "reproducible": reproducible, "table": text}, f, indent=1)
         print(f"\nwrote {args.out}")
     return 0 if reproducible else 1
+
+
+def _isa_runs(isa):
+    """Whether this CPU runs Kiln's code for `isa` (a tiny kernel compiled and launched)."""
+    import kiln
+
+    try:
+        kiln.library("softmax", shape=(1, 16), knobs={"isa": isa})(np.zeros((1, 16), np.float32))
+        return True
+    except kiln.KilnError:
+        return False
+
+
+def _torch_version():
+    try:
+        import torch
+
+        return torch.__version__
+    except ImportError:
+        return "(not installed)"
 
 
 def main(argv=None):
@@ -321,6 +402,10 @@ def main(argv=None):
     c.add_argument("--prompts", type=lengths_arg, default=[12, 5, 30])
     c.add_argument("--tolerance", type=float, default=2e-4,
                    help="per step, max |kiln - ref| <= tol * max(1, max |ref|) (default 2e-4)")
+    pr = sub.add_parser("pair", help="Kiln and PyTorch in turns in this process (what bench runs)")
+    common(pr, 256)
+    pr.add_argument("--prompts", type=lengths_arg, default=[128])
+    pr.add_argument("--rounds", type=int, default=3, help="prefill rounds")
     s = sub.add_parser("save-weights", help="write drawn weights as safetensors")
     s.add_argument("--config", required=True)
     s.add_argument("--seed", type=int, default=0)
@@ -336,12 +421,14 @@ def main(argv=None):
     b.add_argument("--threads", dest="threads_list", type=lengths_arg, default=[1, 2])
     b.add_argument("--dtypes", type=lambda t: t.split(","), default=["f32", "bf16"])
     b.add_argument("--isas", type=lambda t: [x for x in t.split(",") if x], default=["avx2", "avx512"],
-                   help="Kiln runs again with each isa (reproducibility); an isa the CPU lacks fails the run")
+                   help="Kiln runs again with each isa (reproducibility); one this CPU cannot run is skipped, saying so")
+    b.add_argument("--rounds", type=int, default=3, help="prefill rounds per pair")
     b.add_argument("--workdir", default=os.path.join(HERE, "..", "..", "out", "llama"))
     b.add_argument("--out", help="write the runs and the table as JSON")
     args = ap.parse_args(argv)
     try:
-        return {"generate": cmd_generate, "check": cmd_check, "save-weights": cmd_save, "bench": cmd_bench}[args.cmd](args)
+        return {"generate": cmd_generate, "check": cmd_check, "pair": cmd_pair, "save-weights": cmd_save,
+                "bench": cmd_bench}[args.cmd](args)
     except (W.ConfigError, W.SafetensorsError, ValueError) as e:
         print(f"run.py {args.cmd}: error: {e}", file=sys.stderr)
         return 1

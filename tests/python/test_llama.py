@@ -1,7 +1,10 @@
 # The Llama example end to end (examples/llama, docs/llama.md): the small configuration on
 # Kiln's kernels against the same model in NumPy float64, its kernels compiled once, the
 # output tokens the same on every thread count and ISA, and the safetensors layout.
+import json
+import os
 import struct
+import subprocess
 import sys
 
 import numpy as np
@@ -160,3 +163,24 @@ def test_bad_files_and_requests_are_refused_with_their_reason(cfg, weights, tmp_
     with pytest.raises(ValueError, match="2 tokens for a batch of 1"):
         model.prefill([[1, 2]])
         model.decode([1, 2])
+
+
+def run_py(*args):
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, str(SOURCE_DIR / "examples" / "llama" / "run.py"), *args],
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_the_command_line_checks_and_benchmarks(tmp_path):
+    p = run_py("check", "--config", str(CONFIG), "--steps", "3", "--prompts", "4,9")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["passed"] is True
+    p = run_py("bench", "--config", str(CONFIG), "--prompts", "9,4", "--steps", "2", "--threads", "1",
+               "--rounds", "1", "--isas", "avx2", "--workdir", str(tmp_path), "--out", str(tmp_path / "b.json"))
+    assert p.returncode == 0, p.stderr
+    record = json.loads((tmp_path / "b.json").read_text())
+    assert record["reproducible"] is True
+    assert {(r["dtype"], r["threads"]) for r in record["pairs"]} == {("f32", 1), ("bf16", 1)}
+    assert "| f32 | 1 |" in p.stdout and "Identical at every thread count and ISA (per weights type): yes" in p.stdout
+    p = run_py("generate", "--config", str(CONFIG), "--prompts", "300")
+    assert p.returncode == 1 and "prompt lengths [300] must be in [1, max_seq=256]" in p.stderr
