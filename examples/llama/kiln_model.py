@@ -100,21 +100,40 @@ class KilnLlama:
             self.kernels[key] = kiln.library(name, shape=shape, knobs=self.knobs, **options)
         return self.kernels[key]
 
-    def _gemm(self, M, N, K):
-        """x W^T with W stored [K, N]. Tiles measured on this model's weights (256 to 5632 by
-        2048, 2048 by 5632; docs/llama.md; any tile gives the same bits). Decode (M <= 4 rows)
-        streams wide strips of B: 512 columns 8 rows at a time for f32 on one thread (0.6-0.75x
-        the time of B as N x K), else 256 columns 32 rows at a time (more programs for two
-        threads, and bf16's conversions); never wider than N. Prefill: 64 x 64 outputs with K in
-        steps of 256, 0.80-0.90x the time of the library's 64x64x64."""
+    def _gemm(self, M, N, K, rows=None):
+        """x W^T with W stored [K, N], for up to M rows, tiles of `rows` rows (default: the
+        rule below). Tiles measured on this model's weights (256 to 5632 by 2048, 2048 by
+        5632; docs/llama.md; any tile gives the same bits). Decode (M <= 4 rows) streams wide
+        strips of B: 512 columns 8 rows at a time for f32 on one thread (0.6-0.75x the time of
+        B as N x K), else 256 columns 32 rows at a time (more programs for two threads, and
+        bf16's conversions); never wider than N. Prefill: 64 x 64 outputs with K in steps of
+        256 (0.80-0.90x the time of the library's 64x64x64), or 128 x 64 with K in steps of 128
+        (0.88x again per row, 0.97x on two threads)."""
         b = "bf16" if self.weight_dtype == "bf16" else None
         if M <= 4:
             wide = self.weight_dtype == "f32" and int(self.knobs.get("threads", 1)) == 1
             TN, TK = (512, 8) if wide else (256, 32)
             tile = f"{M}x{min(TN, -(-N // 16) * 16)}x{min(TK, K)}"
+        elif rows == 128:
+            tile = f"128x64x{min(128, K)}"
         else:
             tile = f"{min(64, M)}x64x{min(256, K)}"
         return self._kernel("gemm", (M, N, K), runtime_rows=True, b_dtype=b, tile=tile)
+
+    def _gemms(self, T):
+        """The phase's projections for T rows: one set of kernels per row tile (prefill: 64
+        and 128 rows), each with the cost of a row relative to the others (measured, above)."""
+        c = self.cfg
+        d, hd, H, KH, F = c["d_model"], c["head_dim"], c["n_heads"], c["n_kv_heads"], c["d_ff"]
+        tiles = [(min(64, T), 1.1)] + ([(128, 1.0)] if T >= 128 else [])
+        return [(tm, cost, {"q": self._gemm(T, H * hd, d, tm), "kv": self._gemm(T, KH * hd, d, tm),
+                            "o": self._gemm(T, d, H * hd, tm), "gate_up": self._gemm(T, F, d, tm),
+                            "down": self._gemm(T, d, F, tm)}) for tm, cost in tiles]
+
+    @staticmethod
+    def _pick(gemms, T):
+        """The set whose padded rows cost least for T rows: ceil(T / tile) * tile * cost."""
+        return min(gemms, key=lambda g: -(-T // g[0]) * g[0] * g[1])[2]
 
     def _phase(self, T):
         c = self.cfg
@@ -123,11 +142,7 @@ class KilnLlama:
         return {
             "T": T,
             "norm": self._kernel("rmsnorm", (T, d), eps=c["norm_eps"], runtime_rows=True),
-            "q": self._gemm(T, H * hd, d),
-            "kv": self._gemm(T, KH * hd, d),
-            "o": self._gemm(T, d, H * hd),
-            "gate_up": self._gemm(T, F, d),
-            "down": self._gemm(T, d, F),
+            "gemms": self._gemms(T),
             "rope_q": self._kernel("rope", (T, H, hd), **rope),
             "rope_k": self._kernel("rope", (T, KH, hd), **rope),
             "attention": self._kernel("attention", (c["max_batch"], H, KH, T, c["max_seq"], hd, hd),
@@ -214,10 +229,11 @@ class KilnLlama:
         lens_after[:B] += new
         self._glue(t0)
 
+        G = self._pick(P["gemms"], T)
         for i, lw in enumerate(self.layers):
             self._launch("rmsnorm", P["norm"], h, lw["attn_norm"], P["x"], T)
             for w, out in ((lw["wq"], P["q_"]), (lw["wk"], P["k_"]), (lw["wv"], P["v_"])):
-                kind = P["q"] if out is P["q_"] else P["kv"]
+                kind = G["q"] if out is P["q_"] else G["kv"]
                 self._launch("gemm qkv", kind, P["x"], w, out.reshape(P["T"], -1), T)
             self._launch("rope", P["rope_q"], P["q_"], P["qr"], P["positions"], T)
             self._launch("rope", P["rope_k"], P["k_"], P["kr"], P["positions"], T)
@@ -227,15 +243,15 @@ class KilnLlama:
             self.v_cache[i][seq, :, positions, :] = P["v_"][:T]
             self._glue(t0)
             self._launch("attention", P["attention"], P["qr"], self.k_cache[i], self.v_cache[i], lens_after, cu, P["a"])
-            self._launch("gemm o", P["o"], P["a"].reshape(P["T"], -1), lw["wo"], P["proj"], T)
+            self._launch("gemm o", G["o"], P["a"].reshape(P["T"], -1), lw["wo"], P["proj"], T)
             t0 = time.perf_counter()
             h[:T] += P["proj"][:T]
             self._glue(t0)
             self._launch("rmsnorm", P["norm"], h, lw["mlp_norm"], P["x"], T)
-            self._launch("gemm mlp", P["gate_up"], P["x"], lw["wg"], P["g"], T)
-            self._launch("gemm mlp", P["gate_up"], P["x"], lw["wu"], P["u"], T)
+            self._launch("gemm mlp", G["gate_up"], P["x"], lw["wg"], P["g"], T)
+            self._launch("gemm mlp", G["gate_up"], P["x"], lw["wu"], P["u"], T)
             self._launch("swiglu", P["swiglu"], P["g"], P["u"], P["s"], T)
-            self._launch("gemm mlp", P["down"], P["s"], lw["wd"], P["proj"], T)
+            self._launch("gemm mlp", G["down"], P["s"], lw["wd"], P["proj"], T)
             t0 = time.perf_counter()
             h[:T] += P["proj"][:T]
             self._glue(t0)

@@ -291,6 +291,11 @@ def cmd_bench(args):
                "--steps", str(args.steps), "--dtype", dtype, "--threads", str(threads), *extra]
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
                    MKL_NUM_THREADS=str(threads))
+        if command == "pair" and args.pair_isa == "avx2":
+            # Both sides on AVX2 code: Kiln's isa knob; PyTorch's own kernels and the oneDNN
+            # inside it limited by their documented switches.
+            cmd += ["--isa", "avx2"]
+            env.update(ATEN_CPU_CAPABILITY="avx2", ONEDNN_MAX_CPU_ISA="AVX2", DNNL_MAX_CPU_ISA="AVX2")
         print("$", " ".join(cmd[2:]), flush=True)
         p = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if p.returncode:
@@ -320,7 +325,8 @@ def cmd_bench(args):
 
     lines = [f"Llama {cfg['name']} ({cfg['n_layers']} layers, d_model {cfg['d_model']}), prompt of "
              f"{'+'.join(map(str, args.prompts))} tokens, {args.steps} greedy decode steps; Kiln and PyTorch "
-             f"{_torch_version()} eager in turns in one process; tokens/s from median times; paired = PyTorch's "
+             f"{_torch_version()} eager in turns in one process"
+             f"{', both on AVX2 code' if args.pair_isa == 'avx2' else ''}; tokens/s from median times; paired = PyTorch's "
              "time / Kiln's in the same turn, median (min–max) (above 1: Kiln is faster).", "",
              "| weights | threads | prefill tok/s Kiln | PyTorch | paired | decode tok/s Kiln | PyTorch | paired | "
              "decode step ms Kiln | PyTorch |",
@@ -423,6 +429,8 @@ def main(argv=None):
     b.add_argument("--isas", type=lambda t: [x for x in t.split(",") if x], default=["avx2", "avx512"],
                    help="Kiln runs again with each isa (reproducibility); one this CPU cannot run is skipped, saying so")
     b.add_argument("--rounds", type=int, default=3, help="prefill rounds per pair")
+    b.add_argument("--pair-isa", choices=("native", "avx2"), default="native",
+                   help="avx2: Kiln and PyTorch both limited to AVX2 code in the pairs (as on a CPU without AVX-512)")
     b.add_argument("--workdir", default=os.path.join(HERE, "..", "..", "out", "llama"))
     b.add_argument("--out", help="write the runs and the table as JSON")
     args = ap.parse_args(argv)

@@ -114,6 +114,22 @@ def test_tokens_and_logits_are_the_same_on_every_thread_count_and_isa(cfg, weigh
         assert np.array_equal(logits.view(np.uint32), base_logits.view(np.uint32)), f"{name}: logits differ in bits"
 
 
+def test_the_pytorch_model_is_the_same_model(cfg, weights):
+    # The speed peer (PyTorch float32 eager) computes what the float64 reference does, so the
+    # tokens/s of `run.py bench` compare the same model.
+    pytest.importorskip("torch")
+    prompts = prompts_of(cfg, [11, 4])
+    ref = reference.Reference(cfg, weights, "numpy-f64")
+    peer = reference.Reference(cfg, weights, "torch-f32", threads=1)
+    rl, tl = [ref.prefill(prompts)], [peer.prefill(prompts)]
+    tokens = rl[0].argmax(-1)
+    for _ in range(4):
+        rl.append(ref.decode(tokens))
+        tl.append(peer.decode(tokens))
+        tokens = rl[-1].argmax(-1)
+    assert_close(np.stack(tl), np.stack(rl))
+
+
 def test_weights_round_trip_through_safetensors(cfg, weights, tmp_path):
     path = tmp_path / "small.safetensors"
     W.write_safetensors(path, weights, metadata={"seed": 3})
