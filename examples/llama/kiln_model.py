@@ -74,6 +74,10 @@ class KilnLlama:
         self.lm_head = proj("lm_head.weight")
 
         B, S = c["max_batch"], c["max_seq"]
+        # The ISA the kernels are compiled for (the host's, or the isa knob): the prefill's GEMM
+        # tiles depend on it. Any tile gives the same bits.
+        final_norm = self._kernel("rmsnorm", (B, d), eps=c["norm_eps"], runtime_rows=True)
+        self.isa = final_norm.report["target"]["model"]["isa"]
         self.k_cache = [np.zeros((B, KH, S, hd), np.float32) for _ in range(L)]
         self.v_cache = [np.zeros((B, KH, S, hd), np.float32) for _ in range(L)]
         self.lens = np.zeros(B, np.int32)
@@ -82,7 +86,7 @@ class KilnLlama:
         # The kernels of the two phases, and each phase's buffers (row capacity T).
         self.phases = {"prefill": self._phase(c["max_prefill_tokens"]), "decode": self._phase(B)}
         self.final = {
-            "norm": self._kernel("rmsnorm", (B, d), eps=c["norm_eps"], runtime_rows=True),
+            "norm": final_norm,
             "lm": self._gemm(B, V, d),
             "x": np.zeros((B, d), np.float32),
             "y": np.zeros((B, d), np.float32),
@@ -108,12 +112,15 @@ class KilnLlama:
         B as N x K), else 256 columns 32 rows at a time (more programs for two threads, and
         bf16's conversions); never wider than N. Prefill: 64 x 64 outputs with K in steps of
         256 (0.80-0.90x the time of the library's 64x64x64), or 128 x 64 with K in steps of 128
-        (0.88x again per row, 0.97x on two threads)."""
+        (0.88x again per row, 0.97x on two threads); on AVX2 code 64 or 128 rows x 128 columns,
+        K in steps of 64 (0.75-0.85x the time of 64x64x256 there)."""
         b = "bf16" if self.weight_dtype == "bf16" else None
         if M <= 4:
             wide = self.weight_dtype == "f32" and int(self.knobs.get("threads", 1)) == 1
             TN, TK = (512, 8) if wide else (256, 32)
             tile = f"{M}x{min(TN, -(-N // 16) * 16)}x{min(TK, K)}"
+        elif self.isa == "avx2":  # 16 ymm registers: wider column tiles, K in steps of 64
+            tile = f"{min(rows or 64, M)}x128x{min(64, K)}"
         elif rows == 128:
             tile = f"128x64x{min(128, K)}"
         else:

@@ -220,10 +220,17 @@ def cmd_pair(args):
     models["torch"] = Reference(cfg, w, backend=f"torch-{args.dtype}", weight_dtype=args.dtype, threads=args.threads)
     build["torch"] = time.perf_counter() - t0
     compiled = len(models["kiln"].kernels)
+    torch_error = None
+    try:  # PyTorch's bf16 matmul needs AVX-512 (oneDNN 2.6 in torch 1.13): elsewhere it refuses
+        models["torch"].prefill([prompts[0][:1]])
+    except RuntimeError as e:
+        torch_error = f"PyTorch {args.dtype} does not run here: {e}"
+        del models["torch"]
+    names = list(models)
 
     def turn(fn, order):
         out = {}
-        for name in order:
+        for name in (n for n in order if n in models):
             t0 = time.perf_counter()
             out[name] = (fn(models[name]), time.perf_counter() - t0)
         return out
@@ -240,7 +247,7 @@ def cmd_pair(args):
     decode = []
     for step in range(args.steps):
         res = {}
-        for name in orders[step % 2]:
+        for name in (n for n in orders[step % 2] if n in models):
             t0 = time.perf_counter()
             out = models[name].decode(tokens[name][-1])
             res[name] = time.perf_counter() - t0
@@ -256,17 +263,18 @@ def cmd_pair(args):
     n_prompt = sum(len(p) for p in prompts)
     B = len(prompts)
     out = {"dtype": args.dtype, "threads": args.threads, "isa": args.isa or "native", "build_s": build,
-           "kernels": compiled, "breakdown": breakdown}
-    for name in ("kiln", "torch"):
+           "kernels": compiled, "breakdown": breakdown, "torch_error": torch_error}
+    for name in names:
         pre = [p[name] for p in prefill]
         out[name] = {"prefill_s": stats(pre), "prefill_tokens_per_s": n_prompt / float(np.median(pre)),
                      "tokens_sha256": digest(np.stack(tokens[name], 1)), "tokens": np.stack(tokens[name], 1).tolist()}
         if decode:
             dec = [d[name] for d in decode]
             out[name].update(decode_step_s=stats(dec), decode_tokens_per_s=B * len(dec) / sum(dec))
-    out["paired_prefill"] = stats([p["torch"] / p["kiln"] for p in prefill])
-    if decode:
-        out["paired_decode"] = stats([d["torch"] / d["kiln"] for d in decode])
+    if "torch" in names:
+        out["paired_prefill"] = stats([p["torch"] / p["kiln"] for p in prefill])
+        if decode:
+            out["paired_decode"] = stats([d["torch"] / d["kiln"] for d in decode])
     print(json.dumps(out))
     return 0
 
@@ -295,7 +303,9 @@ def cmd_bench(args):
             # Both sides on AVX2 code: Kiln's isa knob; PyTorch's own kernels and the oneDNN
             # inside it limited by their documented switches.
             cmd += ["--isa", "avx2"]
-            env.update(ATEN_CPU_CAPABILITY="avx2", ONEDNN_MAX_CPU_ISA="AVX2", DNNL_MAX_CPU_ISA="AVX2")
+            # (its f32 GEMMs are the system BLAS, OpenBLAS here: its Haswell kernels).
+            env.update(ATEN_CPU_CAPABILITY="avx2", ONEDNN_MAX_CPU_ISA="AVX2", DNNL_MAX_CPU_ISA="AVX2",
+                       OPENBLAS_CORETYPE="Haswell")
         print("$", " ".join(cmd[2:]), flush=True)
         p = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if p.returncode:
@@ -308,9 +318,11 @@ def cmd_bench(args):
             r = child("pair", dtype, threads, ("--rounds", str(args.rounds)))
             pairs.append(r)
             digests[(dtype, threads, "native")] = r["kiln"]["tokens_sha256"]
+            t = r.get("torch", {})
             print(f"  kiln prefill {r['kiln']['prefill_tokens_per_s']:.1f} tok/s, torch "
-                  f"{r['torch']['prefill_tokens_per_s']:.1f}; decode kiln {r['kiln'].get('decode_tokens_per_s', 0):.2f}"
-                  f" tok/s, torch {r['torch'].get('decode_tokens_per_s', 0):.2f}", flush=True)
+                  f"{t.get('prefill_tokens_per_s', 0):.1f}; decode kiln {r['kiln'].get('decode_tokens_per_s', 0):.2f}"
+                  f" tok/s, torch {t.get('decode_tokens_per_s', 0):.2f}{'; ' + r['torch_error'] if r['torch_error'] else ''}",
+                  flush=True)
     for isa in args.isas:
         if not _isa_runs(isa):
             print(f"isa {isa}: not run (this CPU cannot run its code)", flush=True)
@@ -332,13 +344,20 @@ def cmd_bench(args):
              "decode step ms Kiln | PyTorch |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in pairs:
-        k, t = r["kiln"], r["torch"]
+        k, t = r["kiln"], r.get("torch")
         dec = r.get("paired_decode")
+        if t is None:
+            lines.append(f"| {r['dtype']} | {r['threads']} | {k['prefill_tokens_per_s']:.1f} | — | — | "
+                         f"{k.get('decode_tokens_per_s', 0):.2f} | — | — | "
+                         f"{rng(k['decode_step_s'], 1e3, '{:.0f}') if 'decode_step_s' in k else '—'} | — |")
+            continue
         lines.append(
             f"| {r['dtype']} | {r['threads']} | {k['prefill_tokens_per_s']:.1f} | {t['prefill_tokens_per_s']:.1f} | "
             f"{rng(r['paired_prefill'])} | {k.get('decode_tokens_per_s', 0):.2f} | {t.get('decode_tokens_per_s', 0):.2f} | "
             f"{rng(dec) if dec else '—'} | {rng(k['decode_step_s'], 1e3, '{:.0f}') if dec else '—'} | "
             f"{rng(t['decode_step_s'], 1e3, '{:.0f}') if dec else '—'} |")
+    lines += [f"- {r['dtype']}, {r['threads']} thread(s): {r['torch_error'].splitlines()[0]}" for r in pairs
+              if r.get("torch_error")]
     lines += ["", "Kiln's time per kernel kind, seconds (share), last prefill round and all decode steps:", ""]
     for r in pairs:
         for phase, parts in r["breakdown"].items():
