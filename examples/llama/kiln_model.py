@@ -239,9 +239,8 @@ class KilnLlama:
         G = self._pick(P["gemms"], T)
         for i, lw in enumerate(self.layers):
             self._launch("rmsnorm", P["norm"], h, lw["attn_norm"], P["x"], T)
-            for w, out in ((lw["wq"], P["q_"]), (lw["wk"], P["k_"]), (lw["wv"], P["v_"])):
-                kind = G["q"] if out is P["q_"] else G["kv"]
-                self._launch("gemm qkv", kind, P["x"], w, out.reshape(P["T"], -1), T)
+            for gemm, w, out in ((G["q"], lw["wq"], P["q_"]), (G["kv"], lw["wk"], P["k_"]), (G["kv"], lw["wv"], P["v_"])):
+                self._launch("gemm qkv", gemm, P["x"], w, out.reshape(P["T"], -1), T)
             self._launch("rope", P["rope_q"], P["q_"], P["qr"], P["positions"], T)
             self._launch("rope", P["rope_k"], P["k_"], P["kr"], P["positions"], T)
             t0 = time.perf_counter()
