@@ -71,4 +71,22 @@ done
 if wanted runtime_extents; then
   "$kiln" gpu-capture --archive "$arch" --case runtime_extents tests/ir/runtime_extents.tile
 fi
+# Library kernels beside attention, sized for the GPU by the library (gemm's tiles: the block
+# realization, docs/gpu.md "Thread blocks"), edges included; one gemm as the lane realization
+# with the CPU's tile for the paired comparison; the row kernels of issue 31's table.
+library() {  # NAME KERNEL SHAPE FLOPS [OPTIONS...]
+  local name=$1 kernel=$2 shape=$3 flops=$4
+  shift 4
+  wanted "$name" || return 0
+  "$kiln" gpu-capture --archive "$arch" --case "$name" --kernel "$kernel" --shape "$shape" --flops "$flops" "$@"
+}
+library gemm_300x200x129 gemm 300,200,129 $((2 * 300 * 200 * 129))
+library gemm_77x131x50_tn gemm 77,131,50 $((2 * 77 * 131 * 50)) --trans-b
+library gemm_1024 gemm 1024,1024,1024 $((2 * 1024 * 1024 * 1024))
+library gemm_2048x2048x1024 gemm 2048,2048,1024 $((2 * 2048 * 2048 * 1024))
+library gemm_decode_4x4096x4096 gemm 4,4096,4096 $((2 * 4 * 4096 * 4096))
+library gemm_300x200x129_lanes gemm 300,200,129 $((2 * 300 * 200 * 129)) --tile 64x64x64 --set gpu_realization=lanes
+library softmax_33x5000 softmax 33,5000 0
+library layernorm_19x3000 layernorm 19,3000 0
+library rmsnorm_37x4096 rmsnorm 37,4096 0
 echo "archive: $arch ($(du -sh "$arch" | cut -f1))"

@@ -10,6 +10,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "codegen/block/block_emitter.h"
 #include "codegen/gpu_threads.h"
 #include "codegen/lanes/lane_emitter.h"
 #include "codegen/packets/packet_emitter.h"
@@ -227,6 +228,38 @@ llvm::Function* emitGpuEntry(llvm::Module& m, const ir::Op& root, const plan::Pl
   return f;
 }
 
+// Target nvptx, the block realization: the PTX kernel `name`, void (ptr params), whose thread
+// block b runs program b of the domain on all its BlockPlan::threads threads (a block past
+// this launch's programs returns as a whole: the body holds barriers).
+llvm::Function* emitGpuBlockEntry(llvm::Module& m, const ir::Op& root, const plan::Plan& p, llvm::Function* body,
+                                  const std::string& name) {
+  llvm::LLVMContext& c = m.getContext();
+  llvm::IRBuilder<> b(c);
+  auto* f = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy()}, false),
+                                   llvm::Function::ExternalLinkage, name, m);
+  f->setCallingConv(llvm::CallingConv::PTX_Kernel);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  f->addFnAttr("nvvm.maxntid", std::to_string(p.block.threads));
+  auto* entry = llvm::BasicBlock::Create(c, "entry", f);
+  auto* run = llvm::BasicBlock::Create(c, "block.run", f);
+  auto* done = llvm::BasicBlock::Create(c, "done", f);
+  b.SetInsertPoint(entry);
+  llvm::Value* program = b.CreateZExt(
+      b.CreateIntrinsic(b.getInt32Ty(), llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, llvm::ArrayRef<llvm::Value*>{}),
+      b.getInt64Ty(), "program");
+  llvm::Value* active = b.CreateICmpSLT(program, domainPrograms(b, f->getArg(0), root));
+  b.CreateCondBr(active, run, done);
+  b.SetInsertPoint(run);
+  b.CreateCall(body, {f->getArg(0), program});
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  b.CreateRetVoid();
+  body->setLinkage(llvm::Function::InternalLinkage);
+  body->removeFnAttr(llvm::Attribute::NoInline);
+  body->addFnAttr(llvm::Attribute::AlwaysInline);
+  return f;
+}
+
 // Phase dispatch: void kiln_blocks(ptr params, i64 begin, i64 end, ptr record) over the
 // concatenated block ranges of the phases; each phase's part of [begin, end) goes to its own
 // block loop. The runtime never hands one call blocks of two phases at once when it runs
@@ -315,6 +348,16 @@ std::optional<std::string> lowerDomain(const ir::Kernel& kernel, const plan::Pla
                                        LoweredPhase& out, llvm::Function*& blocks) {
   std::string error;
   const bool gpu = target::of(plan.knobs.target).gpuEntries();
+  if (plan.realization == plan::Realization::Block) {
+    BlockEmitter block(kernel, plan, m);
+    llvm::Function* body = block.emitProgram(prefix + "kiln_program", error);
+    if (!body) return error;
+    realized(*body, out);
+    out.full_packet_decision = "not_applicable";
+    blocks = emitGpuBlockEntry(m, *kernel.root(), plan, body, name);
+    out.gpu_entry = LoweredPhase::GpuEntry{name, plan.block.threads, ""};
+    return std::nullopt;
+  }
   if (plan.realization == plan::Realization::Lanes) {
     // One program per call over the W lanes: no lane mask, so no clone to make.
     LaneEmitter lanes(kernel, plan, m);

@@ -31,6 +31,38 @@ nlohmann::json laneCodeJson(const plan::LaneCode& n) {
           {"allocas", n.allocas}};
 }
 
+// The block realization's decisions (plan::BlockPlan): the thread grid over the program's two
+// dims, each thread's register tile, the stages in shared memory.
+nlohmann::json blockJson(const plan::Plan& p) {
+  const plan::BlockPlan& b = p.block;
+  nlohmann::json stages = nlohmann::json::array();
+  std::vector<std::pair<int64_t, const ir::Op*>> byOffset;
+  for (const auto& [load, s] : b.stages) byOffset.push_back({s.offset, load});
+  std::sort(byOffset.begin(), byOffset.end());
+  for (const auto& [offset, load] : byOffset) {
+    const plan::BlockStage& s = b.stages.at(load);
+    stages.push_back({{"at", where(load->loc)},
+                      {"value", "%" + load->results[0]->name},
+                      {"operand", s.operand == 0 ? "a" : "b"},
+                      {"k_dim", s.k_dim},
+                      {"out_dim", s.out_dim},
+                      {"shape", {s.k_extent, s.pitch}},
+                      {"buffers", s.buffers},
+                      {"offset_bytes", s.offset * 4}});
+  }
+  return {{"model", b.model},
+          {"threads", b.threads},
+          {"grid", {b.threads_y, b.threads_x}},
+          {"dims", {b.dim_y.empty() ? nlohmann::json(nullptr) : nlohmann::json(b.dim_y), b.dim_x}},
+          {"extents", {b.extent_y, b.extent_x}},
+          {"microtile", {b.micro_y, b.micro_x}},
+          {"groups", {b.group_y, b.group_x}},
+          {"stages", stages},
+          {"double_buffered_loops", b.prefetch_loops.size()},
+          {"shared_bytes", b.shared_bytes},
+          {"k_unroll", b.k_unroll}};
+}
+
 // The lane realization's decisions: every tile value's layout, the conversions, the mma
 // register tiles, the reductions and loads/stores, and the code they make per program.
 nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
@@ -180,6 +212,8 @@ nlohmann::json phasePlanJson(const ir::Kernel& kernel, const plan::Plan& p) {
   j["reductions"] = reds;
   j["realization"] = plan::toString(p.realization);
   if (p.realization == plan::Realization::Lanes) j["lanes"] = lanesJson(kernel, p);
+  if (p.realization == plan::Realization::Block) j["block"] = blockJson(p);
+  if (!p.block_not_taken.empty()) j["block_not_taken_because"] = p.block_not_taken;
   std::map<std::string, int> reps;
   for (const auto& v : kernel.values)
     if (v->type.isTile() && v->origin != ir::Value::Origin::Param) reps[plan::repName(p.rep[v->id])]++;
@@ -209,7 +243,7 @@ nlohmann::json gpuFacts(const std::vector<codegen::Phase>& phases, const codegen
         {"virtual_registers", regs}, {"local_bytes", f.local_bytes}, {"shared_bytes", f.shared_bytes}};
   };
   nlohmann::json kernels = nlohmann::json::array();
-  bool spread = true, lanes = false;
+  bool spread = true, lanes = false, block = false;
   for (size_t i = 0; i < lowered.phases.size() && i < phases.size(); ++i) {
     if (!lowered.phases[i].gpu_entry) continue;
     const codegen::LoweredPhase::GpuEntry& e = *lowered.phases[i].gpu_entry;
@@ -217,13 +251,17 @@ nlohmann::json gpuFacts(const std::vector<codegen::Phase>& phases, const codegen
     const plan::GpuLaunch g = plan::gpuLaunch(p, e.threads_per_program);
     spread = spread && e.threads_per_program > 1;
     lanes = lanes || p.realization == plan::Realization::Lanes;
+    block = block || p.realization == plan::Realization::Block;
     nlohmann::json k = {
         {"phase", i},
         {"entry", e.name},
         {"programs", p.num_programs},
         {"programs_per_thread", g.programs_per_thread},
         {"threads_per_program", g.threads_per_program},
-        {"lanes", e.threads_per_program > 1 ? "threads" : "registers"},
+        {"realization", plan::toString(p.realization)},
+        {"lanes", p.realization == plan::Realization::Block ? "block"
+                  : e.threads_per_program > 1               ? "threads"
+                                                            : "registers"},
         {"lanes_not_spread_because", e.not_spread.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.not_spread)},
         {"threads", g.threads},
         {"grid", g.grid},
@@ -241,9 +279,10 @@ nlohmann::json gpuFacts(const std::vector<codegen::Phase>& phases, const codegen
       called.push_back(std::move(c));
     }
   return {
-      {"mapping", spread  ? "one warp segment of W threads per program: lane l of every vector in thread l"
-                  : lanes ? "one GPU thread per program (in some phase): its lane vectors are that thread's registers"
-                          : "one GPU thread per packet of W programs (local_lanes = 1)"},
+      {"mapping", block    ? "one thread block per program (in some phase): its tiles spread over the block's threads"
+                  : spread ? "one warp segment of W threads per program: lane l of every vector in thread l"
+                  : lanes  ? "one GPU thread per program (in some phase): its lane vectors are that thread's registers"
+                           : "one GPU thread per packet of W programs (local_lanes = 1)"},
       {"kernels", kernels},
       {"functions_called", called},
       {"resources_note",

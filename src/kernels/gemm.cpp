@@ -16,6 +16,14 @@ GemmTiles defaultGemmTiles(const GemmShape& s) {
   return GemmTiles{TM, std::min<int64_t>(TN, up16(s.N)), std::clamp<int64_t>(s.K, 1, 64)};
 }
 
+GemmTiles defaultGpuGemmTiles(const GemmShape& s, int64_t multiprocessors) {
+  for (int64_t side : {128, 64, 32}) {
+    const int64_t blocks = ((s.M + side - 1) / side) * ((s.N + side - 1) / side);
+    if (blocks >= multiprocessors || side == 32) return GemmTiles{side, side, side == 128 ? 8 : 16};
+  }
+  return GemmTiles{32, 32, 16};
+}
+
 BuildResult gemm(const GemmShape& s, const GemmTiles& t, bool trans_b, bool fused, bool runtime_rows, FloatElem a_elem,
                  FloatElem b_elem) {
   KernelBuilder kb(trans_b ? "gemm_tn" : "gemm");

@@ -30,5 +30,10 @@ dsl::BuildResult gemm(const GemmShape& shape, const GemmTiles& tiles = {}, bool 
 // The library's tiles for a shape: up to 64 x 64 outputs per program (a 64-column row is four
 // 16-lane vectors), K in steps of up to 64.
 GemmTiles defaultGemmTiles(const GemmShape& shape);
+// On a GPU of `multiprocessors` SMs (the block realization: a program is a thread block of up
+// to 256 threads, each with a register tile of at most 8 x 8 outputs): the largest square tile
+// of 128, 64 or 32 outputs a side that still gives a block per multiprocessor (else 32), with
+// K steps of 8 (128) or 16.
+GemmTiles defaultGpuGemmTiles(const GemmShape& shape, int64_t multiprocessors);
 
 }  // namespace kiln::kernels

@@ -7,7 +7,7 @@ namespace kiln::kernels {
 
 using namespace kiln::dsl;
 
-BuildResult layernorm(int64_t rows, int64_t cols, double eps, int64_t chunk, FloatElem io) {
+BuildResult layernorm(int64_t rows, int64_t cols, double eps, int64_t chunk, FloatElem io, ReduceOrder order) {
   KernelBuilder kb("layernorm");
   if (rows < 1 || cols < 1 || chunk < 1) {
     kb.error("bad-shape", "layernorm needs rows, cols and chunk >= 1");
@@ -23,7 +23,7 @@ BuildResult layernorm(int64_t rows, int64_t cols, double eps, int64_t chunk, Flo
   kb.parallel({{"r", rows}}, [&](Idx r) {
     auto [sum] = kb.serial("cc", 0, nChunks, {Carry{"sum", kb.zeros({})}}, [&](Idx cc, Tile sum) {
       Tile t = load(x, {r, cc * C}, row).as("x_t");  // columns past the end read 0
-      return (sum + reduceSum(t, {"c"}, 0.0)).as("sum_next");
+      return (sum + reduceSum(t, {"c"}, 0.0, order)).as("sum_next");
     });
     Tile mean = (sum / static_cast<double>(cols)).as("mean");
     auto [sq] = kb.serial("cc", 0, nChunks, {Carry{"sq", kb.zeros({})}}, [&](Idx cc, Tile sq) {
@@ -31,7 +31,7 @@ BuildResult layernorm(int64_t rows, int64_t cols, double eps, int64_t chunk, Flo
       Tile d = (load(x, {r, c0}, row) - mean).as("dev");
       Tile d2 = (d * d).as("dev_sq");
       if (ragged) d2 = select(lt(kb.iota({{"c", C}}, "c") + c0, cols), d2, 0.0).as("dev_sq_valid");
-      return (sq + reduceSum(d2, {"c"}, 0.0)).as("sq_next");
+      return (sq + reduceSum(d2, {"c"}, 0.0, order)).as("sq_next");
     });
     Tile inv = rsqrt(sq / static_cast<double>(cols) + eps).as("inv_std");
     kb.serial("cc", 0, nChunks, [&](Idx cc) {

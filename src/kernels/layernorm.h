@@ -15,6 +15,6 @@ namespace kiln::kernels {
 
 // io: the storage of the input and output views (f32, or 16-bit: docs/ir.md, "16-bit views").
 dsl::BuildResult layernorm(int64_t rows, int64_t cols, double eps = 1e-5, int64_t chunk = 1024,
-                           dsl::FloatElem io = dsl::FloatElem::F32);
+                           dsl::FloatElem io = dsl::FloatElem::F32, dsl::ReduceOrder order = dsl::ordered);
 
 }  // namespace kiln::kernels

@@ -56,9 +56,10 @@ struct Spec {
   bool causal = true;
   std::optional<double> scale;
   bool trans_b = false;            // gemm
-  std::optional<GemmTiles> tiles;  // gemm --tile (else defaultGemmTiles)
-  double eps = 0;                  // rmsnorm, layernorm
-  bool neox = true;                // rope
+  std::optional<GemmTiles> tiles;  // gemm --tile (else the target's default: gemmTiles)
+  LibraryTarget target;
+  double eps = 0;    // rmsnorm, layernorm
+  bool neox = true;  // rope
   double base = 10000;
   bool tanh_form = false;  // gelu
   // Storage of float views (docs/ir.md, "16-bit views"): attention --kv-dtype (k, v), gemm
@@ -171,6 +172,30 @@ Error dtypeOption(const LibraryRequest& r, const std::string& name, dsl::FloatEl
 Error runtimeRowsOption(const LibraryRequest& r, Spec& s) {
   return optionFlag(r, "runtime-rows", s.runtime_rows);
 }
+// The row kernels' column chunk and reduction order. CPU: whole rows up to kRowChunk columns,
+// sums and maxima in ascending order. GPU (the block realization spreads a chunk over up to 256
+// threads by powers of two): chunks of a power of two (a row a multiple of 32 columns up to
+// kRowChunk stays whole), and the reductions in unordered_tree(16) order, so that 16 threads
+// per row fold a partition each (an ordered fold is one thread's chain of 1024 adds).
+int64_t rowChunk(const Spec& s) {
+  const int64_t cols = s.shape[1];
+  if (!s.target.gpu) return kRowChunk;
+  if (cols % 32 == 0 && cols <= kRowChunk) return cols;
+  int64_t c = 32;
+  while (c * 2 <= std::min(cols, kRowChunk)) c *= 2;
+  return c;
+}
+dsl::ReduceOrder rowOrder(const Spec& s) {
+  return s.target.gpu ? dsl::unorderedTree(16) : dsl::ordered;
+}
+
+// gemm's tiles: --tile, else the target's default.
+GemmTiles gemmTiles(const Spec& s) {
+  const GemmShape g{s.shape[0], s.shape[1], s.shape[2]};
+  if (s.tiles) return *s.tiles;
+  return s.target.gpu ? defaultGpuGemmTiles(g, s.target.multiprocessors) : defaultGemmTiles(g);
+}
+
 // gemm --tile TMxTNxTK: outputs per program (TM rows x TN columns) and K per step. Any tile
 // gives the same bits (K is accumulated in ascending order either way); the limits keep a
 // program's accumulator and operand tiles within what the planner holds per program.
@@ -554,56 +579,59 @@ const std::vector<Entry>& entries() {
         },
         [](const Spec& s) {
           GemmShape g{s.shape[0], s.shape[1], s.shape[2]};
-          return gemm(g, s.tiles.value_or(defaultGemmTiles(g)), s.trans_b, s.fused, s.runtime_rows, s.a_elem, s.b_elem);
+          return gemm(g, gemmTiles(s), s.trans_b, s.fused, s.runtime_rows, s.a_elem, s.b_elem);
         },
         [](const Spec& s, const std::vector<host::ParamData>& in) {
           return cutRows(s, in,
                          reference::gemm({s.shape[0], s.shape[1], s.shape[2]}, s.trans_b, in[0].data, in[1].data));
         }});
 
+    t.push_back(Entry{{"softmax", "rows,cols", std::string(kRuntimeRowsHelp) + "\n" + kDtypeHelp,
+                       "y[r,:] = softmax(x[r,:]) (max-subtracted, online over column chunks)"},
+                      {"rows", "cols"},
+                      {1, 1},
+                      {"runtime-rows", "dtype"},
+                      rowsOptions,
+                      rowsViews({"x"}, false, false),
+                      [](const Spec& s) {
+                        return softmax(s.shape[0], s.shape[1], 1, rowChunk(s), s.runtime_rows, s.io_elem, rowOrder(s));
+                      },
+                      [](const Spec& s, const std::vector<host::ParamData>& in) {
+                        return cutRows(s, in, reference::softmax(s.shape[0], s.shape[1], in[0].data));
+                      }});
+
     t.push_back(
-        Entry{{"softmax", "rows,cols", std::string(kRuntimeRowsHelp) + "\n" + kDtypeHelp,
-               "y[r,:] = softmax(x[r,:]) (max-subtracted, online over column chunks)"},
+        Entry{{"rmsnorm", "rows,cols",
+               std::string("--eps E   added to the mean square (default 1e-6), rounded to f32; 0..1\n") +
+                   kRuntimeRowsHelp + "\n" + kDtypeHelp + " (w stays f32)",
+               "y[r,c] = x[r,c] / sqrt(mean(x[r,:]^2) + eps) * w[c]"},
               {"rows", "cols"},
               {1, 1},
-              {"runtime-rows", "dtype"},
-              rowsOptions,
-              rowsViews({"x"}, false, false),
-              [](const Spec& s) { return softmax(s.shape[0], s.shape[1], 1, kRowChunk, s.runtime_rows, s.io_elem); },
+              {"eps", "runtime-rows", "dtype"},
+              epsOption(1e-6),
+              rowsViews({"x"}, true, false),
+              [](const Spec& s) {
+                return rmsnorm(s.shape[0], s.shape[1], s.eps, 1, rowChunk(s), s.runtime_rows, s.io_elem, rowOrder(s));
+              },
               [](const Spec& s, const std::vector<host::ParamData>& in) {
-                return cutRows(s, in, reference::softmax(s.shape[0], s.shape[1], in[0].data));
+                return cutRows(
+                    s, in, reference::rmsnorm(s.shape[0], s.shape[1], double(float(s.eps)), in[0].data, in[1].data));
               }});
 
     t.push_back(Entry{
-        {"rmsnorm", "rows,cols",
-         std::string("--eps E   added to the mean square (default 1e-6), rounded to f32; 0..1\n") + kRuntimeRowsHelp +
-             "\n" + kDtypeHelp + " (w stays f32)",
-         "y[r,c] = x[r,c] / sqrt(mean(x[r,:]^2) + eps) * w[c]"},
+        {"layernorm", "rows,cols",
+         "--eps E   added to the variance (default 1e-5), rounded to f32; 0..1\n" + std::string(kDtypeHelp) +
+             " (w and b stay f32)",
+         "y[r,c] = (x[r,c] - mean) / sqrt(var + eps) * w[c] + b[c] (two-pass mean and variance)"},
         {"rows", "cols"},
         {1, 1},
-        {"eps", "runtime-rows", "dtype"},
-        epsOption(1e-6),
-        rowsViews({"x"}, true, false),
-        [](const Spec& s) { return rmsnorm(s.shape[0], s.shape[1], s.eps, 1, kRowChunk, s.runtime_rows, s.io_elem); },
+        {"eps", "dtype"},
+        epsOption(1e-5),
+        rowsViews({"x"}, true, true),
+        [](const Spec& s) { return layernorm(s.shape[0], s.shape[1], s.eps, rowChunk(s), s.io_elem, rowOrder(s)); },
         [](const Spec& s, const std::vector<host::ParamData>& in) {
-          return cutRows(s, in,
-                         reference::rmsnorm(s.shape[0], s.shape[1], double(float(s.eps)), in[0].data, in[1].data));
+          return reference::layernorm(s.shape[0], s.shape[1], double(float(s.eps)), in[0].data, in[1].data, in[2].data);
         }});
-
-    t.push_back(Entry{{"layernorm", "rows,cols",
-                       "--eps E   added to the variance (default 1e-5), rounded to f32; 0..1\n" +
-                           std::string(kDtypeHelp) + " (w and b stay f32)",
-                       "y[r,c] = (x[r,c] - mean) / sqrt(var + eps) * w[c] + b[c] (two-pass mean and variance)"},
-                      {"rows", "cols"},
-                      {1, 1},
-                      {"eps", "dtype"},
-                      epsOption(1e-5),
-                      rowsViews({"x"}, true, true),
-                      [](const Spec& s) { return layernorm(s.shape[0], s.shape[1], s.eps, kRowChunk, s.io_elem); },
-                      [](const Spec& s, const std::vector<host::ParamData>& in) {
-                        return reference::layernorm(s.shape[0], s.shape[1], double(float(s.eps)), in[0].data,
-                                                    in[1].data, in[2].data);
-                      }});
 
     t.push_back(Entry{{"swiglu", "rows,cols", std::string(kRuntimeRowsHelp) + "\n" + kDtypeHelp,
                        "y = gate / (1 + exp(-gate)) * up (SiLU(gate) * up), gate and up [rows,cols]"},
@@ -725,6 +753,7 @@ Error parse(const LibraryRequest& r, const Entry*& entry, Spec& spec) {
     return fmt::format("{}: --shape '{}' has {} field{}; expected {}: {}", r.name, r.shape, parts.size(),
                        parts.size() == 1 ? "" : "s", e.fields.size(), fields);
   spec = Spec{};
+  spec.target = r.target;
   for (size_t i = 0; i < parts.size(); ++i) {
     std::optional<int64_t> v = parseInt(parts[i]);
     if (!v) return fmt::format("{}: {}='{}' is not an integer (--shape {})", r.name, e.fields[i], parts[i], fields);
@@ -775,8 +804,11 @@ std::optional<std::string> libraryChoices(const LibraryRequest& request, std::ma
   if (auto err = parse(request, e, spec)) return err;
   out.clear();
   if (e->info.name == "gemm") {
-    const GemmTiles t = spec.tiles.value_or(defaultGemmTiles({spec.shape[0], spec.shape[1], spec.shape[2]}));
-    out["tile"] = fmt::format("{}x{}x{}{}", t.TM, t.TN, t.TK, spec.tiles ? " (given)" : " (library default)");
+    const GemmTiles t = gemmTiles(spec);
+    out["tile"] = fmt::format("{}x{}x{}{}", t.TM, t.TN, t.TK,
+                              spec.tiles        ? " (given)"
+                              : spec.target.gpu ? " (library default for a GPU)"
+                                                : " (library default)");
     return std::nullopt;
   }
   if (e->info.name != "attention") return std::nullopt;

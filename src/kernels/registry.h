@@ -3,6 +3,7 @@
 // FP64 reference written plainly in C++ (no IR, no interpreter).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -14,12 +15,22 @@
 
 namespace kiln::kernels {
 
+// What the library sizes programs for (DESIGN.md, "The target model"): the CPU, or a GPU
+// with this many multiprocessors (its programs are thread blocks; gemm's default tiles fill
+// them). Filled by the caller from the target knob's model; a different choice is a different,
+// equally defined kernel.
+struct LibraryTarget {
+  bool gpu = false;
+  int64_t multiprocessors = 0;
+};
+
 struct LibraryRequest {
   std::string name;                            // e.g. "attention"
   std::string shape;                           // e.g. "1,8,2,1,2053,80,96"
   std::map<std::string, std::string> options;  // e.g. {"mask","causal"}, {"block","1x16"}
   // Option names are the CLI's without "--" (block mask scale trans-b eps style base approx);
   // a flag (trans-b) takes "" or "true". An option the kernel does not take is an error.
+  LibraryTarget target;
 };
 
 struct LibraryKernelInfo {

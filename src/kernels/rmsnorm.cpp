@@ -8,7 +8,7 @@ namespace kiln::kernels {
 using namespace kiln::dsl;
 
 BuildResult rmsnorm(int64_t rows, int64_t cols, double eps, int64_t block_rows, int64_t chunk, bool runtime_rows,
-                    FloatElem io) {
+                    FloatElem io, ReduceOrder order) {
   KernelBuilder kb("rmsnorm");
   if (rows < 1 || cols < 1 || block_rows < 1 || chunk < 1) {
     kb.error("bad-shape", "rmsnorm needs rows, cols, block_rows and chunk >= 1");
@@ -23,7 +23,7 @@ BuildResult rmsnorm(int64_t rows, int64_t cols, double eps, int64_t block_rows, 
     kb.parallel({domain}, [&](Idx p) {
       Idx r0 = (p * block_rows).as("r0");
       Tile t = load(x, {r0, 0}, rc).as("x_t");
-      Tile meanSq = (reduceSum(t * t, {"c"}, 0.0) / static_cast<double>(cols)).as("mean_sq");
+      Tile meanSq = (reduceSum(t * t, {"c"}, 0.0, order) / static_cast<double>(cols)).as("mean_sq");
       Tile inv = rsqrt(meanSq + eps).as("inv_rms");
       Tile wt = load(w, {0}, {{"c", cols}}).as("w_t");
       store((t * inv * wt).as("y_t"), y, {r0, 0}, rc);
@@ -36,7 +36,7 @@ BuildResult rmsnorm(int64_t rows, int64_t cols, double eps, int64_t block_rows, 
     Idx r0 = (p * block_rows).as("r0");
     auto [ss] = kb.serial("cc", 0, nChunks, {Carry{"ss", kb.zeros({{"r", block_rows}})}}, [&](Idx cc, Tile ss) {
       Tile t = load(x, {r0, cc * chunk}, rc).as("x_t");  // columns past the end read 0
-      return (ss + reduceSum(t * t, {"c"}, 0.0)).as("ss_next");
+      return (ss + reduceSum(t * t, {"c"}, 0.0, order)).as("ss_next");
     });
     Tile inv = rsqrt(ss / static_cast<double>(cols) + eps).as("inv_rms");
     kb.serial("cc", 0, nChunks, [&](Idx cc) {

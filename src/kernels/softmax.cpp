@@ -7,7 +7,8 @@ namespace kiln::kernels {
 
 using namespace kiln::dsl;
 
-BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows, int64_t chunk, bool runtime_rows, FloatElem io) {
+BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows, int64_t chunk, bool runtime_rows, FloatElem io,
+                    ReduceOrder order) {
   KernelBuilder kb("softmax");
   if (rows < 1 || cols < 1 || block_rows < 1 || chunk < 1) {
     kb.error("bad-shape", "softmax needs rows, cols, block_rows and chunk >= 1");
@@ -21,8 +22,8 @@ BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows, int64_t chun
     kb.parallel({domain}, [&](Idx p) {
       Idx r0 = (p * block_rows).as("r0");
       Tile t = load(x, {r0, 0}, rc).as("x_t");
-      Tile e = exp(t - reduceMax(t, {"c"}, -inf).as("row_max")).as("e");
-      store((e / reduceSum(e, {"c"}, 0.0).as("row_sum")).as("y_t"), y, {r0, 0}, rc);
+      Tile e = exp(t - reduceMax(t, {"c"}, -inf, order).as("row_max")).as("e");
+      store((e / reduceSum(e, {"c"}, 0.0, order).as("row_sum")).as("y_t"), y, {r0, 0}, rc);
     });
     return kb.finish();
   }
@@ -34,10 +35,10 @@ BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows, int64_t chun
     auto [m, l] = kb.serial("cc", 0, nChunks, {m0, l0}, [&](Idx cc, Tile mPrev, Tile lPrev) {
       // Columns past the end read -inf: they change neither the max nor the sum.
       Tile t = load(x, {r0, cc * chunk}, rc, -inf).as("x_t");
-      Tile mNew = max(mPrev, reduceMax(t, {"c"}, -inf).as("chunk_max")).as("m_new");
+      Tile mNew = max(mPrev, reduceMax(t, {"c"}, -inf, order).as("chunk_max")).as("m_new");
       // While a row has seen only -inf, m is -inf; exp(t - 0) keeps its terms 0, never NaN.
       Tile mSafe = select(eq(mNew, -inf), 0.0, mNew).as("m_safe");
-      Tile sum = reduceSum(exp(t - mSafe), {"c"}, 0.0).as("chunk_sum");
+      Tile sum = reduceSum(exp(t - mSafe), {"c"}, 0.0, order).as("chunk_sum");
       return Tiles{mNew, (lPrev * exp(mPrev - mSafe) + sum).as("l_new")};
     });
     kb.serial("cc", 0, nChunks, [&](Idx cc) {

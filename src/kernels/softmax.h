@@ -18,6 +18,6 @@ namespace kiln::kernels {
 // io: the storage of the input and output views (f32, or 16-bit: docs/ir.md, "16-bit views").
 dsl::BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows = 4,
                          int64_t chunk = std::numeric_limits<int64_t>::max(), bool runtime_rows = false,
-                         dsl::FloatElem io = dsl::FloatElem::F32);
+                         dsl::FloatElem io = dsl::FloatElem::F32, dsl::ReduceOrder order = dsl::ordered);
 
 }  // namespace kiln::kernels

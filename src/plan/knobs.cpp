@@ -159,6 +159,20 @@ const std::vector<Entry>& entries() {
     }
     {
       Entry e;
+      e.info = {"gpu_realization", "auto", "auto|block|lanes",
+                "target nvptx: a program per thread block, its tiles spread over the threads and mma operands "
+                "staged in shared memory (block), or per warp segment (lanes); auto takes block where every op "
+                "of the program has a block form (docs/gpu.md)"};
+      e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
+        if (v != "auto" && v != "block" && v != "lanes") return rangeError(info, v);
+        k.gpu_realization = v;
+        return std::nullopt;
+      };
+      e.get = [](const Knobs& k) { return k.gpu_realization; };
+      t.push_back(e);
+    }
+    {
+      Entry e;
       e.info = {"root_axis_order", "as-written", "a permutation of the root domain's axis names, comma-separated",
                 "order in which the root domain is flattened into programs (first = outermost)"};
       e.set = [](Knobs& k, const std::string& v) -> std::optional<std::string> {

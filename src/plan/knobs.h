@@ -18,7 +18,9 @@ struct Knobs {
   std::string isa = "native";  // native | avx2 | avx512: the instruction set the code is generated for
   target::Kind target = target::Kind::Cpu;  // cpu | nvptx: the host CPU (an object) or an NVIDIA GPU (PTX)
   std::string gpu_lanes = "threads";        // nvptx: a program's lanes over W threads, or in one thread's registers
-  std::string root_axis_order;              // "" = as written; else comma-separated domain axis names
+  std::string gpu_realization =
+      "auto";                   // nvptx: a program per thread block where it has that form (auto), always, never
+  std::string root_axis_order;  // "" = as written; else comma-separated domain axis names
   int64_t max_unrolled_tile_elements = 64;
   int64_t max_unrolled_mma_terms = 0;
   int64_t mma_output_block = 1;

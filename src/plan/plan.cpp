@@ -64,6 +64,19 @@ class Planner {
     countLoops(k_.body);
     p_.work.multiply_adds_per_program = 0;
     countWork(k_.body, 1, true);
+    const bool gpu = target::of(p_.knobs.target).gpuEntries();
+    if (gpu && (p_.knobs.gpu_realization == "block" ||
+                (p_.knobs.gpu_realization == "auto" && p_.realization == Realization::Lanes))) {
+      p_.block_not_taken = planBlock(k_, p_);
+      if (p_.block_not_taken.empty()) {
+        p_.realization = Realization::Block;
+        return std::nullopt;
+      }
+      if (p_.knobs.gpu_realization == "block")
+        return "knob 'gpu_realization=block': the program has no block form: " + p_.block_not_taken;
+    } else if (gpu) {
+      p_.block_not_taken = p_.knobs.gpu_realization == "lanes" ? "gpu_realization=lanes" : "local_lanes=1";
+    }
     if (p_.realization == Realization::Lanes) return planLanes(k_, p_);
     return std::nullopt;
   }
@@ -432,6 +445,7 @@ const char* toString(Realization r) {
   switch (r) {
     case Realization::Packets: return "packets";
     case Realization::Lanes: return "lanes";
+    case Realization::Block: return "block";
   }
   return "?";
 }
@@ -448,6 +462,12 @@ const char* toString(MmaForm form) {
 
 GpuLaunch gpuLaunch(const Plan& p, int64_t threads_per_program) {
   GpuLaunch g;
+  if (p.realization == Realization::Block) {
+    g.threads_per_program = g.threads_per_block = p.block.threads;
+    g.threads = p.num_programs * p.block.threads;
+    g.grid = p.num_programs;
+    return g;
+  }
   g.programs_per_thread = p.realization == Realization::Lanes ? 1 : p.knobs.packet_width;
   g.threads_per_program = threads_per_program;
   g.threads = (p.num_programs + g.programs_per_thread - 1) / g.programs_per_thread * threads_per_program;

@@ -114,8 +114,8 @@ struct Conversion {
 // How a domain's programs meet the W lanes of a vector (knob local_lanes): a packet of W
 // programs, one per lane (local_lanes = 1, codegen/packets/), or one program over all the
 // lanes (local_lanes = W, codegen/lanes/).
-enum class Realization { Packets, Lanes };
-const char* toString(Realization r);  // "packets" | "lanes"
+enum class Realization { Packets, Lanes, Block };
+const char* toString(Realization r);  // "packets" | "lanes" | "block"
 
 enum class MmaForm { OuterProduct, Scalar, Dot, Elements };
 const char* toString(MmaForm form);  // "outer_product" | "scalar" | "dot" | "elements"
@@ -204,6 +204,42 @@ struct LanePlan {
   LaneCode code;                        // predicted
 };
 
+// ---- The GPU block realization (target nvptx, knob gpu_realization; src/plan/block.cpp,
+// docs/gpu.md "Thread blocks"): one program per thread block. Every tile value of the program
+// has its dims among two, `dim_y` and `dim_x` (an mma accumulator's, or a stored tile's), and
+// is spread over a threads_y x threads_x grid of the block's threads: thread (ty, tx) holds
+// micro_y x micro_x of its elements, in groups of `group_*` adjacent ones, the groups of one
+// thread `threads_* x group_*` apart (row r of the thread: (r / gy)·threads_y·gy + ty·gy +
+// r mod gy). A tile without one of the dims is held by every thread of that grid line. Each
+// mma operand is a load whose tile goes to shared memory (a stage) and is read from there by
+// every thread, K ascending; a stage in a serial loop whose origin the next trip can compute
+// early is double-buffered: the loads of trip i+1 are in flight while trip i multiplies.
+struct BlockStage {
+  const ir::Op* mma = nullptr;
+  int operand = 0;             // 0: a, 1: b
+  std::string k_dim, out_dim;  // the contracted dim; the accumulator's dim it carries
+  int64_t k_extent = 0, out_extent = 0;
+  int64_t pitch = 0;    // floats per K row in shared memory (out_extent plus padding)
+  int64_t offset = 0;   // float offset of buffer 0 in the block's shared array
+  int64_t buffers = 1;  // 2: double-buffered
+};
+
+struct BlockPlan {
+  std::string model;  // the target model's name
+  int64_t threads = 0, threads_y = 1, threads_x = 1;
+  std::string dim_y, dim_x;  // "" where the program's tiles have one dim
+  int64_t extent_y = 1, extent_x = 1;
+  int64_t micro_y = 1, micro_x = 1, group_y = 1, group_x = 1;
+  std::map<const ir::Op*, BlockStage> stages;  // by load
+  std::vector<const ir::Op*> prefetch_loops;   // serial loops whose stages are double-buffered
+  // Reductions go through a scratch area of shared memory after the stages (floats): the
+  // operand's tile, line by line (the kept dim's coordinate; contributions row-major over the
+  // reduced dims), then the init per line, then each line's partitions (1 when ordered).
+  int64_t scratch_offset = 0, scratch_floats = 0;
+  int64_t shared_bytes = 0;
+  int64_t k_unroll = 16;  // an mma's K steps unrolled up to this many (else a loop)
+};
+
 struct Plan {
   Knobs knobs;  // effective values
   int64_t num_programs = 0;
@@ -228,7 +264,10 @@ struct Plan {
   // Set when the plan lowered max_unrolled_tile_elements (knobs holds the value in effect).
   std::string unrolled_tile_cap_reason;
   Realization realization = Realization::Packets;
-  LanePlan lanes;  // filled when realization == Realization::Lanes
+  LanePlan lanes;   // filled when realization == Realization::Lanes
+  BlockPlan block;  // filled when realization == Realization::Block
+  // Target nvptx: why the block realization was not taken ("" when it was, or on a CPU).
+  std::string block_not_taken;
 
   Rep repOf(const ir::Value* v) const { return rep[v->id]; }
   bool isUniform(const ir::Value* v) const { return uniform[v->id]; }
@@ -245,7 +284,7 @@ struct Plan {
 // Its lanes are spread over `threads_per_program` threads (W: a segment of a warp, lane l in
 // thread l; 1: the W-lane vectors are one thread's registers). Threads past `threads` return
 // at once. Blocks of one warp while that gives at least 4 blocks per multiprocessor of an H200
-// (132), else of 128 threads.
+// (132), else of 128 threads. The block realization: one block of BlockPlan::threads per program.
 struct GpuLaunch {
   int64_t programs_per_thread = 1;  // programs per call of the body
   int64_t threads_per_program = 1;  // threads per call of the body
@@ -254,6 +293,10 @@ struct GpuLaunch {
   int64_t grid = 0;  // thread blocks: ceil(threads / threads_per_block)
 };
 GpuLaunch gpuLaunch(const Plan& p, int64_t threads_per_program);
+
+// The block realization's decisions (src/plan/block.cpp): "" and `p.block` filled when every op
+// of the program has a block form, else the first reason it has not. Called by buildPlan.
+std::string planBlock(const ir::Kernel& kernel, Plan& p);
 
 // The lane realization's decisions (src/plan/lanes.cpp); called by buildPlan.
 std::optional<std::string> planLanes(const ir::Kernel& kernel, Plan& p);

@@ -15,7 +15,14 @@ nlohmann::json Model::toJson() const {
           {"prefetch", prefetch},
           {"fma_ports", fma_ports},
           {"l1d_bytes", l1d_bytes},
-          {"l2_bytes", l2_bytes}};
+          {"l2_bytes", l2_bytes},
+          {"multiprocessors", multiprocessors},
+          {"warp_threads", warp_threads},
+          {"block_threads", block_threads},
+          {"mma_threads_y", mma_threads_y},
+          {"microtile_elements", microtile_elements},
+          {"shared_bytes_per_block", shared_bytes_per_block},
+          {"shared_vector_lanes", shared_vector_lanes}};
 }
 
 }  // namespace kiln::target

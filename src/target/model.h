@@ -26,6 +26,15 @@ struct Model {
   bool prefetch = false;                 // software prefetch of streamed tiles pays (CPU caches; not the GPU)
   int64_t fma_ports = 0;                 // vector FMAs issued per cycle (stated; 0 unknown)
   int64_t l1d_bytes = 0, l2_bytes = 0;   // data caches of one core (the OS's numbers; 0 unknown)
+  // A GPU (0 on a CPU): the facts the block realization (plan::BlockPlan) sizes a thread block
+  // and its per-thread register tiles from.
+  int64_t multiprocessors = 0;         // SMs that blocks spread over
+  int64_t warp_threads = 0;            // threads of a warp
+  int64_t block_threads = 0;           // threads of a block the realization aims for (at most)
+  int64_t mma_threads_y = 0;           // threads along an mma output's row dim (at most)
+  int64_t microtile_elements = 0;      // the most elements of one tile value a thread may hold
+  int64_t shared_bytes_per_block = 0;  // static shared memory of one block
+  int64_t shared_vector_lanes = 0;     // f32 lanes of the widest shared-memory load (ld.shared.v4)
 
   // Lanes of one machine register for W-lane vectors (a wider access is split into pieces).
   int64_t registerLanes(int64_t w) const { return register_lanes > 0 ? register_lanes : w; }

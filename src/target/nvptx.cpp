@@ -9,18 +9,29 @@ namespace kiln::target {
 
 // sm_90a as the lane realization uses it today: a thread holds one lane of each vector, so
 // vectors are never split and scattered stores are per-thread stores; the register tile keeps
-// the CPU's budget of 20 vectors until the GPU realization sizes its own.
+// the CPU's budget of 20 vectors. The block realization's facts follow.
 const Model& NvptxTarget::model(const std::string& isa) const {
   (void)isa;
   static const Model m = [] {
     Model n;
-    n.name = "nvptx sm_90a (a lane per thread)";
+    n.name = "nvptx sm_90a (H200: 132 SMs)";
     n.isa = "sm_90a";
     n.packet_width = 16;
     n.accumulator_registers = 20;
     n.max_tile_chunk_registers = 4;
     n.transpose_lanes = 16;
     n.scatter = true;
+    // The block realization (docs/gpu.md, "Thread blocks"): an H200 has 132 SMs of 64K 32-bit
+    // registers and 228 KB of shared memory; blocks of 256 threads with at most 64 elements of a
+    // tile per thread (8 x 8 accumulators) leave room for two blocks per SM; 48 KB is what a
+    // block may declare statically.
+    n.multiprocessors = 132;
+    n.warp_threads = 32;
+    n.block_threads = 256;
+    n.mma_threads_y = 16;
+    n.microtile_elements = 64;
+    n.shared_bytes_per_block = 48 * 1024;
+    n.shared_vector_lanes = 4;
     return n;
   }();
   return m;

@@ -16,6 +16,7 @@
 #include "driver/gpu_capture.h"
 #include "ir/diag.h"
 #include "ir/parser.h"
+#include "ir/printer.h"
 #include "jit/compile.h"
 #include "kernels/registry.h"
 
@@ -82,9 +83,18 @@ TEST(Gpu, EveryExampleCompilesToPtxWithItsLaunchInTheReport) {
     const int64_t programs = k["programs"], perThread = k["programs_per_thread"], threads = k["threads"];
     const int64_t grid = k["grid"], block = k["block"], perProgram = k["threads_per_program"];
     EXPECT_EQ(programs, r["phases"][0]["domain"]["programs"].get<int64_t>());
-    // The lanes of every example spread over a warp segment of W threads.
-    EXPECT_EQ(k["lanes"], "threads") << k["lanes_not_spread_because"];
-    EXPECT_EQ(perProgram, r["knobs"]["packet_width"].get<int64_t>());
+    // Every example runs a program per thread block (block realization) or spreads its lanes
+    // over a warp segment of W threads.
+    if (k["realization"] == "block") {
+      EXPECT_EQ(k["lanes"], "block");
+      EXPECT_EQ(perProgram, r["phases"][0]["block"]["threads"].get<int64_t>());
+      EXPECT_EQ(block, perProgram);
+      EXPECT_EQ(grid, programs);
+    } else {
+      EXPECT_EQ(k["lanes"], "threads") << k["lanes_not_spread_because"];
+      EXPECT_EQ(perProgram, r["knobs"]["packet_width"].get<int64_t>());
+      EXPECT_FALSE(r["phases"][0]["block_not_taken_because"].get<std::string>().empty());
+    }
     EXPECT_EQ(threads, (programs + perThread - 1) / perThread * perProgram);
     EXPECT_EQ(block % 32, 0);
     EXPECT_GE(grid * block, threads);
@@ -102,6 +112,7 @@ TEST(Gpu, LanesSpreadWhateverTheIsaAndSayWhyWhenNot) {
   ASSERT_TRUE(kernel);
   kiln::plan::Knobs avx2 = gpuKnobs();
   ASSERT_FALSE(avx2.setAssignment("isa=avx2").has_value());
+  ASSERT_FALSE(avx2.setAssignment("gpu_realization=lanes").has_value());
   kiln::driver::Compilation c;
   auto err = kiln::driver::compile(*kernel, avx2, c, kiln::driver::Stage::Report);
   ASSERT_FALSE(err.has_value()) << *err;
@@ -119,6 +130,101 @@ TEST(Gpu, LanesSpreadWhateverTheIsaAndSayWhyWhenNot) {
   EXPECT_EQ(k["programs_per_thread"], 8);
   EXPECT_EQ(k["threads"], (k["programs"].get<int64_t>() + 7) / 8);
   expectPrecisePtx(p.object, "local_lanes=1");
+}
+
+// The block realization (docs/gpu.md, "Thread blocks"): a GEMM sized for the GPU by the library
+// runs a program per block of 256 threads, each with its register tile of accumulators, the
+// operands staged in shared memory (double-buffered over the K loop) and read as 4-wide
+// vectors; the report states the plan and the PTX declares what it says. A program with no block
+// form keeps the lane realization and says why; forcing the knob there is an error naming it.
+TEST(Gpu, GemmRunsAProgramPerThreadBlockWithStagedOperands) {
+  kiln::kernels::LibraryRequest req{"gemm", "300,200,129", {}, {true, 132}};
+  std::unique_ptr<kiln::ir::Kernel> k;
+  ASSERT_FALSE(kiln::kernels::buildLibraryKernel(req, k));
+  kiln::driver::Compilation c;
+  auto err = kiln::driver::compile(*k, gpuKnobs(), c, kiln::driver::Stage::Report);
+  ASSERT_FALSE(err.has_value()) << *err;
+  const nlohmann::json& b = c.report["phases"][0]["block"];
+  EXPECT_EQ(c.report["phases"][0]["realization"], "block");
+  EXPECT_EQ(b["threads"], 256);
+  EXPECT_EQ(b["grid"], nlohmann::json({16, 16}));
+  EXPECT_EQ(b["extents"], nlohmann::json({32, 32}));  // 32x32x16: 70 blocks for 132 SMs
+  EXPECT_EQ(b["microtile"], nlohmann::json({2, 2}));
+  ASSERT_EQ(b["stages"].size(), 2u);
+  for (const nlohmann::json& s : b["stages"]) {
+    EXPECT_EQ(s["buffers"], 2);
+    EXPECT_EQ(s["shape"], nlohmann::json({16, 36}));  // K rows of 32 outputs, padded by 4
+  }
+  EXPECT_EQ(b["double_buffered_loops"], 1);
+  const nlohmann::json& g = c.report["gpu"]["kernels"][0];
+  EXPECT_EQ(g["block"], 256);
+  EXPECT_EQ(g["grid"], 70);
+  EXPECT_EQ(g["ptx"]["shared_bytes"], b["shared_bytes"]);
+  EXPECT_EQ(g["ptx"]["local_bytes"], 0);
+  EXPECT_NE(c.object.find(".maxntid 256"), std::string::npos);
+  EXPECT_NE(c.object.find("bar.sync"), std::string::npos);
+  EXPECT_NE(c.object.find("ld.shared.v2"), std::string::npos);  // groups of 2 in a 2 x 2 tile
+  expectPrecisePtx(c.object, "block gemm");
+
+  // A large GEMM: 128 x 128 outputs per block, 8 x 8 per thread, K steps of 8, 4-wide reads.
+  kiln::kernels::LibraryRequest big{"gemm", "4096,4096,4096", {}, {true, 132}};
+  ASSERT_FALSE(kiln::kernels::buildLibraryKernel(big, k));
+  err = kiln::driver::compile(*k, gpuKnobs(), c, kiln::driver::Stage::Report);
+  ASSERT_FALSE(err.has_value()) << *err;
+  EXPECT_EQ(c.report["phases"][0]["block"]["microtile"], nlohmann::json({8, 8}));
+  EXPECT_EQ(c.report["gpu"]["kernels"][0]["grid"], 1024);
+  EXPECT_NE(c.object.find("ld.shared.v4"), std::string::npos);
+  size_t fmas = 0;
+  for (size_t at = c.object.find("fma.rn.f32"); at != std::string::npos; at = c.object.find("fma.rn.f32", at + 1))
+    ++fmas;
+  EXPECT_EQ(fmas, 8u * 64u);  // one K step of 8, unrolled: 64 accumulators each
+
+  // No block form (attention's accumulator has a head dim): the lanes, and why.
+  auto prefill = parseFile(std::string(KILN_SOURCE_DIR) + "/examples/attention_prefill.tile");
+  ASSERT_TRUE(prefill);
+  err = kiln::driver::compile(*prefill, gpuKnobs(), c, kiln::driver::Stage::Report);
+  ASSERT_FALSE(err.has_value()) << *err;
+  EXPECT_EQ(c.report["phases"][0]["realization"], "lanes");
+  const std::string why = c.report["phases"][0]["block_not_taken_because"];
+  EXPECT_NE(why.find("attention_prefill.tile:"), std::string::npos) << why;
+  EXPECT_NE(why.find("mma"), std::string::npos) << why;
+  kiln::plan::Knobs forced = gpuKnobs();
+  ASSERT_FALSE(forced.setAssignment("gpu_realization=block").has_value());
+  err = kiln::driver::compile(*prefill, forced, c, kiln::driver::Stage::Report);
+  ASSERT_TRUE(err.has_value());
+  EXPECT_NE(err->find("gpu_realization=block"), std::string::npos) << *err;
+}
+
+// Reductions in the block realization: the GPU's row kernels (unordered_tree(16): 16 threads per
+// row fold a partition each) run a program per block with a scratch area for the folds; an
+// ordered reduction takes one partition per line (one thread folds it, as the IR says).
+TEST(Gpu, RowKernelsRunAProgramPerThreadBlock) {
+  for (const char* name : {"softmax", "rmsnorm", "layernorm"}) {
+    SCOPED_TRACE(name);
+    kiln::kernels::LibraryRequest req{name, "33,5000", {}, {true, 132}};
+    std::unique_ptr<kiln::ir::Kernel> k;
+    ASSERT_FALSE(kiln::kernels::buildLibraryKernel(req, k));
+    kiln::driver::Compilation c;
+    auto err = kiln::driver::compile(*k, gpuKnobs(), c, kiln::driver::Stage::Report);
+    ASSERT_FALSE(err.has_value()) << *err;
+    const nlohmann::json& b = c.report["phases"][0]["block"];
+    EXPECT_EQ(c.report["phases"][0]["realization"], "block");
+    EXPECT_EQ(b["threads"], 256);
+    EXPECT_EQ(b["extents"][1], 1024);  // column chunks of 1024
+    EXPECT_GE(b["shared_bytes"].get<int64_t>(), 1024 * 4);
+    EXPECT_NE(kiln::ir::print(*k).find("unordered_tree(16)"), std::string::npos);
+    expectPrecisePtx(c.object, name);
+  }
+  // The CPU's build of the same request keeps ascending sums.
+  std::unique_ptr<kiln::ir::Kernel> cpu;
+  ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"softmax", "33,5000", {}}, cpu));
+  EXPECT_EQ(kiln::ir::print(*cpu).find("unordered_tree"), std::string::npos);
+  auto rms = parseFile(std::string(KILN_SOURCE_DIR) + "/examples/rmsnorm.tile");
+  ASSERT_TRUE(rms);
+  kiln::driver::Compilation c;
+  auto err = kiln::driver::compile(*rms, gpuKnobs(), c, kiln::driver::Stage::Report);
+  ASSERT_FALSE(err.has_value()) << *err;
+  EXPECT_EQ(c.report["phases"][0]["realization"], "block");
 }
 
 TEST(Gpu, SplitAttentionIsTwoEntriesLaunchedInOrder) {

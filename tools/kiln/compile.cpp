@@ -60,6 +60,7 @@ Command addCompile(CLI::App& parent) {
               return 1;
             }
             a->source.applyTuning(knobs, a->knobs.sets);
+            a->source.setTarget(knobs);
             std::unique_ptr<ir::Kernel> kernel = a->source.load("compile");
             if (!kernel) return 1;
             a->source.applyTuning(*kernel, knobs, a->knobs.sets);

@@ -34,6 +34,9 @@ Command addGpuCapture(CLI::App& parent) {
   return {app, [a, app] {
             plan::Knobs knobs;
             if (!a->knobs.apply(knobs, "gpu-capture")) return 1;
+            plan::Knobs gpu = knobs;  // the library sizes its programs for the GPU the case runs on
+            gpu.target = target::Kind::Nvptx;
+            a->source.setTarget(gpu);
             std::unique_ptr<ir::Kernel> kernel = a->source.load("gpu-capture");
             if (!kernel) return 1;
             driver::GpuCaptureOptions o;

@@ -16,6 +16,7 @@
 #include "driver/check.h"
 #include "kernels/registry.h"
 #include "plan/knobs.h"
+#include "target/target.h"
 #include "tune/tune.h"
 
 namespace kiln::cli {
@@ -83,8 +84,15 @@ struct KernelSource {
   std::string tuning = "default";  // default | tuned | user: where the tuned dimensions came from
   std::string tuned_label;         // the database's choice, when there is an entry
 
+  // What the library sizes programs for: the target knob's model (set before load()).
+  void setTarget(const plan::Knobs& knobs) {
+    const target::Model& m = target::of(knobs.target).model(knobs.isa);
+    target = kernels::LibraryTarget{target::of(knobs.target).gpuEntries(), m.multiprocessors};
+  }
+  kernels::LibraryTarget target;
+
   kernels::LibraryRequest request() const {
-    kernels::LibraryRequest r{kernel, shape, {}};
+    kernels::LibraryRequest r{kernel, shape, {}, target};
     for (size_t i = 0; i < kernel_options.size(); ++i)
       if (kernel_options[i].second->count() > 0)
         r.options[kernel_options[i].first] = i >= values.size() ? "true" : values[i];  // a flag: trans-b, varlen

@@ -43,6 +43,7 @@ Command addRun(CLI::App& parent) {
             plan::Knobs knobs;
             if (!a->knobs.apply(knobs, "run")) return 1;
             a->source.applyTuning(knobs, a->knobs.sets);
+            a->source.setTarget(knobs);
             std::unique_ptr<ir::Kernel> kernel = a->source.load("run");
             if (!kernel) return 1;
             a->source.applyTuning(*kernel, knobs, a->knobs.sets);

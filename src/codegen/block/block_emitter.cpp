@@ -1,0 +1,564 @@
+// The block realization's program (see block_emitter.h and src/plan/block.cpp).
+//
+// Barriers: a stage's shared stores are followed by a barrier before the first shared read
+// (pending_writes_); a single-buffered stage's stores wait for a barrier after the last shared
+// read of the previous contents (pending_reads_). A double-buffered stage writes buffer
+// parity(i) in trip i: the barrier of trip i-1 already separates those stores from the reads of
+// trip i-2, the last to use that buffer, so it needs none before; a barrier at the loop's exit
+// keeps a later run of the loop from writing buffer 0 while a thread still reads it. Loops make
+// both flags conservative (set) at their entry and exit.
+#include "codegen/block/block_emitter.h"
+
+#include <fmt/format.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+#include <algorithm>
+#include <functional>
+
+namespace kiln::codegen {
+
+using ir::Elem;
+using ir::Op;
+using ir::OpKind;
+
+namespace {
+constexpr unsigned kSharedAddressSpace = 3;
+}
+
+BlockEmitter::BlockEmitter(const ir::Kernel& kernel, const plan::Plan& plan, llvm::Module& module)
+    : ProgramEmitter(kernel, plan, module, /*noUnrollLoops=*/false), bp_(plan.block) {}
+
+llvm::Type* BlockEmitter::sty(Elem e) {
+  return e == Elem::I64 ? b_.getInt64Ty() : e == Elem::I1 ? b_.getInt1Ty() : b_.getFloatTy();
+}
+
+llvm::Value* BlockEmitter::rowCoord(int64_t r) {
+  const int64_t g = bp_.group_y;
+  return b_.CreateAdd(b_.CreateMul(ty_, b_.getInt64(g)), b_.getInt64((r / g) * bp_.threads_y * g + r % g));
+}
+
+llvm::Value* BlockEmitter::colCoord(int64_t c) {
+  const int64_t g = bp_.group_x;
+  return b_.CreateAdd(b_.CreateMul(tx_, b_.getInt64(g)), b_.getInt64((c / g) * bp_.threads_x * g + c % g));
+}
+
+llvm::Value* BlockEmitter::coordOf(const std::string& dim, int64_t r, int64_t c) {
+  if (!bp_.dim_y.empty() && dim == bp_.dim_y) return rowCoord(r);
+  if (dim == bp_.dim_x) return colCoord(c);
+  return b_.getInt64(0);
+}
+
+llvm::Value* BlockEmitter::scalar(const ir::Value* v) {
+  auto it = scalars_.find(v->id);
+  if (it != scalars_.end()) return it->second;
+  error_ = fmt::format("internal error: scalar %{} used before its definition", v->name);
+  return llvm::PoisonValue::get(sty(v->type.elem));
+}
+
+llvm::Value* BlockEmitter::at(const ir::Value* v, int64_t r, int64_t c) {
+  if (v->type.isScalar()) return scalar(v);
+  auto it = tiles_.find(v->id);
+  if (it == tiles_.end()) {
+    error_ = fmt::format("internal error: tile %{} used before its definition", v->name);
+    return llvm::PoisonValue::get(sty(v->type.elem));
+  }
+  return it->second[(hasY(v) ? r : 0) * cols(v) + (hasX(v) ? c : 0)];
+}
+
+void BlockEmitter::define(const ir::Value* v, const std::function<llvm::Value*(int64_t, int64_t)>& gen) {
+  if (v->type.isScalar()) {
+    scalars_[v->id] = gen(0, 0);
+    return;
+  }
+  Tile t;
+  for (int64_t r = 0; r < rows(v); ++r)
+    for (int64_t c = 0; c < cols(v); ++c) t.push_back(gen(r, c));
+  tiles_[v->id] = std::move(t);
+}
+
+// A scalar at another trip of the loop being emitted: the override's values, and the body's
+// constants and scalar element-wise ops over them recomputed (the plan admits nothing else in
+// an early origin: BlockPlanner::earlyComputable).
+llvm::Value* BlockEmitter::scalarAt(const ir::Value* v, const Override& over) {
+  auto it = over.find(v->id);
+  if (it != over.end()) return it->second;
+  const Op* d = v->def;
+  if (!d || !v->type.isScalar()) return scalar(v);
+  if (d->kind == OpKind::Const) return constant(d);
+  if (!ir::isElementwise(d->kind)) return scalar(v);
+  std::function<bool(const ir::Value*)> reaches = [&](const ir::Value* x) {
+    if (over.count(x->id)) return true;
+    if (!x->def || !x->type.isScalar() || !ir::isElementwise(x->def->kind)) return false;
+    for (const ir::Value* o : x->def->operands)
+      if (reaches(o)) return true;
+    return false;
+  };
+  if (!reaches(v) && scalars_.count(v->id)) return scalar(v);
+  std::vector<llvm::Value*> ops;
+  for (const ir::Value* o : d->operands) ops.push_back(scalarAt(o, over));
+  return ew_.apply(d, ops, error_);
+}
+
+llvm::Value* BlockEmitter::constant(const Op* op) {
+  const Elem e = op->results[0]->type.elem;
+  if (e == Elem::I64) return b_.getInt64(op->iconst);
+  if (e == Elem::I1) return b_.getInt1(op->iconst != 0);
+  return llvm::ConstantFP::get(b_.getFloatTy(), static_cast<float>(op->fconst));
+}
+
+llvm::Value* BlockEmitter::indexValue(const ir::Index& ix, const Override* over) {
+  if (ix.isConstant()) return b_.getInt64(ix.constant);
+  return over ? scalarAt(ix.value, *over) : scalar(ix.value);
+}
+
+llvm::Value* BlockEmitter::elementPointer(const Op* op, const std::function<llvm::Value*(const std::string&)>& coord,
+                                          const Override* over, llvm::Value*& inBounds) {
+  const ir::Value* view = op->operands[0];
+  const auto& vd = view->type.dims;
+  llvm::Value* offset = b_.getInt64(0);
+  inBounds = b_.getTrue();
+  int64_t stride = 1;
+  for (int k = static_cast<int>(vd.size()) - 1; k >= 0; --k) {
+    llvm::Value* c = indexValue(op->indices[k], over);
+    const ir::Dim& a = op->access[k];
+    if (!a.name.empty()) c = b_.CreateAdd(c, coord(a.name));
+    inBounds = b_.CreateAnd(inBounds, b_.CreateICmpULT(c, b_.getInt64(vd[k].extent)));
+    offset = b_.CreateAdd(offset, stride == 1 ? c : b_.CreateMul(c, b_.getInt64(stride)));
+    stride *= vd[k].extent;
+  }
+  return b_.CreateGEP(memType(view), base_[view->index], offset);
+}
+
+llvm::Value* BlockEmitter::guardedLoad(const Op* op, llvm::Value* ptr, llvm::Value* inBounds) {
+  const ir::Value* view = op->operands[0];
+  // Out of the view: read the view's first element (always there) and keep the fill.
+  llvm::Value* safe = b_.CreateSelect(inBounds, ptr, base_[view->index]);
+  llvm::Value* x = b_.CreateAlignedLoad(memType(view), safe, memAlign(view));
+  return widenLoaded(view, b_.CreateSelect(inBounds, x, memFill(op)));
+}
+
+void BlockEmitter::barrier() {
+  b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {b_.getInt32(0)});
+  pending_writes_ = pending_reads_ = scratch_busy_ = false;
+}
+
+llvm::Value* BlockEmitter::scratchPointer(llvm::Value* floatIndex) {
+  llvm::Value* at = b_.CreateAdd(floatIndex, b_.getInt64(bp_.scratch_offset));
+  return b_.CreateInBoundsGEP(shared_->getValueType(), shared_, {b_.getInt64(0), at});
+}
+
+// A reduction through the scratch area (plan.h, BlockPlan::scratch_*): every thread writes its
+// elements of x (line-major; a line is a coordinate of the kept dim, contributions row-major
+// over the reduced dims in x's order) and of a tile init; a barrier; thread w < lines x P folds
+// contributions q, q + P, ... of line w / P (q = w mod P) left to right from its first, or, when
+// ordered (P = 1), all of the line from the init; a barrier; each thread merges its result
+// elements' partitions in index order from the init: the IR's order exactly.
+void BlockEmitter::emitReduce(const Op* op) {
+  const ir::Value* x = op->operands[0];
+  const ir::Value* init = op->operands[1];
+  const ir::Value* res = op->results[0];
+  const bool ordered = op->reduce_policy.kind == ir::ReducePolicy::Kind::Ordered;
+  const int64_t P = ordered ? 1
+                    : op->reduce_policy.partitions > 0 ? op->reduce_policy.partitions
+                                                       : p_.knobs.reduction_partitions;
+  std::vector<const ir::Dim*> reduced, kept;
+  for (const ir::Dim& d : x->type.dims)
+    (std::find(op->dims.begin(), op->dims.end(), d.name) != op->dims.end() ? reduced : kept).push_back(&d);
+  int64_t n = 1;
+  for (const ir::Dim* d : reduced) n *= d->extent;
+  const int64_t lines = res->type.numElements();
+  const int64_t initAt = lines * n, partsAt = initAt + lines;
+  const Elem e = x->type.elem;
+  if (pending_reads_ || scratch_busy_ || pending_writes_) barrier();
+  for (int64_t r = 0; r < rows(x); ++r)
+    for (int64_t c = 0; c < cols(x); ++c) {
+      llvm::Value* k = b_.getInt64(0);
+      for (const ir::Dim* d : reduced) k = b_.CreateAdd(b_.CreateMul(k, b_.getInt64(d->extent)), coordOf(d->name, r, c));
+      llvm::Value* line = kept.empty() ? b_.getInt64(0) : coordOf(kept[0]->name, r, c);
+      b_.CreateStore(at(x, r, c), scratchPointer(b_.CreateAdd(b_.CreateMul(line, b_.getInt64(n)), k)));
+    }
+  if (!init->type.isScalar())
+    for (int64_t r = 0; r < rows(init); ++r)
+      for (int64_t c = 0; c < cols(init); ++c) {
+        llvm::Value* line = kept.empty() ? b_.getInt64(0) : coordOf(kept[0]->name, r, c);
+        b_.CreateStore(at(init, r, c), scratchPointer(b_.CreateAdd(line, b_.getInt64(initAt))));
+      }
+  barrier();
+  // The folds: item w = line * P + q, for w = tid, tid + threads, ... below lines * P.
+  const int64_t items = lines * P;
+  auto* body = llvm::BasicBlock::Create(c_, "reduce.fold", f_);
+  auto* done = llvm::BasicBlock::Create(c_, "reduce.folded", f_);
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  b_.CreateCondBr(b_.CreateICmpULT(tid_, b_.getInt64(items)), body, done);
+  b_.SetInsertPoint(body);
+  auto* w = b_.CreatePHI(b_.getInt64Ty(), 2, "item");
+  w->addIncoming(tid_, pre);
+  llvm::Value* line = b_.CreateUDiv(w, b_.getInt64(P));
+  llvm::Value* q = b_.CreateURem(w, b_.getInt64(P));
+  llvm::Value* base = b_.CreateMul(line, b_.getInt64(n));
+  llvm::Value* first;
+  llvm::Value* from;
+  if (ordered) {
+    first = init->type.isScalar() ? scalar(init)
+                                  : b_.CreateLoad(b_.getFloatTy(), scratchPointer(b_.CreateAdd(line, b_.getInt64(initAt))));
+    from = b_.getInt64(0);
+  } else {
+    first = b_.CreateLoad(b_.getFloatTy(), scratchPointer(b_.CreateAdd(base, q)));
+    from = b_.CreateAdd(q, b_.getInt64(P));
+  }
+  // q + P >= n: a partition of one contribution; q >= n cannot happen (P <= n is not required,
+  // but an empty partition is never written nor merged: see below).
+  std::vector<llvm::Value*> acc = buildLoop(
+      b_, f_, from, b_.getInt64(n), P, {first},
+      [&](llvm::Value* k, const std::vector<llvm::Value*>& cur) {
+        llvm::Value* v = b_.CreateLoad(b_.getFloatTy(), scratchPointer(b_.CreateAdd(base, k)));
+        return std::vector<llvm::Value*>{ew_.combine(op->reduce, cur[0], v, e)};
+      },
+      /*noUnroll=*/true);
+  if (ordered || P <= n) {
+    b_.CreateStore(acc[0], scratchPointer(b_.CreateAdd(w, b_.getInt64(partsAt))));
+  } else {
+    auto* store = llvm::BasicBlock::Create(c_, "reduce.part", f_);
+    auto* skip = llvm::BasicBlock::Create(c_, "reduce.part.next", f_);
+    b_.CreateCondBr(b_.CreateICmpULT(q, b_.getInt64(n)), store, skip);
+    b_.SetInsertPoint(store);
+    b_.CreateStore(acc[0], scratchPointer(b_.CreateAdd(w, b_.getInt64(partsAt))));
+    b_.CreateBr(skip);
+    b_.SetInsertPoint(skip);
+  }
+  llvm::Value* nextW = b_.CreateAdd(w, b_.getInt64(bp_.threads));
+  w->addIncoming(nextW, b_.GetInsertBlock());
+  b_.CreateCondBr(b_.CreateICmpULT(nextW, b_.getInt64(items)), body, done);
+  b_.SetInsertPoint(done);
+  barrier();
+  // The merges: each result element from its line's partitions.
+  const int64_t used = std::min(P, n);
+  define(res, [&](int64_t r, int64_t c) {
+    llvm::Value* ln = kept.empty() ? b_.getInt64(0) : coordOf(kept[0]->name, r, c);
+    llvm::Value* at0 = b_.CreateAdd(b_.CreateMul(ln, b_.getInt64(P)), b_.getInt64(partsAt));
+    if (ordered) return static_cast<llvm::Value*>(b_.CreateLoad(b_.getFloatTy(), scratchPointer(at0)));
+    llvm::Value* v = at(init, r, c);
+    for (int64_t j = 0; j < used; ++j)
+      v = ew_.combine(op->reduce, v, b_.CreateLoad(b_.getFloatTy(), scratchPointer(b_.CreateAdd(at0, b_.getInt64(j)))),
+                      e);
+    return v;
+  });
+  scratch_busy_ = true;
+}
+
+llvm::Function* BlockEmitter::emitProgram(const std::string& name, std::string& error) {
+  beginFunction(name);
+  auto sreg = [&](llvm::Intrinsic::ID id) {
+    return b_.CreateZExt(b_.CreateIntrinsic(b_.getInt32Ty(), id, llvm::ArrayRef<llvm::Value*>{}), b_.getInt64Ty());
+  };
+  tid_ = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
+  tx_ = b_.CreateURem(tid_, b_.getInt64(bp_.threads_x), "tx");
+  ty_ = b_.CreateUDiv(tid_, b_.getInt64(bp_.threads_x), "ty");
+  if (bp_.shared_bytes > 0) {
+    auto* ty = llvm::ArrayType::get(b_.getFloatTy(), static_cast<uint64_t>(bp_.shared_bytes / 4));
+    shared_ = new llvm::GlobalVariable(m_, ty, false, llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(ty),
+                                       name + ".stages", nullptr, llvm::GlobalValue::NotThreadLocal,
+                                       kSharedAddressSpace);
+    shared_->setAlignment(llvm::Align(16));
+  }
+  loadParams([&](const ir::Value* prm, llvm::Value* ptr) {
+    scalars_[prm->id] = b_.CreateLoad(sty(prm->type.elem), ptr, prm->name);
+  });
+  decomposeRootIds(
+      f_->getArg(1), [](llvm::Value* e) { return e; },
+      [&](const ir::Value* axis, llvm::Value* id) { scalars_[axis->id] = id; });
+  emitRegion(k_.root()->regions[0]);
+  return finishFunction(error);
+}
+
+void BlockEmitter::emitOp(const Op* op) {
+  const ir::Value* r = op->results.empty() ? nullptr : op->results[0];
+  switch (op->kind) {
+    case OpKind::Const: {
+      llvm::Value* c = constant(op);
+      define(r, [&](int64_t, int64_t) { return c; });
+      return;
+    }
+    case OpKind::Iota: define(r, [&](int64_t i, int64_t j) { return coordOf(op->dims[0], i, j); }); return;
+    case OpKind::Broadcast:
+      define(r, [&](int64_t i, int64_t j) { return at(op->operands[0], i, j); });
+      return;
+    case OpKind::Load: emitLoad(op); return;
+    case OpKind::Store: emitStore(op); return;
+    case OpKind::Mma: emitMma(op); return;
+    case OpKind::Serial: emitLoop(op); return;
+    case OpKind::Reduce: emitReduce(op); return;
+    default: break;
+  }
+  if (!ir::isElementwise(op->kind)) {
+    error_ = fmt::format("internal error: op '{}' has no block form", ir::opName(op->kind));
+    return;
+  }
+  define(r, [&](int64_t i, int64_t j) {
+    std::vector<llvm::Value*> ops;
+    for (const ir::Value* o : op->operands) ops.push_back(at(o, i, j));
+    return ew_.apply(op, ops, error_);
+  });
+}
+
+void BlockEmitter::emitLoad(const Op* op) {
+  if (bp_.stages.count(op)) {
+    const plan::BlockStage& s = bp_.stages.at(op);
+    if (s.buffers == 2) {
+      // This trip's registers (fetched a trip early) to its buffer; the next trip's in flight.
+      const Op* loop = op->parent->parent;
+      put(op, current_.at(op), parity_.at(loop));
+      next_[op] = fetch(op, nextTrip_.at(loop));
+      return;
+    }
+    if (pending_reads_) barrier();
+    std::vector<llvm::Value*> regs = fetch(op, {});
+    put(op, regs, b_.getInt64(0));
+    return;
+  }
+  const ir::Value* r = op->results[0];
+  define(r, [&](int64_t i, int64_t j) {
+    llvm::Value* inb = nullptr;
+    llvm::Value* ptr = elementPointer(
+        op, [&](const std::string& d) { return coordOf(d, i, j); }, nullptr, inb);
+    return guardedLoad(op, ptr, inb);
+  });
+}
+
+void BlockEmitter::emitStore(const Op* op) {
+  const ir::Value* view = op->operands[0];
+  const ir::Value* x = op->operands[1];
+  for (int64_t i = 0; i < rows(x); ++i)
+    for (int64_t j = 0; j < cols(x); ++j) {
+      llvm::Value* inb = nullptr;
+      llvm::Value* ptr = elementPointer(
+          op, [&](const std::string& d) { return coordOf(d, i, j); }, nullptr, inb);
+      llvm::Value* v = narrowStored(view, at(x, i, j));
+      auto* then = llvm::BasicBlock::Create(c_, "store.in", f_);
+      auto* cont = llvm::BasicBlock::Create(c_, "store.next", f_);
+      b_.CreateCondBr(inb, then, cont);
+      b_.SetInsertPoint(then);
+      b_.CreateAlignedStore(v, ptr, memAlign(view));
+      b_.CreateBr(cont);
+      b_.SetInsertPoint(cont);
+    }
+}
+
+// The staged tile's elements in the view's order (its last named dim fastest), element
+// e = step * threads + tid for this thread: consecutive threads read consecutive addresses.
+std::vector<llvm::Value*> BlockEmitter::fetch(const Op* load, const Override& over) {
+  const plan::BlockStage& s = bp_.stages.at(load);
+  std::vector<const ir::Dim*> order;  // named access dims, view order
+  for (const ir::Dim& a : load->access)
+    if (!a.name.empty()) order.push_back(&a);
+  const int64_t total = s.k_extent * s.out_extent;
+  std::vector<llvm::Value*> regs;
+  for (int64_t step = 0; step * bp_.threads < total; ++step) {
+    llvm::Value* e = b_.CreateAdd(tid_, b_.getInt64(step * bp_.threads));
+    std::map<std::string, llvm::Value*> coord;
+    llvm::Value* rest = e;
+    for (int i = static_cast<int>(order.size()) - 1; i >= 0; --i) {
+      coord[order[i]->name] = b_.CreateURem(rest, b_.getInt64(order[i]->extent));
+      rest = b_.CreateUDiv(rest, b_.getInt64(order[i]->extent));
+    }
+    llvm::Value* inb = nullptr;
+    llvm::Value* ptr = elementPointer(
+        load, [&](const std::string& d) { return coord.at(d); }, &over, inb);
+    if ((step + 1) * bp_.threads > total) inb = b_.CreateAnd(inb, b_.CreateICmpULT(e, b_.getInt64(total)));
+    regs.push_back(guardedLoad(load, ptr, inb));
+  }
+  return regs;
+}
+
+llvm::Value* BlockEmitter::stagePointer(const plan::BlockStage& s, llvm::Value* buffer, llvm::Value* floatIndex) {
+  llvm::Value* at = b_.CreateAdd(b_.CreateMul(buffer, b_.getInt64(s.k_extent * s.pitch)), floatIndex);
+  at = b_.CreateAdd(at, b_.getInt64(s.offset));
+  return b_.CreateInBoundsGEP(shared_->getValueType(), shared_, {b_.getInt64(0), at});
+}
+
+void BlockEmitter::put(const Op* load, const std::vector<llvm::Value*>& regs, llvm::Value* buffer) {
+  const plan::BlockStage& s = bp_.stages.at(load);
+  std::vector<const ir::Dim*> order;
+  for (const ir::Dim& a : load->access)
+    if (!a.name.empty()) order.push_back(&a);
+  const int64_t total = s.k_extent * s.out_extent;
+  for (size_t step = 0; step < regs.size(); ++step) {
+    llvm::Value* e = b_.CreateAdd(tid_, b_.getInt64(static_cast<int64_t>(step) * bp_.threads));
+    llvm::Value* kk = nullptr;
+    llvm::Value* o = nullptr;
+    llvm::Value* rest = e;
+    for (int i = static_cast<int>(order.size()) - 1; i >= 0; --i) {
+      llvm::Value* c = b_.CreateURem(rest, b_.getInt64(order[i]->extent));
+      (order[i]->name == s.k_dim ? kk : o) = c;
+      rest = b_.CreateUDiv(rest, b_.getInt64(order[i]->extent));
+    }
+    llvm::Value* ptr = stagePointer(s, buffer, b_.CreateAdd(b_.CreateMul(kk, b_.getInt64(s.pitch)), o));
+    const bool partial = static_cast<int64_t>(step + 1) * bp_.threads > total;
+    if (!partial) {
+      b_.CreateAlignedStore(regs[step], ptr, llvm::Align(4));
+      continue;
+    }
+    auto* then = llvm::BasicBlock::Create(c_, "stage.in", f_);
+    auto* cont = llvm::BasicBlock::Create(c_, "stage.next", f_);
+    b_.CreateCondBr(b_.CreateICmpULT(e, b_.getInt64(total)), then, cont);
+    b_.SetInsertPoint(then);
+    b_.CreateAlignedStore(regs[step], ptr, llvm::Align(4));
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(cont);
+  }
+  pending_writes_ = true;
+}
+
+llvm::Value* BlockEmitter::bufferOf(const Op* load) {
+  const plan::BlockStage& s = bp_.stages.at(load);
+  return s.buffers == 2 ? parity_.at(load->parent->parent) : b_.getInt64(0);
+}
+
+// acc[r][c] += a[r][k] * b[k][c] for k ascending (one FMA when fused), each thread its own
+// accumulators; a row's values (and a column's) are read from the stage as vectors of a group.
+void BlockEmitter::emitMma(const Op* op) {
+  const Op* la = op->operands[0]->def;
+  const Op* lb = op->operands[1]->def;
+  const plan::BlockStage& sa = bp_.stages.at(la);
+  const bool aIsRow = sa.out_dim == bp_.dim_y;
+  const Op* rowLoad = aIsRow ? la : lb;
+  const Op* colLoad = aIsRow ? lb : la;
+  const plan::BlockStage& sr = bp_.stages.at(rowLoad);
+  const plan::BlockStage& sc = bp_.stages.at(colLoad);
+  const ir::Value* acc = op->operands[2];
+  const ir::Value* res = op->results[0];
+  const int64_t my = bp_.micro_y, mx = bp_.micro_x;
+  if (pending_writes_) barrier();
+  Tile cur(static_cast<size_t>(my * mx));
+  for (int64_t r = 0; r < my; ++r)
+    for (int64_t c = 0; c < mx; ++c) cur[r * mx + c] = at(acc, r, c);
+  llvm::Value* rowBuf = bufferOf(rowLoad);
+  llvm::Value* colBuf = bufferOf(colLoad);
+  // Offsets (floats) of the thread's groups within one K row of each stage.
+  std::vector<llvm::Value*> rowAt, colAt;
+  for (int64_t r = 0; r < my; r += bp_.group_y) rowAt.push_back(rowCoord(r));
+  for (int64_t c = 0; c < mx; c += bp_.group_x) colAt.push_back(colCoord(c));
+  auto readGroups = [&](const plan::BlockStage& s, llvm::Value* buf, llvm::Value* k, const std::vector<llvm::Value*>& at,
+                        int64_t g) {
+    std::vector<llvm::Value*> vals;
+    llvm::Value* rowStart = b_.CreateMul(k, b_.getInt64(s.pitch));
+    for (llvm::Value* a : at) {
+      llvm::Value* p = stagePointer(s, buf, b_.CreateAdd(rowStart, a));
+      if (g == 1) {
+        vals.push_back(b_.CreateAlignedLoad(b_.getFloatTy(), p, llvm::Align(4)));
+        continue;
+      }
+      auto* vt = llvm::FixedVectorType::get(b_.getFloatTy(), static_cast<unsigned>(g));
+      llvm::Value* v = b_.CreateAlignedLoad(vt, p, llvm::Align(static_cast<uint64_t>(4 * g)));
+      for (int64_t i = 0; i < g; ++i) vals.push_back(b_.CreateExtractElement(v, static_cast<uint64_t>(i)));
+    }
+    return vals;
+  };
+  auto step = [&](llvm::Value* k, Tile& t) {
+    std::vector<llvm::Value*> rv = readGroups(sr, rowBuf, k, rowAt, bp_.group_y);
+    std::vector<llvm::Value*> cv = readGroups(sc, colBuf, k, colAt, bp_.group_x);
+    for (int64_t r = 0; r < my; ++r)
+      for (int64_t c = 0; c < mx; ++c) {
+        llvm::Value* a = aIsRow ? rv[r] : cv[c];
+        llvm::Value* bv = aIsRow ? cv[c] : rv[r];
+        t[r * mx + c] = ew_.multiplyAdd(a, bv, t[r * mx + c], op->mma_policy);
+      }
+  };
+  const int64_t K = sa.k_extent;
+  if (K <= bp_.k_unroll) {
+    for (int64_t k = 0; k < K; ++k) step(b_.getInt64(k), cur);
+  } else {
+    cur = loop(b_.getInt64(0), b_.getInt64(K), 1, cur, [&](llvm::Value* k, const std::vector<llvm::Value*>& in) {
+      Tile t = in;
+      step(k, t);
+      return t;
+    });
+  }
+  pending_reads_ = true;
+  tiles_[res->id] = cur;
+}
+
+void BlockEmitter::emitLoop(const Op* op) {
+  const ir::Region* body = op->regions[0];
+  const Op* yield = body->ops.empty() ? nullptr : body->ops.back();
+  const size_t nc = op->operands.size();
+  const bool prefetch =
+      std::find(bp_.prefetch_loops.begin(), bp_.prefetch_loops.end(), op) != bp_.prefetch_loops.end();
+  std::vector<const Op*> staged;  // this loop's double-buffered stages, program order
+  if (prefetch)
+    for (const Op* o : body->ops)
+      if (o->kind == OpKind::Load && bp_.stages.count(o) && bp_.stages.at(o).buffers == 2) staged.push_back(o);
+
+  std::vector<llvm::Value*> flat;
+  std::vector<size_t> width;  // values per carried entry
+  for (size_t i = 0; i < nc; ++i) {
+    const ir::Value* v = op->operands[i];
+    if (v->type.isScalar()) {
+      flat.push_back(scalar(v));
+      width.push_back(1);
+    } else {
+      const Tile& t = tiles_.at(v->id);
+      flat.insert(flat.end(), t.begin(), t.end());
+      width.push_back(t.size());
+    }
+  }
+  llvm::Value* lo = indexValue(op->indices[0]);
+  llvm::Value* hi = indexValue(op->indices[1]);
+  const int64_t stepBy = op->indices[2].constant;
+  const ir::Value* iv = body->args[0];
+  std::vector<size_t> regCount;
+  if (prefetch) {
+    Override first{{iv->id, lo}};
+    for (const Op* s : staged) {
+      std::vector<llvm::Value*> regs = fetch(s, first);
+      regCount.push_back(regs.size());
+      flat.insert(flat.end(), regs.begin(), regs.end());
+    }
+  }
+  auto unflatten = [&](const std::vector<llvm::Value*>& vals, bool results) {
+    size_t at = 0;
+    for (size_t i = 0; i < nc; ++i) {
+      const ir::Value* v = results ? op->results[i] : body->args[i + 1];
+      if (v->type.isScalar())
+        scalars_[v->id] = vals[at];
+      else
+        tiles_[v->id] = Tile(vals.begin() + at, vals.begin() + at + width[i]);
+      at += width[i];
+    }
+    return at;
+  };
+  pending_reads_ = pending_writes_ = true;
+  std::vector<llvm::Value*> fin =
+      loop(lo, hi, stepBy, flat, [&](llvm::Value* ivv, const std::vector<llvm::Value*>& cur) {
+        scalars_[iv->id] = ivv;
+        size_t pos = unflatten(cur, false);
+        if (prefetch) {
+          for (size_t s = 0; s < staged.size(); ++s) {
+            current_[staged[s]] = std::vector<llvm::Value*>(cur.begin() + pos, cur.begin() + pos + regCount[s]);
+            pos += regCount[s];
+          }
+          llvm::Value* trip = b_.CreateUDiv(b_.CreateSub(ivv, lo), b_.getInt64(stepBy));
+          parity_[op] = b_.CreateAnd(trip, b_.getInt64(1));
+          nextTrip_[op] = Override{{iv->id, b_.CreateAdd(ivv, b_.getInt64(stepBy))}};
+        }
+        pending_reads_ = pending_writes_ = true;
+        emitRegion(body);
+        std::vector<llvm::Value*> next;
+        for (size_t i = 0; i < nc && yield; ++i) {
+          const ir::Value* y = yield->operands[i];
+          if (y->type.isScalar()) {
+            next.push_back(scalar(y));
+          } else {
+            for (int64_t r = 0; r < rows(y); ++r)
+              for (int64_t c = 0; c < cols(y); ++c) next.push_back(at(y, r, c));
+          }
+        }
+        for (const Op* s : staged) next.insert(next.end(), next_.at(s).begin(), next_.at(s).end());
+        return next;
+      });
+  unflatten(fin, true);
+  if (prefetch) barrier();
+  pending_reads_ = pending_writes_ = true;
+}
+
+}  // namespace kiln::codegen

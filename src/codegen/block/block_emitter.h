@@ -1,0 +1,93 @@
+// The GPU block realization (target nvptx; plan::BlockPlan, src/plan/block.cpp): one program
+// per thread block. Each thread holds its register tile of every tile value (the plan's grid
+// and groups), computes its elements with the element semantics every realization shares
+// (codegen/elementwise.h), stages mma operands through shared memory with barriers, and walks
+// each mma's K in ascending order for each of its accumulators: the IR's order, so the bits are
+// the interpreter's and every other realization's.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/program_emitter.h"
+#include "ir/ir.h"
+#include "plan/plan.h"
+
+namespace kiln::codegen {
+
+class BlockEmitter final : public ProgramEmitter {
+ public:
+  BlockEmitter(const ir::Kernel& kernel, const plan::Plan& plan, llvm::Module& module);
+  // Emits `void NAME(ptr params, i64 program)`, run by every thread of one block of
+  // BlockPlan::threads threads (all of them, since it holds barriers). nullptr and `error` set
+  // on failure.
+  llvm::Function* emitProgram(const std::string& name, std::string& error);
+
+ private:
+  using Tile = std::vector<llvm::Value*>;  // a thread's elements: micro rows x micro columns of the dims it has
+  using Override = std::map<int, llvm::Value*>;  // value id -> its value at another loop trip
+
+  bool hasY(const ir::Value* v) const { return !bp_.dim_y.empty() && v->type.findDim(bp_.dim_y) >= 0; }
+  bool hasX(const ir::Value* v) const { return v->type.findDim(bp_.dim_x) >= 0; }
+  int64_t rows(const ir::Value* v) const { return hasY(v) ? bp_.micro_y : 1; }
+  int64_t cols(const ir::Value* v) const { return hasX(v) ? bp_.micro_x : 1; }
+  // Element (r, c) of the thread's grid position as seen by `v` (a dim v lacks reads index 0).
+  llvm::Value* at(const ir::Value* v, int64_t r, int64_t c);
+  // The tile coordinate of the thread's row r / column c.
+  llvm::Value* rowCoord(int64_t r);
+  llvm::Value* colCoord(int64_t c);
+  llvm::Value* coordOf(const std::string& dim, int64_t r, int64_t c);
+
+  llvm::Type* sty(ir::Elem e);
+  llvm::Value* scalar(const ir::Value* v);
+  llvm::Value* indexValue(const ir::Index& ix, const Override* over = nullptr);
+  llvm::Value* scalarAt(const ir::Value* v, const Override& over);
+  llvm::Value* constant(const ir::Op* op);  // a Const op's scalar
+  void define(const ir::Value* v, const std::function<llvm::Value*(int64_t r, int64_t c)>& gen);
+
+  // A view element of a load or store at tile coordinates `coord(dim name)`: its pointer and
+  // whether it lies inside the view.
+  llvm::Value* elementPointer(const ir::Op* op, const std::function<llvm::Value*(const std::string&)>& coord,
+                              const Override* over, llvm::Value*& inBounds);
+  llvm::Value* guardedLoad(const ir::Op* op, llvm::Value* ptr, llvm::Value* inBounds);
+
+  void emitOp(const ir::Op* op) override;
+  void emitLoad(const ir::Op* op);
+  void emitStore(const ir::Op* op);
+  void emitMma(const ir::Op* op);
+  void emitLoop(const ir::Op* op);
+  void emitReduce(const ir::Op* op);
+  llvm::Value* scratchPointer(llvm::Value* floatIndex);
+
+  // Stages: this thread's share of a staged load's elements read from global memory (`fetch`,
+  // at the origin the indices give under `over`), written to shared memory (`put`, into buffer
+  // `buffer`: 0, or the loop trip's parity).
+  std::vector<llvm::Value*> fetch(const ir::Op* load, const Override& over);
+  void put(const ir::Op* load, const std::vector<llvm::Value*>& regs, llvm::Value* buffer);
+  llvm::Value* stagePointer(const plan::BlockStage& s, llvm::Value* buffer, llvm::Value* floatIndex);
+  llvm::Value* bufferOf(const ir::Op* load);
+  void barrier();
+
+  const plan::BlockPlan& bp_;
+  llvm::Value* tid_ = nullptr;
+  llvm::Value* ty_ = nullptr;
+  llvm::Value* tx_ = nullptr;
+  llvm::GlobalVariable* shared_ = nullptr;
+  std::map<int, llvm::Value*> scalars_;
+  std::map<int, Tile> tiles_;
+  // Double-buffered stages of the loop being emitted: this trip's fetched registers, the next
+  // trip's, and the trip's parity; the loop's induction variable and step for the next origin.
+  std::map<const ir::Op*, std::vector<llvm::Value*>> current_, next_;
+  std::map<const ir::Op*, llvm::Value*> parity_;  // by loop
+  std::map<const ir::Op*, Override> nextTrip_;     // by loop: iv -> iv + step
+  bool pending_writes_ = false;  // shared stores since the last barrier
+  bool pending_reads_ = false;   // shared reads of single-buffered stages since the last barrier
+  bool scratch_busy_ = false;    // a reduction's scratch may still be read by other threads
+};
+
+}  // namespace kiln::codegen
