@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # What runs on the GPU machine (cwd: the repo root; $OUT: the folder whose files come back).
 # Builds kiln-replay with g++ alone, replays the archive (bit-exact check, then the timed set),
-# compares the attention cases with torch's SDPA, and merges torch's acceptance record into
-# $OUT/gpu-acceptance.json. Leaves in $OUT: replay.json, gpu-acceptance.json, replay.txt (the
-# replay's output), peers-gpu.json, torch.txt, exit-codes.txt.
+# compares every case torch can compute (attention with SDPA, gemm, the row kernels, the
+# examples of them: scripts/gpu/torch_peers.py) with torch in FP32, and merges torch's
+# acceptance record into $OUT/gpu-acceptance.json. Leaves in $OUT: replay.json,
+# gpu-acceptance.json, replay.txt (the replay's output), peers-gpu.json, torch.txt,
+# exit-codes.txt.
 # Keeps going after a replay mismatch; exits with the replay's exit code (0 all bit-exact,
 # 1 a mismatch or error, 2 bad archive or build failure, 77 no GPU).
 # Usage: scripts/gpu/run-on-device.sh [ARCH]   (default gpu-archive)
@@ -34,12 +36,12 @@ if [ ! -f "$out/replay.json" ]; then
   exit "$replay_rc"
 fi
 
-echo "== torch SDPA"
-python3 scripts/gpu/torch_sdpa.py --dump /tmp/kiln-dump --archive "$arch" --replay "$out/replay.json" \
+echo "== torch"
+python3 scripts/gpu/torch_peers.py --dump /tmp/kiln-dump --archive "$arch" --replay "$out/replay.json" \
   --out "$out/peers-gpu.json" 2>&1 | tee "$out/torch.txt"
 torch_rc=${PIPESTATUS[0]}
 echo "torch=$torch_rc" >>"$out/exit-codes.txt"
-echo "torch_sdpa.py exit code: $torch_rc"
+echo "torch_peers.py exit code: $torch_rc"
 
 echo "== merge the torch set into gpu-acceptance.json"
 python3 - "$out/gpu-acceptance.json" "$out/peers-gpu.json" <<'PY' || echo "(merge failed)"

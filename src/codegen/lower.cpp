@@ -2,6 +2,9 @@
 // it, and the ABI entry points (block traversal) of src/runtime/abi.h.
 #include "codegen/lower.h"
 
+#include <functional>
+#include <utility>
+
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/IntrinsicInst.h>
@@ -182,17 +185,14 @@ llvm::Function* emitBlocks(llvm::Module& m, const ir::Op& root, const plan::Plan
   return f;
 }
 
-// Target nvptx: the PTX kernel `name`, void (ptr params): GPU thread g = ctaid.x * ntid.x +
-// tid.x takes part in call c = g / threads_per_program of `body`, on programs from
-// c * programs_per_thread, when g < launch.threads.
-// The body stays the CPU's (the lane program, or the masked packet body, which masks the
-// programs past the domain itself); only the traversal differs.
-llvm::Function* emitGpuEntry(llvm::Module& m, const ir::Op& root, const plan::Plan& p, llvm::Function* body,
-                             const std::string& name, int64_t threadsPerProgram) {
-  const plan::GpuLaunch launch = plan::gpuLaunch(p, threadsPerProgram);
+// Target nvptx: the PTX kernel `name`, void (ptr params). `where` (emitted in its entry, given
+// the builder and the parameter array) returns whether this thread takes part and the program
+// it starts `body` (void (ptr params, i64 program)) on. The body is inlined, so the entry's PTX
+// (and the driver's register count) is the whole program's.
+using GpuWhere = std::function<std::pair<llvm::Value*, llvm::Value*>(llvm::IRBuilder<>&, llvm::Value* params)>;
+llvm::Function* emitGpuKernel(llvm::Module& m, llvm::Function* body, const std::string& name, const GpuWhere& where) {
   llvm::LLVMContext& c = m.getContext();
   llvm::IRBuilder<> b(c);
-  auto* i64 = b.getInt64Ty();
   auto* f = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy()}, false),
                                    llvm::Function::ExternalLinkage, name, m);
   f->setCallingConv(llvm::CallingConv::PTX_Kernel);
@@ -201,62 +201,56 @@ llvm::Function* emitGpuEntry(llvm::Module& m, const ir::Op& root, const plan::Pl
   auto* run = llvm::BasicBlock::Create(c, "thread.run", f);
   auto* done = llvm::BasicBlock::Create(c, "done", f);
   b.SetInsertPoint(entry);
-  auto sreg = [&](llvm::Intrinsic::ID id) {
-    return b.CreateZExt(b.CreateIntrinsic(b.getInt32Ty(), id, llvm::ArrayRef<llvm::Value*>{}), i64);
-  };
-  llvm::Value* g = b.CreateAdd(
-      b.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x)),
-      sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), "thread");
-  // The W threads of a program's segment (aligned in the warp) leave or stay together.
-  llvm::Value* call = b.CreateUDiv(g, b.getInt64(launch.threads_per_program), "call");
-  llvm::Value* first = b.CreateMul(call, b.getInt64(launch.programs_per_thread), "first");
-  llvm::Value* active = b.CreateICmpSLT(g, b.getInt64(launch.threads));
-  // Runtime extents: the grid is the maximum's; calls past this launch's programs return (a
-  // packet body masks its own lanes past them).
-  llvm::Value* programs = domainPrograms(b, f->getArg(0), root);
-  if (!llvm::isa<llvm::Constant>(programs)) active = b.CreateAnd(active, b.CreateICmpSLT(first, programs));
+  auto [active, first] = where(b, f->getArg(0));
   b.CreateCondBr(active, run, done);
   b.SetInsertPoint(run);
   b.CreateCall(body, {f->getArg(0), first});
   b.CreateBr(done);
   b.SetInsertPoint(done);
   b.CreateRetVoid();
-  // Inlined, so the entry's PTX (and the driver's register count) is the whole program's.
   body->setLinkage(llvm::Function::InternalLinkage);
   body->removeFnAttr(llvm::Attribute::NoInline);
   body->addFnAttr(llvm::Attribute::AlwaysInline);
   return f;
 }
 
-// Target nvptx, the block realization: the PTX kernel `name`, void (ptr params), whose thread
-// block b runs program b of the domain on all its BlockPlan::threads threads (a block past
-// this launch's programs returns as a whole: the body holds barriers).
+llvm::Value* specialRegister(llvm::IRBuilder<>& b, llvm::Intrinsic::ID id) {
+  return b.CreateZExt(b.CreateIntrinsic(b.getInt32Ty(), id, llvm::ArrayRef<llvm::Value*>{}), b.getInt64Ty());
+}
+
+// The lane and packet realizations: GPU thread g = ctaid.x * ntid.x + tid.x takes part in call
+// c = g / threads_per_program of `body`, on programs from c * programs_per_thread, when
+// g < launch.threads. The body stays the CPU's (the lane program, or the masked packet body,
+// which masks the programs past the domain itself); only the traversal differs.
+llvm::Function* emitGpuEntry(llvm::Module& m, const ir::Op& root, const plan::Plan& p, llvm::Function* body,
+                             const std::string& name, int64_t threadsPerProgram) {
+  const plan::GpuLaunch launch = plan::gpuLaunch(p, threadsPerProgram);
+  return emitGpuKernel(m, body, name, [&](llvm::IRBuilder<>& b, llvm::Value* params) {
+    llvm::Value* g = b.CreateAdd(b.CreateMul(specialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
+                                             specialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x)),
+                                 specialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), "thread");
+    // The W threads of a program's segment (aligned in the warp) leave or stay together.
+    llvm::Value* call = b.CreateUDiv(g, b.getInt64(launch.threads_per_program), "call");
+    llvm::Value* first = b.CreateMul(call, b.getInt64(launch.programs_per_thread), "first");
+    llvm::Value* active = b.CreateICmpSLT(g, b.getInt64(launch.threads));
+    // Runtime extents: the grid is the maximum's; calls past this launch's programs return (a
+    // packet body masks its own lanes past them).
+    llvm::Value* programs = domainPrograms(b, params, root);
+    if (!llvm::isa<llvm::Constant>(programs)) active = b.CreateAnd(active, b.CreateICmpSLT(first, programs));
+    return std::make_pair(active, first);
+  });
+}
+
+// The block realization: thread block b runs program b of the domain on all its
+// BlockPlan::threads threads (a block past this launch's programs returns as a whole: the body
+// holds barriers).
 llvm::Function* emitGpuBlockEntry(llvm::Module& m, const ir::Op& root, const plan::Plan& p, llvm::Function* body,
                                   const std::string& name) {
-  llvm::LLVMContext& c = m.getContext();
-  llvm::IRBuilder<> b(c);
-  auto* f = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy()}, false),
-                                   llvm::Function::ExternalLinkage, name, m);
-  f->setCallingConv(llvm::CallingConv::PTX_Kernel);
-  f->addFnAttr(llvm::Attribute::NoUnwind);
+  llvm::Function* f = emitGpuKernel(m, body, name, [&](llvm::IRBuilder<>& b, llvm::Value* params) {
+    llvm::Value* program = specialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
+    return std::make_pair(b.CreateICmpSLT(program, domainPrograms(b, params, root)), program);
+  });
   f->addFnAttr("nvvm.maxntid", std::to_string(p.block.threads));
-  auto* entry = llvm::BasicBlock::Create(c, "entry", f);
-  auto* run = llvm::BasicBlock::Create(c, "block.run", f);
-  auto* done = llvm::BasicBlock::Create(c, "done", f);
-  b.SetInsertPoint(entry);
-  llvm::Value* program = b.CreateZExt(
-      b.CreateIntrinsic(b.getInt32Ty(), llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, llvm::ArrayRef<llvm::Value*>{}),
-      b.getInt64Ty(), "program");
-  llvm::Value* active = b.CreateICmpSLT(program, domainPrograms(b, f->getArg(0), root));
-  b.CreateCondBr(active, run, done);
-  b.SetInsertPoint(run);
-  b.CreateCall(body, {f->getArg(0), program});
-  b.CreateBr(done);
-  b.SetInsertPoint(done);
-  b.CreateRetVoid();
-  body->setLinkage(llvm::Function::InternalLinkage);
-  body->removeFnAttr(llvm::Attribute::NoInline);
-  body->addFnAttr(llvm::Attribute::AlwaysInline);
   return f;
 }
 

@@ -174,15 +174,17 @@ Error runtimeRowsOption(const LibraryRequest& r, Spec& s) {
 }
 // The row kernels' column chunk and reduction order. CPU: whole rows up to kRowChunk columns,
 // sums and maxima in ascending order. GPU (the block realization spreads a chunk over up to 256
-// threads by powers of two): chunks of a power of two (a row a multiple of 32 columns up to
-// kRowChunk stays whole), and the reductions in unordered_tree(16) order, so that 16 threads
-// per row fold a partition each (an ordered fold is one thread's chain of 1024 adds).
+// threads by powers of two): chunks of a power of two up to kGpuRowChunk (a row a multiple of
+// 32 columns up to that stays whole; fewer, larger chunks are fewer rounds of global loads and
+// barriers), and the reductions in unordered_tree(16) order, so that 16 threads per row fold a
+// partition each (an ordered fold is one thread's chain over the whole chunk).
+constexpr int64_t kGpuRowChunk = 4096;
 int64_t rowChunk(const Spec& s) {
   const int64_t cols = s.shape[1];
   if (!s.target.gpu) return kRowChunk;
-  if (cols % 32 == 0 && cols <= kRowChunk) return cols;
+  if (cols % 32 == 0 && cols <= kGpuRowChunk) return cols;
   int64_t c = 32;
-  while (c * 2 <= std::min(cols, kRowChunk)) c *= 2;
+  while (c * 2 <= std::min(cols, kGpuRowChunk)) c *= 2;
   return c;
 }
 dsl::ReduceOrder rowOrder(const Spec& s) {

@@ -14,8 +14,8 @@
 // extent, at most mma_threads_y, then threads_x likewise for X with what is left of
 // block_threads (a thread's register tile is then about square: each row and column operand
 // value read from shared memory serves several accumulators); without, X first (coalesced
-// accesses) up to block_threads, then Y; at least a warp. A thread's elements of one tile (micro_y x micro_x) are at most microtile_elements.
-// Groups of adjacent elements are as wide as one shared-memory vector load (4) where the
+// accesses) up to block_threads, then Y; at least a warp. A thread's elements of one tile (micro_y x micro_x) are at
+// most microtile_elements. Groups of adjacent elements are as wide as one shared-memory vector load (4) where the
 // microtile allows.
 //
 // Stage rule: a stage is K rows of its operand's accumulator dim, padded by 4 floats (its
@@ -95,7 +95,8 @@ class BlockPlanner {
         if (!shape && op->kind == OpKind::Store && op->operands[1]->type.rank() >= 1) shape = &op->operands[1]->type;
       });
     if (!shape) return "no tile is stored";
-    if (shape->rank() > 2) return fmt::format("a stored tile of rank {} (the block form takes at most 2)", shape->rank());
+    if (shape->rank() > 2)
+      return fmt::format("a stored tile of rank {} (the block form takes at most 2)", shape->rank());
     const ir::Dim& x = shape->dims.back();
     b_.dim_x = x.name;
     b_.extent_x = x.extent;
@@ -187,7 +188,8 @@ class BlockPlanner {
         return fail(op, fmt::format("operand %{} is not a load of the mma's region used by the mma alone", x->name));
       if (ir::isHalfStorage(load->operands[0]->type.elem)) return fail(load, "a 16-bit view (not yet on the GPU)");
       const ir::Type& t = x->type;
-      if (t.rank() != 2 || t.findDim(kd) < 0) return fail(op, fmt::format("operand %{} is not [K, one output dim]", x->name));
+      if (t.rank() != 2 || t.findDim(kd) < 0)
+        return fail(op, fmt::format("operand %{} is not [K, one output dim]", x->name));
       const ir::Dim& out = t.dims[t.findDim(kd) == 0 ? 1 : 0];
       const bool isY = !b_.dim_y.empty() && out.name == b_.dim_y && out.extent == b_.extent_y;
       const bool isX = out.name == b_.dim_x && out.extent == b_.extent_x;
@@ -228,8 +230,8 @@ class BlockPlanner {
     b_.micro_y = b_.extent_y / b_.threads_y;
     b_.micro_x = b_.extent_x / b_.threads_x;
     if (b_.micro_y * b_.micro_x > m_.microtile_elements)
-      return fmt::format("{} x {} elements of a tile per thread (the target model's most: {})", b_.micro_y,
-                         b_.micro_x, m_.microtile_elements);
+      return fmt::format("{} x {} elements of a tile per thread (the target model's most: {})", b_.micro_y, b_.micro_x,
+                         m_.microtile_elements);
     b_.group_y = std::gcd(b_.micro_y, m_.shared_vector_lanes);
     b_.group_x = std::gcd(b_.micro_x, m_.shared_vector_lanes);
     b_.model = m_.name;
@@ -296,9 +298,8 @@ class BlockPlanner {
     b_.shared_bytes = at * 4;
     b_.stages = staged_;
     for (const Op* load : order_)
-      if (loops.count(load->parent->parent) &&
-          std::find(b_.prefetch_loops.begin(), b_.prefetch_loops.end(), load->parent->parent) ==
-              b_.prefetch_loops.end())
+      if (loops.count(load->parent->parent) && std::find(b_.prefetch_loops.begin(), b_.prefetch_loops.end(),
+                                                         load->parent->parent) == b_.prefetch_loops.end())
         b_.prefetch_loops.push_back(load->parent->parent);
     p_.block = b_;
     return "";

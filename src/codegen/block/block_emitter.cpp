@@ -158,7 +158,7 @@ void BlockEmitter::emitReduce(const Op* op) {
   const ir::Value* init = op->operands[1];
   const ir::Value* res = op->results[0];
   const bool ordered = op->reduce_policy.kind == ir::ReducePolicy::Kind::Ordered;
-  const int64_t P = ordered ? 1
+  const int64_t P = ordered                            ? 1
                     : op->reduce_policy.partitions > 0 ? op->reduce_policy.partitions
                                                        : p_.knobs.reduction_partitions;
   std::vector<const ir::Dim*> reduced, kept;
@@ -173,7 +173,8 @@ void BlockEmitter::emitReduce(const Op* op) {
   for (int64_t r = 0; r < rows(x); ++r)
     for (int64_t c = 0; c < cols(x); ++c) {
       llvm::Value* k = b_.getInt64(0);
-      for (const ir::Dim* d : reduced) k = b_.CreateAdd(b_.CreateMul(k, b_.getInt64(d->extent)), coordOf(d->name, r, c));
+      for (const ir::Dim* d : reduced)
+        k = b_.CreateAdd(b_.CreateMul(k, b_.getInt64(d->extent)), coordOf(d->name, r, c));
       llvm::Value* line = kept.empty() ? b_.getInt64(0) : coordOf(kept[0]->name, r, c);
       b_.CreateStore(at(x, r, c), scratchPointer(b_.CreateAdd(b_.CreateMul(line, b_.getInt64(n)), k)));
     }
@@ -199,8 +200,9 @@ void BlockEmitter::emitReduce(const Op* op) {
   llvm::Value* first;
   llvm::Value* from;
   if (ordered) {
-    first = init->type.isScalar() ? scalar(init)
-                                  : b_.CreateLoad(b_.getFloatTy(), scratchPointer(b_.CreateAdd(line, b_.getInt64(initAt))));
+    first = init->type.isScalar()
+                ? scalar(init)
+                : b_.CreateLoad(b_.getFloatTy(), scratchPointer(b_.CreateAdd(line, b_.getInt64(initAt))));
     from = b_.getInt64(0);
   } else {
     first = b_.CreateLoad(b_.getFloatTy(), scratchPointer(b_.CreateAdd(base, q)));
@@ -256,9 +258,9 @@ llvm::Function* BlockEmitter::emitProgram(const std::string& name, std::string& 
   ty_ = b_.CreateUDiv(tid_, b_.getInt64(bp_.threads_x), "ty");
   if (bp_.shared_bytes > 0) {
     auto* ty = llvm::ArrayType::get(b_.getFloatTy(), static_cast<uint64_t>(bp_.shared_bytes / 4));
-    shared_ = new llvm::GlobalVariable(m_, ty, false, llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(ty),
-                                       name + ".stages", nullptr, llvm::GlobalValue::NotThreadLocal,
-                                       kSharedAddressSpace);
+    shared_ =
+        new llvm::GlobalVariable(m_, ty, false, llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(ty),
+                                 name + ".stages", nullptr, llvm::GlobalValue::NotThreadLocal, kSharedAddressSpace);
     shared_->setAlignment(llvm::Align(16));
   }
   loadParams([&](const ir::Value* prm, llvm::Value* ptr) {
@@ -280,9 +282,7 @@ void BlockEmitter::emitOp(const Op* op) {
       return;
     }
     case OpKind::Iota: define(r, [&](int64_t i, int64_t j) { return coordOf(op->dims[0], i, j); }); return;
-    case OpKind::Broadcast:
-      define(r, [&](int64_t i, int64_t j) { return at(op->operands[0], i, j); });
-      return;
+    case OpKind::Broadcast: define(r, [&](int64_t i, int64_t j) { return at(op->operands[0], i, j); }); return;
     case OpKind::Load: emitLoad(op); return;
     case OpKind::Store: emitStore(op); return;
     case OpKind::Mma: emitMma(op); return;
@@ -438,8 +438,8 @@ void BlockEmitter::emitMma(const Op* op) {
   std::vector<llvm::Value*> rowAt, colAt;
   for (int64_t r = 0; r < my; r += bp_.group_y) rowAt.push_back(rowCoord(r));
   for (int64_t c = 0; c < mx; c += bp_.group_x) colAt.push_back(colCoord(c));
-  auto readGroups = [&](const plan::BlockStage& s, llvm::Value* buf, llvm::Value* k, const std::vector<llvm::Value*>& at,
-                        int64_t g) {
+  auto readGroups = [&](const plan::BlockStage& s, llvm::Value* buf, llvm::Value* k,
+                        const std::vector<llvm::Value*>& at, int64_t g) {
     std::vector<llvm::Value*> vals;
     llvm::Value* rowStart = b_.CreateMul(k, b_.getInt64(s.pitch));
     for (llvm::Value* a : at) {
@@ -482,8 +482,7 @@ void BlockEmitter::emitLoop(const Op* op) {
   const ir::Region* body = op->regions[0];
   const Op* yield = body->ops.empty() ? nullptr : body->ops.back();
   const size_t nc = op->operands.size();
-  const bool prefetch =
-      std::find(bp_.prefetch_loops.begin(), bp_.prefetch_loops.end(), op) != bp_.prefetch_loops.end();
+  const bool prefetch = std::find(bp_.prefetch_loops.begin(), bp_.prefetch_loops.end(), op) != bp_.prefetch_loops.end();
   std::vector<const Op*> staged;  // this loop's double-buffered stages, program order
   if (prefetch)
     for (const Op* o : body->ops)

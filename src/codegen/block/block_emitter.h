@@ -29,7 +29,7 @@ class BlockEmitter final : public ProgramEmitter {
   llvm::Function* emitProgram(const std::string& name, std::string& error);
 
  private:
-  using Tile = std::vector<llvm::Value*>;  // a thread's elements: micro rows x micro columns of the dims it has
+  using Tile = std::vector<llvm::Value*>;        // a thread's elements: micro rows x micro columns of the dims it has
   using Override = std::map<int, llvm::Value*>;  // value id -> its value at another loop trip
 
   bool hasY(const ir::Value* v) const { return !bp_.dim_y.empty() && v->type.findDim(bp_.dim_y) >= 0; }
@@ -84,10 +84,10 @@ class BlockEmitter final : public ProgramEmitter {
   // trip's, and the trip's parity; the loop's induction variable and step for the next origin.
   std::map<const ir::Op*, std::vector<llvm::Value*>> current_, next_;
   std::map<const ir::Op*, llvm::Value*> parity_;  // by loop
-  std::map<const ir::Op*, Override> nextTrip_;     // by loop: iv -> iv + step
-  bool pending_writes_ = false;  // shared stores since the last barrier
-  bool pending_reads_ = false;   // shared reads of single-buffered stages since the last barrier
-  bool scratch_busy_ = false;    // a reduction's scratch may still be read by other threads
+  std::map<const ir::Op*, Override> nextTrip_;    // by loop: iv -> iv + step
+  bool pending_writes_ = false;                   // shared stores since the last barrier
+  bool pending_reads_ = false;                    // shared reads of single-buffered stages since the last barrier
+  bool scratch_busy_ = false;                     // a reduction's scratch may still be read by other threads
 };
 
 }  // namespace kiln::codegen
