@@ -85,6 +85,7 @@ library gemm_77x131x50_tn gemm 77,131,50 $((2 * 77 * 131 * 50)) --trans-b
 library gemm_1024 gemm 1024,1024,1024 $((2 * 1024 * 1024 * 1024))
 library gemm_2048x2048x1024 gemm 2048,2048,1024 $((2 * 2048 * 2048 * 1024))
 library gemm_decode_4x4096x4096 gemm 4,4096,4096 $((2 * 4 * 4096 * 4096))
+library gemm_decode_1x4096x4096 gemm 1,4096,4096 $((2 * 1 * 4096 * 4096))
 library gemm_300x200x129_lanes gemm 300,200,129 $((2 * 300 * 200 * 129)) --tile 64x64x64 --set gpu_realization=lanes
 library softmax_33x5000 softmax 33,5000 0
 library layernorm_19x3000 layernorm 19,3000 0

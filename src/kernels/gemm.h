@@ -33,7 +33,8 @@ GemmTiles defaultGemmTiles(const GemmShape& shape);
 // On a GPU of `multiprocessors` SMs (the block realization: a program is a thread block of up
 // to 256 threads, each with a register tile of at most 8 x 8 outputs): the largest square tile
 // of 128, 64 or 32 outputs a side that still gives a block per multiprocessor (else 32), with
-// K steps of 8 (128) or 16.
+// K steps of 8 (128) or 16; with M <= 16 rows, all of them (a power of two) x 32 columns with
+// K steps of 32 x rows up to 128 (64 for 16 rows).
 GemmTiles defaultGpuGemmTiles(const GemmShape& shape, int64_t multiprocessors);
 
 }  // namespace kiln::kernels
