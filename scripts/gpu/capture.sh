@@ -71,6 +71,12 @@ done
 if wanted runtime_extents; then
   "$kiln" gpu-capture --archive "$arch" --case runtime_extents tests/ir/runtime_extents.tile
 fi
+# Programs of tests/ir/ that the block realization runs: reductions over either dim and both
+# (ordered with a tile init, partitioned), several policies in one program, squeezed dims.
+for t in block_reduce softmax_rows squeeze; do
+  wanted "ir_$t" || continue
+  "$kiln" gpu-capture --archive "$arch" --case "ir_$t" "tests/ir/$t.tile"
+done
 # Library kernels beside attention, sized for the GPU by the library (gemm's tiles: the block
 # realization, docs/gpu.md "Thread blocks"), edges included; one gemm as the lane realization
 # with the CPU's tile for the paired comparison; the row kernels of issue 31's table.

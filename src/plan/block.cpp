@@ -2,7 +2,7 @@
 // block.
 //
 // Form rule: the program's tile values have their dims among two, Y and X (the accumulator's
-// of its mmas, all alike, else the first stored tile's), at the extents the program uses; each
+// of its mmas, all alike, else the first tile of the highest rank), at the extents the program uses; each
 // mma contracts one dim of a and b in ascending K (no partitions), and both of its operands are
 // loads of the mma's own region used by it alone (stages). A reduction (f32) goes through
 // shared memory: the operand's elements, then one thread per line and partition folds its
@@ -90,11 +90,12 @@ class BlockPlanner {
       if (!(t.dims == shape->dims)) error = fail(op, "accumulators of two shapes in one program");
     });
     if (!error.empty()) return error;
-    if (!shape)
+    if (!shape)  // the first tile of the highest rank
       ir::walk(body, [&](const Op* op) {
-        if (!shape && op->kind == OpKind::Store && op->operands[1]->type.rank() >= 1) shape = &op->operands[1]->type;
+        for (const Value* v : op->results)
+          if (v->type.isTile() && v->type.rank() >= 1 && (!shape || v->type.rank() > shape->rank())) shape = &v->type;
       });
-    if (!shape) return "no tile is stored";
+    if (!shape) return "no tile in the program";
     if (shape->rank() > 2)
       return fmt::format("a stored tile of rank {} (the block form takes at most 2)", shape->rank());
     const ir::Dim& x = shape->dims.back();
