@@ -210,8 +210,8 @@ TEST(Gpu, RowKernelsRunAProgramPerThreadBlock) {
     const nlohmann::json& b = c.report["phases"][0]["block"];
     EXPECT_EQ(c.report["phases"][0]["realization"], "block");
     EXPECT_EQ(b["threads"], 256);
-    EXPECT_EQ(b["extents"][1], 4096);  // column chunks of 4096 (two for 5000 columns)
-    EXPECT_GE(b["shared_bytes"].get<int64_t>(), 4096 * 4);
+    EXPECT_EQ(b["extents"][1], 1024);  // column chunks of 1024
+    EXPECT_GE(b["shared_bytes"].get<int64_t>(), 1024 * 4);
     EXPECT_NE(kiln::ir::print(*k).find("unordered_tree(16)"), std::string::npos);
     expectPrecisePtx(c.object, name);
   }

@@ -140,6 +140,7 @@ llvm::Value* BlockEmitter::guardedLoad(const Op* op, llvm::Value* ptr, llvm::Val
 void BlockEmitter::barrier() {
   b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {b_.getInt32(0)});
   pending_writes_ = pending_reads_ = scratch_busy_ = false;
+  stored_views_.clear();
 }
 
 llvm::Value* BlockEmitter::scratchPointer(llvm::Value* floatIndex) {
@@ -302,6 +303,7 @@ void BlockEmitter::emitOp(const Op* op) {
 }
 
 void BlockEmitter::emitLoad(const Op* op) {
+  if (stored_views_.count(op->operands[0]->index)) barrier();
   if (bp_.stages.count(op)) {
     const plan::BlockStage& s = bp_.stages.at(op);
     if (s.buffers == 2) {
@@ -342,6 +344,7 @@ void BlockEmitter::emitStore(const Op* op) {
       b_.CreateBr(cont);
       b_.SetInsertPoint(cont);
     }
+  stored_views_.insert(view->index);
 }
 
 // The staged tile's elements in the view's order (its last named dim fastest), element
@@ -507,6 +510,8 @@ void BlockEmitter::emitLoop(const Op* op) {
   const ir::Value* iv = body->args[0];
   std::vector<size_t> regCount;
   if (prefetch) {
+    for (const Op* s : staged)
+      if (stored_views_.count(s->operands[0]->index)) barrier();
     Override first{{iv->id, lo}};
     for (const Op* s : staged) {
       std::vector<llvm::Value*> regs = fetch(s, first);
@@ -526,6 +531,10 @@ void BlockEmitter::emitLoop(const Op* op) {
     }
     return at;
   };
+  std::set<int> bodyStores;  // views the body stores to
+  ir::walk(body, [&](const Op* o) {
+    if (o->kind == OpKind::Store) bodyStores.insert(o->operands[0]->index);
+  });
   pending_reads_ = pending_writes_ = true;
   std::vector<llvm::Value*> fin =
       loop(lo, hi, stepBy, flat, [&](llvm::Value* ivv, const std::vector<llvm::Value*>& cur) {
@@ -541,6 +550,7 @@ void BlockEmitter::emitLoop(const Op* op) {
           nextTrip_[op] = Override{{iv->id, b_.CreateAdd(ivv, b_.getInt64(stepBy))}};
         }
         pending_reads_ = pending_writes_ = true;
+        stored_views_.insert(bodyStores.begin(), bodyStores.end());  // by the previous trip
         emitRegion(body);
         std::vector<llvm::Value*> next;
         for (size_t i = 0; i < nc && yield; ++i) {
@@ -558,6 +568,7 @@ void BlockEmitter::emitLoop(const Op* op) {
   unflatten(fin, true);
   if (prefetch) barrier();
   pending_reads_ = pending_writes_ = true;
+  stored_views_.insert(bodyStores.begin(), bodyStores.end());
 }
 
 }  // namespace kiln::codegen

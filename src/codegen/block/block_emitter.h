@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,10 @@ class BlockEmitter final : public ProgramEmitter {
   bool pending_writes_ = false;                   // shared stores since the last barrier
   bool pending_reads_ = false;                    // shared reads of single-buffered stages since the last barrier
   bool scratch_busy_ = false;                     // a reduction's scratch may still be read by other threads
+  // Views (by parameter index) stored to since the last barrier: a later load of one waits at a
+  // barrier, so that it sees what other threads of the program stored (docs/ir.md: within one
+  // program a store is visible to later loads).
+  std::set<int> stored_views_;
 };
 
 }  // namespace kiln::codegen
