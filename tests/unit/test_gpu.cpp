@@ -137,13 +137,18 @@ TEST(Gpu, LanesSpreadWhateverTheIsaAndSayWhyWhenNot) {
 // operands staged in shared memory (double-buffered over the K loop) and read as 4-wide
 // vectors; the report states the plan and the PTX declares what it says. A program with no block
 // form keeps the lane realization and says why; forcing the knob there is an error naming it.
-TEST(Gpu, GemmRunsAProgramPerThreadBlockWithStagedOperands) {
-  kiln::kernels::LibraryRequest req{"gemm", "300,200,129", {}, {true, 132}};
-  std::unique_ptr<kiln::ir::Kernel> k;
-  ASSERT_FALSE(kiln::kernels::buildLibraryKernel(req, k));
-  kiln::driver::Compilation c;
+// A library kernel built for an H200 (132 SMs) and compiled for it: its IR in `k`.
+void compileForGpu(const char* name, const char* shape, std::unique_ptr<kiln::ir::Kernel>& k,
+                   kiln::driver::Compilation& c) {
+  ASSERT_FALSE(kiln::kernels::buildLibraryKernel({name, shape, {}, {true, 132}}, k));
   auto err = kiln::driver::compile(*k, gpuKnobs(), c, kiln::driver::Stage::Report);
   ASSERT_FALSE(err.has_value()) << *err;
+}
+
+TEST(Gpu, GemmRunsAProgramPerThreadBlockWithStagedOperands) {
+  std::unique_ptr<kiln::ir::Kernel> k;
+  kiln::driver::Compilation c;
+  ASSERT_NO_FATAL_FAILURE(compileForGpu("gemm", "300,200,129", k, c));
   const nlohmann::json& b = c.report["phases"][0]["block"];
   EXPECT_EQ(c.report["phases"][0]["realization"], "block");
   EXPECT_EQ(b["threads"], 256);
@@ -167,10 +172,7 @@ TEST(Gpu, GemmRunsAProgramPerThreadBlockWithStagedOperands) {
   expectPrecisePtx(c.object, "block gemm");
 
   // A large GEMM: 128 x 128 outputs per block, 8 x 8 per thread, K steps of 8, 4-wide reads.
-  kiln::kernels::LibraryRequest big{"gemm", "4096,4096,4096", {}, {true, 132}};
-  ASSERT_FALSE(kiln::kernels::buildLibraryKernel(big, k));
-  err = kiln::driver::compile(*k, gpuKnobs(), c, kiln::driver::Stage::Report);
-  ASSERT_FALSE(err.has_value()) << *err;
+  ASSERT_NO_FATAL_FAILURE(compileForGpu("gemm", "4096,4096,4096", k, c));
   EXPECT_EQ(c.report["phases"][0]["block"]["microtile"], nlohmann::json({8, 8}));
   EXPECT_EQ(c.report["gpu"]["kernels"][0]["grid"], 1024);
   EXPECT_NE(c.object.find("ld.shared.v4"), std::string::npos);
@@ -182,7 +184,7 @@ TEST(Gpu, GemmRunsAProgramPerThreadBlockWithStagedOperands) {
   // No block form (attention's accumulator has a head dim): the lanes, and why.
   auto prefill = parseFile(std::string(KILN_SOURCE_DIR) + "/examples/attention_prefill.tile");
   ASSERT_TRUE(prefill);
-  err = kiln::driver::compile(*prefill, gpuKnobs(), c, kiln::driver::Stage::Report);
+  auto err = kiln::driver::compile(*prefill, gpuKnobs(), c, kiln::driver::Stage::Report);
   ASSERT_FALSE(err.has_value()) << *err;
   EXPECT_EQ(c.report["phases"][0]["realization"], "lanes");
   const std::string why = c.report["phases"][0]["block_not_taken_because"];
@@ -201,12 +203,9 @@ TEST(Gpu, GemmRunsAProgramPerThreadBlockWithStagedOperands) {
 TEST(Gpu, RowKernelsRunAProgramPerThreadBlock) {
   for (const char* name : {"softmax", "rmsnorm", "layernorm"}) {
     SCOPED_TRACE(name);
-    kiln::kernels::LibraryRequest req{name, "33,5000", {}, {true, 132}};
     std::unique_ptr<kiln::ir::Kernel> k;
-    ASSERT_FALSE(kiln::kernels::buildLibraryKernel(req, k));
     kiln::driver::Compilation c;
-    auto err = kiln::driver::compile(*k, gpuKnobs(), c, kiln::driver::Stage::Report);
-    ASSERT_FALSE(err.has_value()) << *err;
+    ASSERT_NO_FATAL_FAILURE(compileForGpu(name, "33,5000", k, c));
     const nlohmann::json& b = c.report["phases"][0]["block"];
     EXPECT_EQ(c.report["phases"][0]["realization"], "block");
     EXPECT_EQ(b["threads"], 256);
