@@ -87,6 +87,13 @@ llvm::Constant* ProgramEmitter::memFill(const ir::Op* load) {
   return llvm::ConstantFP::get(b_.getFloatTy(), static_cast<float>(load->fconst));
 }
 
+llvm::Value* ProgramEmitter::loadOrFill(const ir::Op* load, llvm::Value* ptr, llvm::Value* inBounds) {
+  const ir::Value* view = load->operands[0];
+  llvm::Value* safe = b_.CreateSelect(inBounds, ptr, base_[view->index]);
+  llvm::Value* x = b_.CreateAlignedLoad(memType(view), safe, memAlign(view));
+  return widenLoaded(view, b_.CreateSelect(inBounds, x, memFill(load)));
+}
+
 // Loads from 16-bit views become f32 exactly: f16 by the IEEE extension (x86: F16C's vcvtph2ps,
 // identical to the definition on all 2^16 inputs, tests/unit/test_heavy_storage.cpp), bf16 by
 // placing the bits at the top of a float.

@@ -59,6 +59,9 @@ class ProgramEmitter {
   llvm::Align memAlign(const ir::Value* view) { return llvm::Align(ir::elemBytes(view->type.elem)); }
   llvm::Constant* memFill(const ir::Op* load);
   llvm::Value* widenLoaded(const ir::Value* view, llvm::Value* x);
+  // One element of a load at `ptr`, widened to the tile's element: the fill where `inBounds` is
+  // false (the view's first element, always there, is read instead of the address outside).
+  llvm::Value* loadOrFill(const ir::Op* load, llvm::Value* ptr, llvm::Value* inBounds);
   llvm::Value* narrowStored(const ir::Value* view, llvm::Value* x);
 
   // The internal function `void name(ptr params, i64 id)` (no inlining, no unwinding); returns

@@ -129,14 +129,6 @@ llvm::Value* BlockEmitter::elementPointer(const Op* op, const std::function<llvm
   return b_.CreateGEP(memType(view), base_[view->index], offset);
 }
 
-llvm::Value* BlockEmitter::guardedLoad(const Op* op, llvm::Value* ptr, llvm::Value* inBounds) {
-  const ir::Value* view = op->operands[0];
-  // Out of the view: read the view's first element (always there) and keep the fill.
-  llvm::Value* safe = b_.CreateSelect(inBounds, ptr, base_[view->index]);
-  llvm::Value* x = b_.CreateAlignedLoad(memType(view), safe, memAlign(view));
-  return widenLoaded(view, b_.CreateSelect(inBounds, x, memFill(op)));
-}
-
 void BlockEmitter::barrier() {
   b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {b_.getInt32(0)});
   pending_writes_ = pending_reads_ = scratch_busy_ = false;
@@ -323,7 +315,7 @@ void BlockEmitter::emitLoad(const Op* op) {
     llvm::Value* inb = nullptr;
     llvm::Value* ptr = elementPointer(
         op, [&](const std::string& d) { return coordOf(d, i, j); }, nullptr, inb);
-    return guardedLoad(op, ptr, inb);
+    return loadOrFill(op, ptr, inb);
   });
 }
 
@@ -368,7 +360,7 @@ std::vector<llvm::Value*> BlockEmitter::fetch(const Op* load, const Override& ov
     llvm::Value* ptr = elementPointer(
         load, [&](const std::string& d) { return coord.at(d); }, &over, inb);
     if ((step + 1) * bp_.threads > total) inb = b_.CreateAnd(inb, b_.CreateICmpULT(e, b_.getInt64(total)));
-    regs.push_back(guardedLoad(load, ptr, inb));
+    regs.push_back(loadOrFill(load, ptr, inb));
   }
   return regs;
 }

@@ -55,7 +55,6 @@ class BlockEmitter final : public ProgramEmitter {
   // whether it lies inside the view.
   llvm::Value* elementPointer(const ir::Op* op, const std::function<llvm::Value*(const std::string&)>& coord,
                               const Override* over, llvm::Value*& inBounds);
-  llvm::Value* guardedLoad(const ir::Op* op, llvm::Value* ptr, llvm::Value* inBounds);
 
   void emitOp(const ir::Op* op) override;
   void emitLoad(const ir::Op* op);

@@ -63,7 +63,6 @@ llvm::Value* LaneEmitter::loadElement(const Op* op, const Coords& cs) {
   const ir::Type& rt = op->results[0]->type;
   const ir::Value* view = op->operands[0];
   llvm::Type* mt = memType(view);
-  llvm::Value* fill = memFill(op);
   llvm::Value* inb = nullptr;
   Ix lane = rt.isScalar() ? Ix{nullptr, 0} : cs.back();
   llvm::Value* ptr = elementPointer(op, rt, cs, lane, inb);
@@ -77,9 +76,7 @@ llvm::Value* LaneEmitter::loadElement(const Op* op, const Coords& cs) {
       }
   }
   if (isInside(op)) return widenLoaded(view, b_.CreateLoad(mt, ptr));
-  // Out of the view: read the view's first element (always there) and keep the fill.
-  llvm::Value* safe = b_.CreateSelect(inb, ptr, base_[view->index]);
-  return widenLoaded(view, b_.CreateSelect(inb, b_.CreateLoad(mt, safe), fill));
+  return loadOrFill(op, ptr, inb);
 }
 
 llvm::Value* LaneEmitter::tileInside(const Op* op) {
