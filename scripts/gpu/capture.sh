@@ -32,7 +32,8 @@ attention() {  # NAME SHAPE [OPTIONS...]
   "$kiln" gpu-capture --archive "$arch" --case "$name" --kernel attention --shape "$shape" --mask none \
     --flops "$flops" "$@"
 }
-# The shapes of `kiln peers` as the library plans them for the CPU (`auto` split and blocks) ...
+# The shapes of `kiln peers` as the library plans them for the GPU (`auto` split and blocks:
+# the block realization, docs/gpu.md "Thread blocks") ...
 attention decode 1,8,2,1,2053,80,96
 attention mha_decode 1,8,8,1,2048,64,64
 attention small_prefill 1,4,2,32,65,32,32
@@ -40,15 +41,20 @@ attention tail 1,6,2,1,2053,80,96
 attention decode4096 1,32,8,1,4096,128,128
 attention big_prefill 1,32,8,512,512,128,128
 attention batched_decode32 32,8,2,1,2053,80,96
-# ... and with the split that suits the GPU (a sweep on the H200: docs/gpu.md, "Speed").
-attention decode_split16 1,8,2,1,2053,80,96 --split 16 --block 1x32
-attention mha_decode_split16 1,8,8,1,2048,64,64 --split 16 --block 1x32
-attention tail_split16 1,6,2,1,2053,80,96 --split 16 --block 1x32
-attention decode4096_split16 1,32,8,1,4096,128,128 --split 16 --block 1x32
-attention batched_decode32_split4 32,8,2,1,2053,80,96 --split 4 --block 1x32
+if wanted causal_prefill; then  # issue 31's causal prefill (bottom-right aligned)
+  "$kiln" gpu-capture --archive "$arch" --case causal_prefill --kernel attention --shape 2,12,4,77,300,64,64 \
+    --mask causal --flops $((2 * 2 * 12 * 77 * 300 * 128))
+fi
+# ... and the lane realization with the split that suited it (a sweep on the H200: docs/gpu.md,
+# "Speed"), kept as the record of that realization (tests/cli/gpu_record.sh).
+attention decode_split16 1,8,2,1,2053,80,96 --split 16 --block 1x32 --set gpu_realization=lanes
+attention mha_decode_split16 1,8,8,1,2048,64,64 --split 16 --block 1x32 --set gpu_realization=lanes
+attention tail_split16 1,6,2,1,2053,80,96 --split 16 --block 1x32 --set gpu_realization=lanes
+attention decode4096_split16 1,32,8,1,4096,128,128 --split 16 --block 1x32 --set gpu_realization=lanes
+attention batched_decode32_split4 32,8,2,1,2053,80,96 --split 4 --block 1x32 --set gpu_realization=lanes
 # The lanes in one thread's registers instead of over W threads: the paired comparison.
-attention decode_split16_registers 1,8,2,1,2053,80,96 --split 16 --block 1x32 --set gpu_lanes=registers
-attention mha_decode_split16_registers 1,8,8,1,2048,64,64 --split 16 --block 1x32 --set gpu_lanes=registers
+attention decode_split16_registers 1,8,2,1,2053,80,96 --split 16 --block 1x32 --set gpu_lanes=registers --set gpu_realization=lanes
+attention mha_decode_split16_registers 1,8,8,1,2048,64,64 --split 16 --block 1x32 --set gpu_lanes=registers --set gpu_realization=lanes
 # Lengths at launch (docs/kernels.md, "KV caches"): a varlen batch on a dense and on a paged
 # cache (the generated lengths lie in [0, K], the block table's pages in the pool), split and
 # not, causal queries at the ends of their sequences, and a runtime extent.

@@ -145,9 +145,13 @@ std::optional<std::string> captureGpuCase(const ir::Kernel& kernel, const plan::
   }
   for (size_t j = 0; j < kernel.workspaces.size(); ++j)
     m << fmt::format("workspace {} {}\n", j, kernel.workspaces[j]->type.numElements());
-  for (const nlohmann::json& k : c.report["gpu"]["kernels"])
-    m << fmt::format("phase {} {} {} {} {}\n", k["phase"].get<int64_t>(), k["entry"].get<std::string>(),
-                     k["threads"].get<int64_t>(), k["block"].get<int64_t>(), k["grid"].get<int64_t>());
+  for (const nlohmann::json& k : c.report["gpu"]["kernels"]) {
+    // A seventh field, only when the phase sizes its shared memory at launch.
+    const int64_t dynamicShared = k["dynamic_shared_bytes"].get<int64_t>();
+    m << fmt::format("phase {} {} {} {} {}{}\n", k["phase"].get<int64_t>(), k["entry"].get<std::string>(),
+                     k["threads"].get<int64_t>(), k["block"].get<int64_t>(), k["grid"].get<int64_t>(),
+                     dynamicShared > 0 ? fmt::format(" {}", dynamicShared) : std::string());
+  }
   m << outputs.str();
   m << fmt::format("work {} {}\n", options.flops, bytes);
   m << "end\n";

@@ -43,23 +43,27 @@ nlohmann::json blockJson(const plan::Plan& p) {
     const plan::BlockStage& s = b.stages.at(load);
     stages.push_back({{"at", where(load->loc)},
                       {"value", "%" + load->results[0]->name},
+                      {"from", s.registers ? "registers" : "load"},
                       {"operand", s.operand == 0 ? "a" : "b"},
                       {"k_dim", s.k_dim},
-                      {"out_dim", s.out_dim},
+                      {"out_dims", s.out_dims},
                       {"shape", {s.k_extent, s.pitch}},
                       {"buffers", s.buffers},
                       {"offset_bytes", s.offset * 4}});
   }
+  nlohmann::json rowDims = nlohmann::json::array(), columns = nlohmann::json::array();
+  for (const plan::BlockDim& y : b.ys) rowDims.push_back({{"dim", y.name}, {"extent", y.extent}});
+  for (const plan::BlockDim& x : b.xs)
+    columns.push_back({{"dim", x.name}, {"extent", x.extent}, {"microtile", x.micro}, {"group", x.group}});
   return {{"model", b.model},
           {"threads", b.threads},
           {"grid", {b.threads_y, b.threads_x}},
-          {"dims", {b.dim_y.empty() ? nlohmann::json(nullptr) : nlohmann::json(b.dim_y), b.dim_x}},
-          {"extents", {b.extent_y, b.extent_x}},
-          {"microtile", {b.micro_y, b.micro_x}},
-          {"groups", {b.group_y, b.group_x}},
+          {"rows", {{"dims", rowDims}, {"extent", b.extent_y}, {"microtile", b.micro_y}, {"group", b.group_y}}},
+          {"columns", columns},
           {"stages", stages},
           {"double_buffered_loops", b.prefetch_loops.size()},
           {"shared_bytes", b.shared_bytes},
+          {"dynamic_shared", b.dynamic_shared},
           {"k_unroll", b.k_unroll}};
 }
 
@@ -266,6 +270,7 @@ nlohmann::json gpuFacts(const std::vector<codegen::Phase>& phases, const codegen
         {"threads", g.threads},
         {"grid", g.grid},
         {"block", g.threads_per_block},
+        {"dynamic_shared_bytes", g.dynamic_shared_bytes},
         {"ptx", nullptr}};
     for (const jit::PtxFunction& f : functions)
       if (f.entry && f.name == e.name) k["ptx"] = ptxJson(f);

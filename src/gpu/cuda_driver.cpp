@@ -102,6 +102,7 @@ std::unique_ptr<CudaDriver> CudaDriver::open(std::string& error) {
   resolve(a.cuModuleUnload, "cuModuleUnload");
   resolve(a.cuModuleGetFunction, "cuModuleGetFunction");
   resolve(a.cuFuncGetAttribute, "cuFuncGetAttribute");
+  resolve(a.cuFuncSetAttribute, "cuFuncSetAttribute");
   resolve(a.cuLaunchKernel, "cuLaunchKernel");
   resolve(a.cuEventCreate, "cuEventCreate");
   resolve(a.cuEventRecord, "cuEventRecord");
@@ -159,6 +160,10 @@ Status CudaDriver::launch(CUfunction function, unsigned int grid_x, unsigned int
                           unsigned int shared_bytes, CUstream stream) const {
   return check(api_.cuLaunchKernel(function, grid_x, 1, 1, block_x, 1, 1, shared_bytes, stream, args, nullptr),
                "cuLaunchKernel");
+}
+
+Status CudaDriver::allowDynamicShared(CUfunction function, int bytes) const {
+  return check(api_.cuFuncSetAttribute(function, kFuncAttrMaxDynamicSharedSizeBytes, bytes), "cuFuncSetAttribute");
 }
 
 Status CudaDriver::attributes(CUfunction function, FunctionAttributes& out) const {

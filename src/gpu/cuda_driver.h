@@ -35,13 +35,14 @@ constexpr CUresult kCudaErrorNoDevice = 100;    // CUDA_ERROR_NO_DEVICE
 constexpr CUresult kNotACudaError = -1;
 
 // CUfunction_attribute values.
-constexpr int kFuncAttrMaxThreadsPerBlock = 0;  // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
-constexpr int kFuncAttrSharedSizeBytes = 1;     // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
-constexpr int kFuncAttrConstSizeBytes = 2;      // CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES
-constexpr int kFuncAttrLocalSizeBytes = 3;      // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
-constexpr int kFuncAttrNumRegs = 4;             // CU_FUNC_ATTRIBUTE_NUM_REGS
-constexpr int kFuncAttrPtxVersion = 5;          // CU_FUNC_ATTRIBUTE_PTX_VERSION
-constexpr int kFuncAttrBinaryVersion = 6;       // CU_FUNC_ATTRIBUTE_BINARY_VERSION
+constexpr int kFuncAttrMaxThreadsPerBlock = 0;         // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+constexpr int kFuncAttrSharedSizeBytes = 1;            // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+constexpr int kFuncAttrConstSizeBytes = 2;             // CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES
+constexpr int kFuncAttrLocalSizeBytes = 3;             // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
+constexpr int kFuncAttrNumRegs = 4;                    // CU_FUNC_ATTRIBUTE_NUM_REGS
+constexpr int kFuncAttrPtxVersion = 5;                 // CU_FUNC_ATTRIBUTE_PTX_VERSION
+constexpr int kFuncAttrBinaryVersion = 6;              // CU_FUNC_ATTRIBUTE_BINARY_VERSION
+constexpr int kFuncAttrMaxDynamicSharedSizeBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
 // CUdevice_attribute values.
 constexpr int kDevAttrMultiprocessorCount = 16;     // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
@@ -126,6 +127,7 @@ class CudaDriver {
     CUresult (*cuModuleUnload)(CUmodule module) = nullptr;
     CUresult (*cuModuleGetFunction)(CUfunction* function, CUmodule module, const char* name) = nullptr;
     CUresult (*cuFuncGetAttribute)(int* value, int attribute, CUfunction function) = nullptr;
+    CUresult (*cuFuncSetAttribute)(CUfunction function, int attribute, int value) = nullptr;
     CUresult (*cuLaunchKernel)(CUfunction function, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
                                unsigned int block_x, unsigned int block_y, unsigned int block_z,
                                unsigned int shared_bytes, CUstream stream, void** params, void** extra) = nullptr;
@@ -158,6 +160,9 @@ class CudaDriver {
   Status launch(CUfunction function, unsigned int grid_x, unsigned int block_x, void** args,
                 unsigned int shared_bytes = 0, CUstream stream = nullptr) const;
   Status attributes(CUfunction function, FunctionAttributes& out) const;
+  // Lets launches of `function` take up to `bytes` of dynamic shared memory (past 48 KB a
+  // launch fails without it).
+  Status allowDynamicShared(CUfunction function, int bytes) const;
 
  private:
   CudaDriver() = default;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -299,6 +300,10 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
     // kDefaultKvTileElements; never more than the keys there are (rounded up to 16).
     const int64_t group = Hq / Hkv;
     s.block_q = std::clamp<int64_t>(64 / group, 1, Q);
+    // A GPU (the block realization, docs/gpu.md): rows a power of two where the group allows
+    // (group x BQ rows spread over 16 rows of threads), 64 keys per block, 32 when D or Dv
+    // passes 64 (the Q, K, V and P stages of a block then fit its shared memory).
+    if (s.target.gpu) s.block_q = std::min(Q, std::max<int64_t>(1, std::bit_floor(uint64_t(64 / group))));
     // The fewest blocks of at most that many keys, split evenly. With the keys along the lanes,
     // rounded up to 16 so the last block is not mostly padding (K = 64 + 1: 2 x 48, not 64 + 1);
     // with the queries along the lanes keys are rows, and a block holds just the keys there are
@@ -306,11 +311,13 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
     // 1,4,2,32,65,32,32: 15.9 µs against 19.5 for 2 x 48); beyond that, blocks of 64 (decode
     // 1,8,2,1,2053,80,96: 74 µs at 64, 79 at 112, 80 at 128).
     const int64_t K = s.shape[4];
-    const int64_t most = std::clamp<int64_t>(kDefaultKvTileElements / widest, 1, K <= 96 ? 96 : 64);
+    const int64_t most = s.target.gpu ? (widest <= 64 ? 64 : 32)
+                                      : std::clamp<int64_t>(kDefaultKvTileElements / widest, 1, K <= 96 ? 96 : 64);
     const int64_t blocks = std::max<int64_t>(1, (K + most - 1) / most);
     const int64_t even = (K + blocks - 1) / blocks;
     const int64_t keysBlock = std::min(most, std::max<int64_t>(16, (even + 15) / 16 * 16));
-    s.queries_in_lanes = lanes == "auto" ? queriesInLanes(s.block_q, group, K, keysBlock) : lanes == "queries";
+    s.queries_in_lanes =
+        lanes == "auto" ? !s.target.gpu && queriesInLanes(s.block_q, group, K, keysBlock) : lanes == "queries";
     s.block_k = s.queries_in_lanes ? std::min(most, std::max<int64_t>(1, even)) : keysBlock;
   } else {
     s.block_q = Q == 1 ? 1 : 4;
@@ -338,8 +345,9 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
     s.block_k = *bk;
   }
   if (r.options.count("block"))  // a given block: the rule on it
-    s.queries_in_lanes = s.stack_heads && (lanes == "auto" ? queriesInLanes(s.block_q, Hq / Hkv, s.shape[4], s.block_k)
-                                                           : lanes == "queries");
+    s.queries_in_lanes =
+        s.stack_heads && (lanes == "auto" ? !s.target.gpu && queriesInLanes(s.block_q, Hq / Hkv, s.shape[4], s.block_k)
+                                          : lanes == "queries");
   // Split KV: a number of chunks fixed by the shape (never by the thread count).
   const int64_t nKB = (s.shape[4] + s.block_k - 1) / s.block_k;
   const int64_t programs = s.shape[0] * Hkv * ((Q + s.block_q - 1) / s.block_q);
@@ -347,7 +355,11 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
   if (auto it = r.options.find("split"); it == r.options.end() || it->second == "auto") {
     // auto: when the unsplit kernel has fewer than 16 programs, enough chunks for 16 programs,
     // each chunk at least 4 blocks (the merge and the partials cost about one block's work).
-    if (s.stack_heads && programs < kSplitPrograms)
+    // A GPU: when fewer programs than multiprocessors, enough chunks for two programs per
+    // multiprocessor, each chunk at least 2 blocks.
+    if (s.stack_heads && s.target.gpu && programs < s.target.multiprocessors)
+      chunks = std::min((2 * s.target.multiprocessors + programs - 1) / programs, nKB / 2);
+    else if (s.stack_heads && !s.target.gpu && programs < kSplitPrograms)
       chunks = std::min((kSplitPrograms + programs - 1) / programs, nKB / 4);
   } else if (it->second != "off") {
     std::optional<int64_t> n = parseInt(it->second);
@@ -367,7 +379,7 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
   std::string qk = "auto";
   if (auto e = optionChoice(r, "qk", {"outer", "dot", "auto"}, qk)) return e;
   const int64_t rows = (s.stack_heads ? Hq / Hkv : 1) * s.block_q;
-  s.qk_dot = qk == "auto" ? rows == 1 && s.shape[5] % 16 == 0 : qk == "dot";
+  s.qk_dot = qk == "auto" ? !s.target.gpu && rows == 1 && s.shape[5] % 16 == 0 : qk == "dot";
   if (s.kv_cache == KvCache::Paged) {
     double v = 16;
     if (auto e = optionNumber(r, "page", 1, false, 4096, v)) return e;

@@ -1,29 +1,38 @@
 // The GPU block realization's plan (target nvptx; plan.h, BlockPlan): one program per thread
 // block.
 //
-// Form rule: the program's tile values have their dims among two, Y and X (the accumulator's
-// of its mmas, all alike, else the first tile of the highest rank), at the extents the program uses; each
-// mma contracts one dim of a and b in ascending K (no partitions), and both of its operands are
-// loads of the mma's own region used by it alone (stages). A reduction (f32) goes through
-// shared memory: the operand's elements, then one thread per line and partition folds its
+// Form rule: the program's tile values have their dims among the rows (Y) and columns (X) at
+// the extents the program uses. With mmas: the accumulators share their leading dims (the rows,
+// outermost first) and each has one last dim (a column dim: a gemm's n; an attention program's
+// keys n and value columns dv); without: the first tile of the highest rank gives the rows (all
+// but its last dim) and the one column dim. A tile value holds some of the row dims (in order)
+// and at most one column dim, last. Each mma contracts one dim in ascending K (no partitions);
+// each operand is [K, its output side]: the rows (all of them) or the accumulator's column dim.
+// An operand is staged in shared memory: a load used by the mma alone (in the mma's loop, or
+// before it: loaded once), or a tile the program computes, [rows, K] with K a column dim, put
+// there from the threads' registers before the mma. A reduction (f32) goes through shared
+// memory: the operand's elements, then one thread per line and partition folds its
 // contributions in order, then every thread merges its lines' partitions in index order
 // (ordered: one partition, the init first). Extract of a tile, pipelines and nested domains
 // have no block form yet: such a program keeps the lane realization, and the report says why.
 //
-// Size rule (target model): with an mma, threads_y = the largest power of two dividing Y's
-// extent, at most mma_threads_y, then threads_x likewise for X with what is left of
-// block_threads (a thread's register tile is then about square: each row and column operand
-// value read from shared memory serves several accumulators); without, X first (coalesced
-// accesses) up to block_threads, then Y; at least a warp. A thread's elements of one tile (micro_y x micro_x) are at
-// most microtile_elements. Groups of adjacent elements are as wide as one shared-memory vector load (4) where the
-// microtile allows.
+// Size rule (target model): with an mma, threads_y = the largest power of two dividing the
+// rows' extent, at most mma_threads_y, then threads_x likewise for every column dim with what
+// is left of block_threads (a thread's register tile is then about square: each row and column
+// operand value read from shared memory serves several accumulators); without, X first
+// (coalesced accesses) up to block_threads, then Y; at least a warp. A thread's elements of one
+// tile (micro_y x a column dim's micro) are at most microtile_elements. Groups of adjacent
+// elements are as wide as one shared-memory vector load (4) where the microtile allows.
 //
-// Stage rule: a stage is K rows of its operand's accumulator dim, padded by 4 floats (its
-// transposed fill from a row-major [M, K] tile then writes 32 banks apart); double-buffered
-// when its load sits in a serial loop's body and its origin is computed from the induction
-// variable, values from outside the loop and scalar arithmetic only (the next trip's origin is
-// then known a trip early), while the stages fit the block's shared memory.
+// Stage rule: a stage is K rows of its operand's output side, padded by 4 floats (its
+// transposed fill from a row-major [M, K] tile then writes 32 banks apart); a loaded stage is
+// double-buffered when its load sits in a serial loop's body and its origin is computed from the
+// induction variable, values from outside the loop and scalar arithmetic only (the next trip's
+// origin is then known a trip early), while the next trip's elements take at most a microtile
+// of registers per thread and the stages fit the planner's shared memory of a block
+// (shared_bytes_per_block); more than static_shared_bytes is sized at launch.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <functional>
@@ -75,60 +84,93 @@ class BlockPlanner {
     return fmt::format("{}:{}:{}: {}: {}", op->loc.file, op->loc.line, op->loc.col, ir::opName(op->kind), why);
   }
 
-  // Y and X from the mmas' accumulators (all alike), else from the first stored tile.
+  // The rows and columns: from the mmas' accumulators, else from the first tile of the highest
+  // rank.
   std::string chooseDims(const ir::Region* body) {
-    const ir::Type* shape = nullptr;
     std::string error;
+    bool any = false;
     ir::walk(body, [&](const Op* op) {
       if (!error.empty() || op->kind != OpKind::Mma) return;
       const ir::Type& t = op->results[0]->type;
-      if (t.rank() != 2) {
-        error = fail(op, fmt::format("an accumulator of rank {} (the block form takes rank 2)", t.rank()));
+      std::vector<BlockDim> ys;
+      for (size_t i = 0; i + 1 < t.dims.size(); ++i) ys.push_back({t.dims[i].name, t.dims[i].extent});
+      if (!any) {
+        b_.ys = ys;
+        any = true;
+      } else if (ys.size() != b_.ys.size() ||
+                 !std::equal(ys.begin(), ys.end(), b_.ys.begin(), [](const BlockDim& x, const BlockDim& y) {
+                   return x.name == y.name && x.extent == y.extent;
+                 })) {
+        error = fail(op, "accumulators whose leading dims differ (the rows of the block form are one set)");
         return;
       }
-      if (!shape) shape = &t;
-      if (!(t.dims == shape->dims)) error = fail(op, "accumulators of two shapes in one program");
+      if (auto e = addColumn(t.dims.back()); !e.empty()) error = fail(op, e);
     });
     if (!error.empty()) return error;
-    if (!shape)  // the first tile of the highest rank
+    if (!any) {  // the first tile of the highest rank
+      const ir::Type* shape = nullptr;
       ir::walk(body, [&](const Op* op) {
         for (const Value* v : op->results)
           if (v->type.isTile() && v->type.rank() >= 1 && (!shape || v->type.rank() > shape->rank())) shape = &v->type;
       });
-    if (!shape) return "no tile in the program";
-    if (shape->rank() > 2)
-      return fmt::format("a stored tile of rank {} (the block form takes at most 2)", shape->rank());
-    const ir::Dim& x = shape->dims.back();
-    b_.dim_x = x.name;
-    b_.extent_x = x.extent;
-    if (shape->rank() == 2) {
-      b_.dim_y = shape->dims[0].name;
-      b_.extent_y = shape->dims[0].extent;
+      if (!shape) return "no tile in the program";
+      for (size_t i = 0; i + 1 < shape->dims.size(); ++i) b_.ys.push_back({shape->dims[i].name, shape->dims[i].extent});
+      if (auto e = addColumn(shape->dims.back()); !e.empty()) return e;
+    }
+    for (const BlockDim& y : b_.ys) {
+      if (b_.columnDim(y.name)) return fmt::format("dim {} is both a row and a column dim", y.name);
+      b_.extent_y *= y.extent;
     }
     return "";
   }
 
-  // A tile value's dims are Y and/or X at their extents.
+  std::string addColumn(const ir::Dim& d) {
+    if (const BlockDim* x = b_.columnDim(d.name)) {
+      if (x->extent != d.extent)
+        return fmt::format("column dim {} at two extents ({} and {})", d.name, x->extent, d.extent);
+      return "";
+    }
+    b_.xs.push_back({d.name, d.extent});
+    return "";
+  }
+
+  // A tile value's dims: some of the rows' (in their order, at their extents), then at most one
+  // column dim.
   bool distributable(const ir::Type& t) const {
     if (t.isView()) return false;
-    for (const ir::Dim& d : t.dims) {
-      if (d.name == b_.dim_x && d.extent == b_.extent_x) continue;
-      if (!b_.dim_y.empty() && d.name == b_.dim_y && d.extent == b_.extent_y) continue;
-      return false;
+    size_t next = 0;  // the next row dim it may have
+    for (size_t i = 0; i < t.dims.size(); ++i) {
+      const ir::Dim& d = t.dims[i];
+      if (const BlockDim* x = b_.columnDim(d.name)) {
+        if (x->extent != d.extent || i + 1 != t.dims.size()) return false;
+        continue;
+      }
+      const int r = b_.rowDim(d.name);
+      if (r < static_cast<int>(next) || b_.ys[r].extent != d.extent) return false;
+      next = r + 1;
     }
-    return t.rank() <= 2;
+    return true;
+  }
+
+  std::string programDims() const {
+    std::vector<std::string> names;
+    for (const BlockDim& y : b_.ys) names.push_back(y.name);
+    std::string rows = fmt::format("rows [{}]", fmt::join(names, ", "));
+    names.clear();
+    for (const BlockDim& x : b_.xs) names.push_back(x.name);
+    return fmt::format("{} and columns {{{}}}", rows, fmt::join(names, ", "));
   }
 
   std::string checkValue(const Op* op, const Value* v) {
     if (v->type.isView() || distributable(v->type)) return "";
-    return fail(op, fmt::format("%{} : {} has a dim other than the program's {}{}", v->name, ir::toString(v->type),
-                                b_.dim_y.empty() ? "" : b_.dim_y + ", ", b_.dim_x));
+    return fail(
+        op, fmt::format("%{} : {} is not a tile of the program's {}", v->name, ir::toString(v->type), programDims()));
   }
 
   std::string checkRegion(const ir::Region* r) {
     for (const Value* a : r->args)
       if (!a->type.isScalar() && !distributable(a->type))
-        return fmt::format("%{} : {} has a dim other than the program's", a->name, ir::toString(a->type));
+        return fmt::format("%{} : {} is not a tile of the program's {}", a->name, ir::toString(a->type), programDims());
     for (const Op* op : r->ops) {
       std::string e = checkOp(op, r);
       if (!e.empty()) return e;
@@ -144,7 +186,7 @@ class BlockPlanner {
       case OpKind::Serial:
       case OpKind::Yield: break;
       case OpKind::Load:
-        if (staged_.count(op)) return "";
+        if (staged_.count(op)) return "";  // a stage: its tile is never held in registers
         if (ir::isHalfStorage(op->operands[0]->type.elem)) return fail(op, "a 16-bit view (not yet on the GPU)");
         break;
       case OpKind::Store:
@@ -157,10 +199,7 @@ class BlockPlanner {
       case OpKind::Reduce: {
         const Value* x = op->operands[0];
         if (x->type.elem != ir::Elem::F32) return fail(op, "a reduction of a non-f32 tile");
-        const int64_t lines = op->results[0]->type.numElements();
-        const int64_t parts =
-            op->reduce_policy.kind == ir::ReducePolicy::Kind::Ordered ? 1 : partitions(op->reduce_policy);
-        scratch_ = std::max(scratch_, x->type.numElements() + lines + lines * parts);
+        reductions_.push_back(op);  // its scratch is sized with the grid
         break;
       }
       default:
@@ -178,37 +217,59 @@ class BlockPlanner {
     return p.partitions > 0 ? p.partitions : p_.knobs.reduction_partitions;
   }
 
+  // An mma's operands: each [K, one output side] (the rows, or the accumulator's column dim),
+  // staged (see the stage rule at the top).
   std::string checkMma(const Op* op, const ir::Region* r) {
+    (void)r;
     if (op->dims.size() != 1) return fail(op, "more than one contracted dim");
     if (op->mma_policy.partitions != 0) return fail(op, "a partitioned order (partitions(P))");
     const std::string& kd = op->dims[0];
+    const ir::Dim& column = op->results[0]->type.dims.back();
+    bool sideRows[2] = {false, false};
     for (int i = 0; i < 2; ++i) {
       const Value* x = op->operands[i];
-      const Op* load = x->def;
-      if (!load || load->kind != OpKind::Load || load->parent != r || uses_[x->id] != 1)
-        return fail(op, fmt::format("operand %{} is not a load of the mma's region used by the mma alone", x->name));
-      if (ir::isHalfStorage(load->operands[0]->type.elem)) return fail(load, "a 16-bit view (not yet on the GPU)");
       const ir::Type& t = x->type;
-      if (t.rank() != 2 || t.findDim(kd) < 0)
-        return fail(op, fmt::format("operand %{} is not [K, one output dim]", x->name));
-      const ir::Dim& out = t.dims[t.findDim(kd) == 0 ? 1 : 0];
-      const bool isY = !b_.dim_y.empty() && out.name == b_.dim_y && out.extent == b_.extent_y;
-      const bool isX = out.name == b_.dim_x && out.extent == b_.extent_x;
-      if (!isY && !isX) return fail(op, fmt::format("operand %{} carries no output dim", x->name));
+      const int kAt = t.findDim(kd);
+      if (kAt < 0) return fail(op, fmt::format("operand %{} lacks the contracted dim {}", x->name, kd));
       BlockStage s;
       s.mma = op;
       s.operand = i;
       s.k_dim = kd;
-      s.out_dim = out.name;
-      s.k_extent = t.dims[t.findDim(kd)].extent;
-      s.out_extent = out.extent;
-      s.pitch = out.extent + 4;
-      staged_[load] = s;
-      order_.push_back(load);
+      s.k_extent = t.dims[kAt].extent;
+      for (const ir::Dim& d : t.dims)
+        if (d.name != kd) s.out_dims.push_back(d.name);
+      if (s.out_dims.size() == 1 && s.out_dims[0] == column.name) {
+        s.out_extent = column.extent;
+      } else {
+        std::vector<std::string> rows;
+        for (const BlockDim& y : b_.ys) rows.push_back(y.name);
+        if (s.out_dims != rows)
+          return fail(op, fmt::format("operand %{} : {} is not [{}, the rows or column {}]", x->name, ir::toString(t),
+                                      kd, column.name));
+        for (const ir::Dim& d : t.dims)
+          if (d.name != kd && d.extent != b_.ys[b_.rowDim(d.name)].extent)
+            return fail(op, fmt::format("operand %{} : {} has a row dim at another extent", x->name, ir::toString(t)));
+        s.rows = true;
+        s.out_extent = b_.extent_y;
+      }
+      sideRows[i] = s.rows;
+      s.pitch = s.out_extent + 4;
+      const Op* def = x->def;
+      if (def && def->kind == OpKind::Load && uses_[x->id] == 1) {
+        if (ir::isHalfStorage(def->operands[0]->type.elem)) return fail(def, "a 16-bit view (not yet on the GPU)");
+      } else {
+        // A computed operand: the threads' register tile put into the stage before the mma.
+        if (!def || def->results.size() != 1 || !distributable(t) || !s.rows || !b_.columnDim(kd) ||
+            t.dims[kAt].extent != b_.columnDim(kd)->extent || kAt + 1 != static_cast<int>(t.rank()))
+          return fail(op, fmt::format("operand %{} is neither a load used by the mma alone nor a computed [rows, "
+                                      "column] tile",
+                                      x->name));
+        s.registers = true;
+      }
+      if (staged_.count(def)) return fail(op, fmt::format("operand %{} is an operand of another mma too", x->name));
+      staged_[def] = s;
     }
-    if (op->operands[0]->type.dims == op->operands[1]->type.dims ||
-        staged_[op->operands[0]->def].out_dim == staged_[op->operands[1]->def].out_dim)
-      return fail(op, "both operands carry the same output dim");
+    if (sideRows[0] == sideRows[1]) return fail(op, "both operands carry the same output side");
     for (const Value* v : {op->operands[2], op->results[0]})
       if (auto e = checkValue(op, v); !e.empty()) return e;
     return "";
@@ -217,24 +278,28 @@ class BlockPlanner {
   std::string sizeGrid() {
     // With an mma, rows first (at most mma_threads_y: a row operand's values serve a thread's
     // whole row of accumulators), then columns; without, columns first (coalesced accesses).
+    int64_t columns = 0;  // the column dims' common divisor
+    for (const BlockDim& x : b_.xs) columns = std::gcd(columns, x.extent);
     if (!staged_.empty()) {
-      b_.threads_y = b_.dim_y.empty() ? 1 : largestPowerOfTwoDividing(b_.extent_y, m_.mma_threads_y);
-      b_.threads_x = largestPowerOfTwoDividing(b_.extent_x, m_.block_threads / b_.threads_y);
+      b_.threads_y = largestPowerOfTwoDividing(b_.extent_y, m_.mma_threads_y);
+      b_.threads_x = largestPowerOfTwoDividing(columns, m_.block_threads / b_.threads_y);
     } else {
-      b_.threads_x = largestPowerOfTwoDividing(b_.extent_x, m_.block_threads);
-      b_.threads_y = b_.dim_y.empty() ? 1 : largestPowerOfTwoDividing(b_.extent_y, m_.block_threads / b_.threads_x);
+      b_.threads_x = largestPowerOfTwoDividing(columns, m_.block_threads);
+      b_.threads_y = largestPowerOfTwoDividing(b_.extent_y, m_.block_threads / b_.threads_x);
     }
     b_.threads = b_.threads_x * b_.threads_y;
     if (b_.threads < m_.warp_threads)
-      return fmt::format("a grid of {} x {} threads (the tile's extents {} x {} give less than a warp)", b_.threads_y,
-                         b_.threads_x, b_.extent_y, b_.extent_x);
+      return fmt::format("a grid of {} x {} threads (the {} give less than a warp)", b_.threads_y, b_.threads_x,
+                         programDims());
     b_.micro_y = b_.extent_y / b_.threads_y;
-    b_.micro_x = b_.extent_x / b_.threads_x;
-    if (b_.micro_y * b_.micro_x > m_.microtile_elements)
-      return fmt::format("{} x {} elements of a tile per thread (the target model's most: {})", b_.micro_y, b_.micro_x,
-                         m_.microtile_elements);
     b_.group_y = std::gcd(b_.micro_y, m_.shared_vector_lanes);
-    b_.group_x = std::gcd(b_.micro_x, m_.shared_vector_lanes);
+    for (BlockDim& x : b_.xs) {
+      x.micro = x.extent / b_.threads_x;
+      x.group = std::gcd(x.micro, m_.shared_vector_lanes);
+      if (b_.micro_y * x.micro > m_.microtile_elements)
+        return fmt::format("{} x {} elements of a tile per thread (the target model's most: {})", b_.micro_y, x.micro,
+                           m_.microtile_elements);
+    }
     b_.model = m_.name;
     return "";
   }
@@ -257,36 +322,52 @@ class BlockPlanner {
 
   std::string placeStages() {
     std::set<const Op*> loops;
-    for (auto& [load, s] : staged_) {
-      const Op* loop = load->parent->parent;
+    for (auto& [op, s] : staged_) {
+      if (s.registers) continue;
+      const Op* loop = op->parent->parent;
       bool early = loop && loop->kind == OpKind::Serial;
-      for (const ir::Index& ix : load->indices)
+      for (const ir::Index& ix : op->indices)
         if (early && ix.value && !earlyComputable(ix.value, loop)) early = false;
       if (early) {
         s.buffers = 2;
         loops.insert(loop);
       }
     }
-    // Loops whose stages are not all early keep single buffers.
-    for (auto& [load, s] : staged_)
-      if (s.buffers == 1 && load->parent->parent) loops.erase(load->parent->parent);
-    for (auto& [load, s] : staged_)
-      if (!loops.count(load->parent->parent)) s.buffers = 1;
+    // Loops whose loaded stages are not all early keep single buffers; so do loops whose next
+    // trip's tiles would take more registers per thread than a microtile (they stay live across
+    // the trip: a few threads prefetching large stages spill).
+    std::map<const Op*, int64_t> prefetched;  // by loop: registers per thread
+    for (auto& [op, s] : staged_) {
+      if (s.registers) continue;
+      if (s.buffers == 1 && op->parent->parent) loops.erase(op->parent->parent);
+      if (s.buffers == 2) prefetched[op->parent->parent] += (s.k_extent * s.out_extent + b_.threads - 1) / b_.threads;
+    }
+    for (auto& [loop, regs] : prefetched)
+      if (regs > m_.microtile_elements) loops.erase(loop);
+    for (auto& [op, s] : staged_)
+      if (!loops.count(op->parent->parent)) s.buffers = 1;
+    for (const Op* op : reductions_) {
+      const int64_t lines = op->results[0]->type.numElements();
+      const int64_t parts =
+          op->reduce_policy.kind == ir::ReducePolicy::Kind::Ordered ? 1 : partitions(op->reduce_policy);
+      scratch_ = std::max(scratch_, op->operands[0]->type.numElements() + lines + lines * parts);
+    }
     auto total = [&] {
       int64_t floats = 0;
-      for (auto& [load, s] : staged_) floats += s.buffers * s.k_extent * s.pitch;
-      return floats * 4;
+      for (auto& [op, s] : staged_) floats += s.buffers * s.k_extent * s.pitch;
+      return (floats + scratch_) * 4;
     };
     if (total() > m_.shared_bytes_per_block) {
-      for (auto& [load, s] : staged_) s.buffers = 1;
+      for (auto& [op, s] : staged_) s.buffers = 1;
       loops.clear();
     }
-    if (total() > m_.shared_bytes_per_block)
-      return fmt::format("its stages take {} bytes of shared memory (a block's: {})", total(),
-                         m_.shared_bytes_per_block);
-    int64_t at = 0;  // in program order, so that the PTX does not depend on pointer values
-    for (const Op* load : order_) {
-      BlockStage& s = staged_[load];
+    std::vector<const Op*> order;  // stages in program order, so that the PTX does not depend on pointer values
+    ir::walk(k_.root()->regions[0], [&](const Op* op) {
+      if (staged_.count(op)) order.push_back(op);
+    });
+    int64_t at = 0;
+    for (const Op* op : order) {
+      BlockStage& s = staged_[op];
       s.offset = at;
       at += (s.buffers * s.k_extent * s.pitch + 3) / 4 * 4;  // the next stage 16-byte aligned
     }
@@ -297,11 +378,12 @@ class BlockPlanner {
       return fmt::format("its stages and reduction scratch take {} bytes of shared memory (a block's: {})", at * 4,
                          m_.shared_bytes_per_block);
     b_.shared_bytes = at * 4;
+    b_.dynamic_shared = b_.shared_bytes > m_.static_shared_bytes;
     b_.stages = staged_;
-    for (const Op* load : order_)
-      if (loops.count(load->parent->parent) && std::find(b_.prefetch_loops.begin(), b_.prefetch_loops.end(),
-                                                         load->parent->parent) == b_.prefetch_loops.end())
-        b_.prefetch_loops.push_back(load->parent->parent);
+    for (const Op* op : order)
+      if (loops.count(op->parent->parent) &&
+          std::find(b_.prefetch_loops.begin(), b_.prefetch_loops.end(), op->parent->parent) == b_.prefetch_loops.end())
+        b_.prefetch_loops.push_back(op->parent->parent);
     p_.block = b_;
     return "";
   }
@@ -311,9 +393,9 @@ class BlockPlanner {
   const target::Model& m_;
   BlockPlan b_;
   std::map<int, int> uses_;
-  std::map<const Op*, BlockStage> staged_;
-  std::vector<const Op*> order_;  // staged loads in program order
-  int64_t scratch_ = 0;           // floats of the largest reduction's scratch
+  std::map<const Op*, BlockStage> staged_;  // by the op making the staged value
+  int64_t scratch_ = 0;                     // floats of the largest reduction's scratch
+  std::vector<const Op*> reductions_;
 };
 
 }  // namespace

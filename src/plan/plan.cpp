@@ -460,12 +460,25 @@ const char* toString(MmaForm form) {
   return "?";
 }
 
+int BlockPlan::rowDim(const std::string& name) const {
+  for (size_t i = 0; i < ys.size(); ++i)
+    if (ys[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+const BlockDim* BlockPlan::columnDim(const std::string& name) const {
+  for (const BlockDim& d : xs)
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
 GpuLaunch gpuLaunch(const Plan& p, int64_t threads_per_program) {
   GpuLaunch g;
   if (p.realization == Realization::Block) {
     g.threads_per_program = g.threads_per_block = p.block.threads;
     g.threads = p.num_programs * p.block.threads;
     g.grid = p.num_programs;
+    if (p.block.dynamic_shared) g.dynamic_shared_bytes = p.block.shared_bytes;
     return g;
   }
   g.programs_per_thread = p.realization == Realization::Lanes ? 1 : p.knobs.packet_width;

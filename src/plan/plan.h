@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -205,19 +206,32 @@ struct LanePlan {
 };
 
 // ---- The GPU block realization (target nvptx, knob gpu_realization; src/plan/block.cpp,
-// docs/gpu.md "Thread blocks"): one program per thread block. Every tile value of the program
-// has its dims among two, `dim_y` and `dim_x` (an mma accumulator's, or a stored tile's), and
-// is spread over a threads_y x threads_x grid of the block's threads: thread (ty, tx) holds
-// micro_y x micro_x of its elements, in groups of `group_*` adjacent ones, the groups of one
-// thread `threads_* x group_*` apart (row r of the thread: (r / gy)·threads_y·gy + ty·gy +
-// r mod gy). A tile without one of the dims is held by every thread of that grid line. Each
-// mma operand is a load whose tile goes to shared memory (a stage) and is read from there by
-// every thread, K ascending; a stage in a serial loop whose origin the next trip can compute
-// early is double-buffered: the loads of trip i+1 are in flight while trip i multiplies.
+// docs/gpu.md "Thread blocks"): one program per thread block. The program's tile values have
+// their dims among rows (Y: one or more dims, flattened row-major into one row index) and
+// columns (X: one or more dims, e.g. an attention program's keys n and value columns dv; a tile
+// has at most one, last). Each tile is spread over a threads_y x threads_x grid of the block's
+// threads: thread (ty, tx) holds micro_y rows x (its X dim's) micro columns, in groups of
+// `group` adjacent ones, the groups of one thread `threads x group` apart (row r of the thread:
+// (r / gy)·threads_y·gy + ty·gy + r mod gy). A tile without rows (or columns) is held by every
+// thread of that grid line; a tile with some of the row dims holds, per row of the thread, its
+// element at that row's coordinates. Each mma operand goes to shared memory (a stage) and is
+// read from there by every thread, K ascending: a load (in the mma's loop or before it), or a
+// computed tile put there from the threads' registers. A stage in a serial loop whose origin
+// the next trip can compute early is double-buffered: the loads of trip i+1 are in flight while
+// trip i multiplies.
+struct BlockDim {
+  std::string name;
+  int64_t extent = 1;
+  int64_t micro = 1, group = 1;  // columns (X): a thread's elements along it and their groups
+};
+
 struct BlockStage {
   const ir::Op* mma = nullptr;
-  int operand = 0;             // 0: a, 1: b
-  std::string k_dim, out_dim;  // the contracted dim; the accumulator's dim it carries
+  int operand = 0;                    // 0: a, 1: b
+  std::string k_dim;                  // the contracted dim
+  std::vector<std::string> out_dims;  // the accumulator's dims it carries: the rows', or one column dim
+  bool rows = false;                  // it carries the rows
+  bool registers = false;             // a computed operand, put from the threads' registers before the mma
   int64_t k_extent = 0, out_extent = 0;
   int64_t pitch = 0;    // floats per K row in shared memory (out_extent plus padding)
   int64_t offset = 0;   // float offset of buffer 0 in the block's shared array
@@ -227,17 +241,23 @@ struct BlockStage {
 struct BlockPlan {
   std::string model;  // the target model's name
   int64_t threads = 0, threads_y = 1, threads_x = 1;
-  std::string dim_y, dim_x;  // "" where the program's tiles have one dim
-  int64_t extent_y = 1, extent_x = 1;
-  int64_t micro_y = 1, micro_x = 1, group_y = 1, group_x = 1;
-  std::map<const ir::Op*, BlockStage> stages;  // by load
-  std::vector<const ir::Op*> prefetch_loops;   // serial loops whose stages are double-buffered
+  std::vector<BlockDim> ys;  // the rows' dims, outermost first (empty: tiles of columns only)
+  std::vector<BlockDim> xs;  // the column dims
+  int64_t extent_y = 1, micro_y = 1, group_y = 1;
+  // By the op that makes the staged value: its load, or the op computing a register stage.
+  std::map<const ir::Op*, BlockStage> stages;
+  std::vector<const ir::Op*> prefetch_loops;  // serial loops whose stages are double-buffered
   // Reductions go through a scratch area of shared memory after the stages (floats): the
-  // operand's tile, line by line (the kept dim's coordinate; contributions row-major over the
-  // reduced dims), then the init per line, then each line's partitions (1 when ordered).
+  // operand's tile, line by line (a line: one element of the result, row-major over the kept
+  // dims; contributions row-major over the reduced dims), then the init per line, then each
+  // line's partitions (1 when ordered).
   int64_t scratch_offset = 0, scratch_floats = 0;
   int64_t shared_bytes = 0;
-  int64_t k_unroll = 16;  // an mma's K steps unrolled up to this many (else a loop)
+  bool dynamic_shared = false;  // more than a block may declare statically: sized at launch
+  int64_t k_unroll = 16;        // an mma's K steps unrolled up to this many (else a loop)
+
+  int rowDim(const std::string& name) const;                 // index in ys, or -1
+  const BlockDim* columnDim(const std::string& name) const;  // nullptr when not a column dim
 };
 
 struct Plan {
@@ -290,7 +310,8 @@ struct GpuLaunch {
   int64_t threads_per_program = 1;  // threads per call of the body
   int64_t threads = 0;              // ceil(programs / programs_per_thread) * threads_per_program
   int64_t threads_per_block = 32;
-  int64_t grid = 0;  // thread blocks: ceil(threads / threads_per_block)
+  int64_t grid = 0;                  // thread blocks: ceil(threads / threads_per_block)
+  int64_t dynamic_shared_bytes = 0;  // the block realization's shared memory when sized at launch
 };
 GpuLaunch gpuLaunch(const Plan& p, int64_t threads_per_program);
 

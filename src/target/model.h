@@ -33,7 +33,8 @@ struct Model {
   int64_t block_threads = 0;           // threads of a block the realization aims for (at most)
   int64_t mma_threads_y = 0;           // threads along an mma output's row dim (at most)
   int64_t microtile_elements = 0;      // the most elements of one tile value a thread may hold
-  int64_t shared_bytes_per_block = 0;  // static shared memory of one block
+  int64_t shared_bytes_per_block = 0;  // shared memory the planner gives one block (at most)
+  int64_t static_shared_bytes = 0;     // what a block may declare statically (more is sized at launch)
   int64_t shared_vector_lanes = 0;     // f32 lanes of the widest shared-memory load (ld.shared.v4)
 
   // Lanes of one machine register for W-lane vectors (a wider access is split into pieces).

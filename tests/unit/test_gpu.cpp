@@ -50,7 +50,9 @@ std::vector<std::string> examples() {
 void expectPrecisePtx(const std::string& ptx, const std::string& what) {
   EXPECT_NE(ptx.find(".target sm_90a"), std::string::npos) << what;
   EXPECT_EQ(ptx.find(".approx"), std::string::npos) << what;
-  EXPECT_EQ(ptx.find(".extern"), std::string::npos) << what;
+  // Nothing external but the block's dynamic shared memory (no function, no library).
+  for (size_t at = ptx.find(".extern"); at != std::string::npos; at = ptx.find(".extern", at + 1))
+    EXPECT_EQ(ptx.compare(at, 15, ".extern .shared"), 0) << what << ": " << ptx.substr(at, 60);
   EXPECT_EQ(ptx.find(".ftz"), std::string::npos) << what << ": denormals flushed";
   std::istringstream lines(ptx);
   int arithmetic = 0;
@@ -153,8 +155,12 @@ TEST(Gpu, GemmRunsAProgramPerThreadBlockWithStagedOperands) {
   EXPECT_EQ(c.report["phases"][0]["realization"], "block");
   EXPECT_EQ(b["threads"], 256);
   EXPECT_EQ(b["grid"], nlohmann::json({16, 16}));
-  EXPECT_EQ(b["extents"], nlohmann::json({32, 32}));  // 32x32x16: 70 blocks for 132 SMs
-  EXPECT_EQ(b["microtile"], nlohmann::json({2, 2}));
+  EXPECT_EQ(b["rows"]["extent"], 32);  // 32x32x16: 70 blocks for 132 SMs
+  EXPECT_EQ(b["rows"]["microtile"], 2);
+  ASSERT_EQ(b["columns"].size(), 1u);
+  EXPECT_EQ(b["columns"][0]["extent"], 32);
+  EXPECT_EQ(b["columns"][0]["microtile"], 2);
+  EXPECT_EQ(b["dynamic_shared"], false);
   ASSERT_EQ(b["stages"].size(), 2u);
   for (const nlohmann::json& s : b["stages"]) {
     EXPECT_EQ(s["buffers"], 2);
@@ -173,7 +179,8 @@ TEST(Gpu, GemmRunsAProgramPerThreadBlockWithStagedOperands) {
 
   // A large GEMM: 128 x 128 outputs per block, 8 x 8 per thread, K steps of 8, 4-wide reads.
   ASSERT_NO_FATAL_FAILURE(compileForGpu("gemm", "4096,4096,4096", k, c));
-  EXPECT_EQ(c.report["phases"][0]["block"]["microtile"], nlohmann::json({8, 8}));
+  EXPECT_EQ(c.report["phases"][0]["block"]["rows"]["microtile"], 8);
+  EXPECT_EQ(c.report["phases"][0]["block"]["columns"][0]["microtile"], 8);
   EXPECT_EQ(c.report["gpu"]["kernels"][0]["grid"], 1024);
   EXPECT_NE(c.object.find("ld.shared.v4"), std::string::npos);
   size_t fmas = 0;
@@ -181,14 +188,14 @@ TEST(Gpu, GemmRunsAProgramPerThreadBlockWithStagedOperands) {
     ++fmas;
   EXPECT_EQ(fmas, 8u * 64u);  // one K step of 8, unrolled: 64 accumulators each
 
-  // No block form (attention's accumulator has a head dim): the lanes, and why.
-  auto prefill = parseFile(std::string(KILN_SOURCE_DIR) + "/examples/attention_prefill.tile");
+  // No block form (an mma operand read from a pipeline's carried tile): the lanes, and why.
+  auto prefill = parseFile(std::string(KILN_SOURCE_DIR) + "/tests/ir/pipeline_gemm.tile");
   ASSERT_TRUE(prefill);
   auto err = kiln::driver::compile(*prefill, gpuKnobs(), c, kiln::driver::Stage::Report);
   ASSERT_FALSE(err.has_value()) << *err;
   EXPECT_EQ(c.report["phases"][0]["realization"], "lanes");
   const std::string why = c.report["phases"][0]["block_not_taken_because"];
-  EXPECT_NE(why.find("attention_prefill.tile:"), std::string::npos) << why;
+  EXPECT_NE(why.find("pipeline_gemm.tile:"), std::string::npos) << why;
   EXPECT_NE(why.find("mma"), std::string::npos) << why;
   kiln::plan::Knobs forced = gpuKnobs();
   ASSERT_FALSE(forced.setAssignment("gpu_realization=block").has_value());
@@ -209,7 +216,7 @@ TEST(Gpu, RowKernelsRunAProgramPerThreadBlock) {
     const nlohmann::json& b = c.report["phases"][0]["block"];
     EXPECT_EQ(c.report["phases"][0]["realization"], "block");
     EXPECT_EQ(b["threads"], 256);
-    EXPECT_EQ(b["extents"][1], 1024);  // column chunks of 1024
+    EXPECT_EQ(b["columns"][0]["extent"], 1024);  // column chunks of 1024
     EXPECT_GE(b["shared_bytes"].get<int64_t>(), 1024 * 4);
     EXPECT_NE(kiln::ir::print(*k).find("unordered_tree(16)"), std::string::npos);
     expectPrecisePtx(c.object, name);
@@ -226,12 +233,54 @@ TEST(Gpu, RowKernelsRunAProgramPerThreadBlock) {
   EXPECT_EQ(c.report["phases"][0]["realization"], "block");
 }
 
+// Attention in the block realization: rows (g, m) of stacked heads, two column dims (the keys n
+// of the scores, the value columns dv of the accumulator), Q staged once before the KV loop, K
+// and V staged per KV block, P staged from the threads' registers; the stages pass 48 KB, so
+// the shared memory is dynamic: an extern array in the PTX and its bytes in the launch.
+TEST(Gpu, AttentionRunsAProgramPerThreadBlock) {
+  std::unique_ptr<kiln::ir::Kernel> k;
+  kiln::driver::Compilation c;
+  ASSERT_NO_FATAL_FAILURE(compileForGpu("attention", "1,32,8,512,512,128,128", k, c));
+  const nlohmann::json& ph = c.report["phases"][0];
+  ASSERT_EQ(ph["realization"], "block") << ph["block_not_taken_because"];
+  const nlohmann::json& b = ph["block"];
+  EXPECT_EQ(b["threads"], 256);
+  EXPECT_EQ(b["rows"]["dims"], nlohmann::json::parse(R"([{"dim":"g","extent":4},{"dim":"m","extent":16}])"));
+  EXPECT_EQ(b["rows"]["microtile"], 4);
+  ASSERT_EQ(b["columns"].size(), 2u);
+  EXPECT_EQ(b["columns"][0]["dim"], "n");
+  EXPECT_EQ(b["columns"][1]["dim"], "dv");
+  EXPECT_EQ(b["columns"][1]["microtile"], 8);  // 128 value columns over 16 threads
+  std::map<std::string, std::string> from;
+  for (const nlohmann::json& s : b["stages"]) from[s["value"]] = s["from"];
+  EXPECT_EQ(from, (std::map<std::string, std::string>{
+                      {"%qt", "load"}, {"%kt", "load"}, {"%vt", "load"}, {"%p", "registers"}}));
+  EXPECT_EQ(b["dynamic_shared"], true);
+  const nlohmann::json& g = c.report["gpu"]["kernels"][0];
+  EXPECT_EQ(g["dynamic_shared_bytes"], b["shared_bytes"]);
+  EXPECT_GT(g["dynamic_shared_bytes"].get<int64_t>(), 48 * 1024);
+  EXPECT_EQ(g["ptx"]["local_bytes"], 0);
+  EXPECT_NE(c.object.find(".extern .shared .align 16"), std::string::npos);
+  expectPrecisePtx(c.object, "block attention");
+  // Decode: few programs, so the KV sequence is split to fill the multiprocessors; both phases
+  // (the chunks and their merge) run as blocks.
+  ASSERT_NO_FATAL_FAILURE(compileForGpu("attention", "1,32,8,1,4096,128,128", k, c));
+  ASSERT_EQ(c.report["gpu"]["kernels"].size(), 2u);
+  EXPECT_GE(c.report["gpu"]["kernels"][0]["programs"].get<int64_t>(), 132);
+  for (const nlohmann::json& e : c.report["gpu"]["kernels"]) EXPECT_EQ(e["realization"], "block");
+  expectPrecisePtx(c.object, "block decode");
+}
+
+// The lane realization of a split decode (gpu_realization=lanes: the block realization would
+// take both phases).
 TEST(Gpu, SplitAttentionIsTwoEntriesLaunchedInOrder) {
   std::unique_ptr<kiln::ir::Kernel> k;
   ASSERT_FALSE(kiln::kernels::buildLibraryKernel(
       {"attention", "1,8,2,1,2053,80,96", {{"mask", "none"}, {"split", "8"}, {"block", "1x32"}}}, k));
   kiln::driver::Compilation c;
-  auto err = kiln::driver::compile(*k, gpuKnobs(), c, kiln::driver::Stage::Report);
+  kiln::plan::Knobs lanes = gpuKnobs();
+  ASSERT_FALSE(lanes.setAssignment("gpu_realization=lanes").has_value());
+  auto err = kiln::driver::compile(*k, lanes, c, kiln::driver::Stage::Report);
   ASSERT_FALSE(err.has_value()) << *err;
   ASSERT_EQ(c.report["gpu"]["kernels"].size(), 2u);
   for (int i = 0; i < 2; ++i) {
@@ -245,7 +294,7 @@ TEST(Gpu, SplitAttentionIsTwoEntriesLaunchedInOrder) {
   // Spread lanes talk through warp shuffles and ballots; `gpu_lanes=registers` keeps a program
   // in one thread, with no cross-thread instruction at all.
   EXPECT_NE(c.object.find("shfl.sync.idx"), std::string::npos);
-  kiln::plan::Knobs regs = gpuKnobs();
+  kiln::plan::Knobs regs = lanes;
   ASSERT_FALSE(regs.setAssignment("gpu_lanes=registers").has_value());
   kiln::driver::Compilation one;
   ASSERT_FALSE(kiln::driver::compile(*k, regs, one, kiln::driver::Stage::Report).has_value());

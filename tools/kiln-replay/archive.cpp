@@ -20,6 +20,7 @@ constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
 constexpr uint64_t kFnvPrime = 0x100000001b3ull;
 constexpr uint64_t kMaxElements = uint64_t{1} << 36;  // 256 GiB of floats: a sanity bound
 constexpr uint64_t kMaxThreadsPerBlock = 1024;
+constexpr uint64_t kMaxDynamicSharedBytes = 227 * 1024;  // an H100/H200 block's most
 constexpr uint64_t kMaxGrid = 0x7fffffffull;
 
 // ---- the generator (archive-format.md, "Inputs") ----
@@ -303,7 +304,9 @@ std::optional<std::string> parseManifestImpl(const std::string& text, const std:
       if (auto e = elementCount(t[2], elements)) return e;
       workspaces.push_back({index, elements, ln});
     } else if (kind == "phase") {
-      if (auto e = arity(6, "phase K ENTRY PROGRAMS THREADS_PER_BLOCK GRID")) return e;
+      if (t.size() != 7) {
+        if (auto e = arity(6, "phase K ENTRY PROGRAMS THREADS_PER_BLOCK GRID [DYNAMIC_SHARED_BYTES]")) return e;
+      }
       uint64_t index = 0;
       Phase ph;
       if (!parseU64(t[1], index)) return at(ln, "phase index '" + t[1] + "' is not an unsigned integer");
@@ -315,6 +318,10 @@ std::optional<std::string> parseManifestImpl(const std::string& text, const std:
       }
       if (!parseU64(t[5], ph.grid) || ph.grid == 0 || ph.grid > kMaxGrid) {
         return at(ln, "GRID '" + t[5] + "' is not in 1..2^31-1");
+      }
+      if (t.size() == 7 && (!parseU64(t[6], ph.dynamic_shared_bytes) || ph.dynamic_shared_bytes == 0 ||
+                            ph.dynamic_shared_bytes > kMaxDynamicSharedBytes)) {
+        return at(ln, "DYNAMIC_SHARED_BYTES '" + t[6] + "' is not in 1.." + std::to_string(kMaxDynamicSharedBytes));
       }
       if (ph.programs > ph.grid * ph.threads_per_block) {
         return at(ln, "PROGRAMS " + t[3] + " exceed the launched threads (GRID " + t[5] + " x THREADS_PER_BLOCK " +

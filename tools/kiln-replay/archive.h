@@ -41,6 +41,7 @@ struct Phase {
   uint64_t programs = 0;
   uint64_t threads_per_block = 0;
   uint64_t grid = 0;
+  uint64_t dynamic_shared_bytes = 0;  // 0: the entry's shared memory is all static
 };
 
 struct Output {

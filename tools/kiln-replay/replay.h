@@ -28,6 +28,7 @@ struct PhaseResult {
   uint64_t programs = 0;
   uint64_t threads_per_block = 0;
   uint64_t grid = 0;
+  uint64_t dynamic_shared_bytes = 0;
   bool have_attributes = false;
   gpu::FunctionAttributes attributes;
 };

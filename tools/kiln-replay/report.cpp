@@ -92,7 +92,8 @@ void writeCase(JsonWriter& j, const CaseResult& r) {
         .field("entry", p.entry)
         .field("programs", p.programs)
         .field("threads_per_block", p.threads_per_block)
-        .field("grid", p.grid);
+        .field("grid", p.grid)
+        .field("dynamic_shared_bytes", p.dynamic_shared_bytes);
     if (p.have_attributes) {
       j.field("registers", p.attributes.registers)
           .field("local_bytes", p.attributes.local_bytes)

@@ -67,6 +67,10 @@ class CaseRun {
                                    std::to_string(pr.attributes.max_threads_per_block) + " threads per block (" +
                                    std::to_string(pr.attributes.registers) + " registers per thread)");
       }
+      if (phase.dynamic_shared_bytes > 0) {  // past the 48 KB a launch gets without asking
+        s = driver_.allowDynamicShared(function, static_cast<int>(phase.dynamic_shared_bytes));
+        if (!s.ok()) return annotate(s, "phase " + std::to_string(k) + " " + phase.entry);
+      }
       functions_.push_back(function);
     }
 
@@ -118,7 +122,8 @@ class CaseRun {
     for (size_t k = 0; k < functions_.size(); ++k) {
       const Phase& phase = spec_.phases[k];
       Status s = driver_.launch(functions_[k], static_cast<unsigned>(phase.grid),
-                                static_cast<unsigned>(phase.threads_per_block), args);
+                                static_cast<unsigned>(phase.threads_per_block), args,
+                                static_cast<unsigned>(phase.dynamic_shared_bytes));
       if (!s.ok()) return annotate(s, "phase " + std::to_string(k) + " " + phase.entry);
       if (marks && k < marks->size()) {
         if (s = (*marks)[k].record(); !s.ok()) return s;
@@ -431,6 +436,7 @@ void runReplay(const gpu::CudaDriver& driver, const Archive& archive, const Opti
       pr.programs = phase.programs;
       pr.threads_per_block = phase.threads_per_block;
       pr.grid = phase.grid;
+      pr.dynamic_shared_bytes = phase.dynamic_shared_bytes;
       r.phases.push_back(pr);
     }
     for (const Output& o : spec.outputs) {

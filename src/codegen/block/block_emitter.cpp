@@ -23,7 +23,9 @@ using ir::OpKind;
 
 namespace {
 constexpr unsigned kSharedAddressSpace = 3;
-}
+constexpr const char* kDynamicShared = "kiln_dynamic_shared";
+constexpr int64_t kCopyChunk = 16;  // a single-buffered stage's steps per thread in flight together
+}  // namespace
 
 BlockEmitter::BlockEmitter(const ir::Kernel& kernel, const plan::Plan& plan, llvm::Module& module)
     : ProgramEmitter(kernel, plan, module, /*noUnrollLoops=*/false), bp_(plan.block) {}
@@ -32,19 +34,36 @@ llvm::Type* BlockEmitter::sty(Elem e) {
   return e == Elem::I64 ? b_.getInt64Ty() : e == Elem::I1 ? b_.getInt1Ty() : b_.getFloatTy();
 }
 
+bool BlockEmitter::hasY(const ir::Value* v) const {
+  for (const ir::Dim& d : v->type.dims)
+    if (bp_.rowDim(d.name) >= 0) return true;
+  return false;
+}
+
+const plan::BlockDim* BlockEmitter::columnOf(const ir::Value* v) const {
+  return v->type.dims.empty() ? nullptr : bp_.columnDim(v->type.dims.back().name);
+}
+
 llvm::Value* BlockEmitter::rowCoord(int64_t r) {
   const int64_t g = bp_.group_y;
   return b_.CreateAdd(b_.CreateMul(ty_, b_.getInt64(g)), b_.getInt64((r / g) * bp_.threads_y * g + r % g));
 }
 
-llvm::Value* BlockEmitter::colCoord(int64_t c) {
-  const int64_t g = bp_.group_x;
+llvm::Value* BlockEmitter::colCoord(const plan::BlockDim& x, int64_t c) {
+  const int64_t g = x.group;
   return b_.CreateAdd(b_.CreateMul(tx_, b_.getInt64(g)), b_.getInt64((c / g) * bp_.threads_x * g + c % g));
 }
 
+// A row dim's coordinate: the flattened row index, row-major over the rows' dims.
 llvm::Value* BlockEmitter::coordOf(const std::string& dim, int64_t r, int64_t c) {
-  if (!bp_.dim_y.empty() && dim == bp_.dim_y) return rowCoord(r);
-  if (dim == bp_.dim_x) return colCoord(c);
+  if (const int i = bp_.rowDim(dim); i >= 0) {
+    int64_t inner = 1;
+    for (size_t j = i + 1; j < bp_.ys.size(); ++j) inner *= bp_.ys[j].extent;
+    llvm::Value* y = rowCoord(r);
+    if (inner > 1) y = b_.CreateUDiv(y, b_.getInt64(inner));
+    return i == 0 ? y : b_.CreateURem(y, b_.getInt64(bp_.ys[i].extent));
+  }
+  if (const plan::BlockDim* x = bp_.columnDim(dim)) return colCoord(*x, c);
   return b_.getInt64(0);
 }
 
@@ -62,7 +81,7 @@ llvm::Value* BlockEmitter::at(const ir::Value* v, int64_t r, int64_t c) {
     error_ = fmt::format("internal error: tile %{} used before its definition", v->name);
     return llvm::PoisonValue::get(sty(v->type.elem));
   }
-  return it->second[(hasY(v) ? r : 0) * cols(v) + (hasX(v) ? c : 0)];
+  return it->second[(hasY(v) ? r : 0) * cols(v) + (columnOf(v) ? c : 0)];
 }
 
 void BlockEmitter::define(const ir::Value* v, const std::function<llvm::Value*(int64_t, int64_t)>& gen) {
@@ -135,9 +154,12 @@ void BlockEmitter::barrier() {
   stored_views_.clear();
 }
 
+llvm::Value* BlockEmitter::sharedPointer(llvm::Value* floatIndex) {
+  return b_.CreateInBoundsGEP(b_.getFloatTy(), shared_, floatIndex);
+}
+
 llvm::Value* BlockEmitter::scratchPointer(llvm::Value* floatIndex) {
-  llvm::Value* at = b_.CreateAdd(floatIndex, b_.getInt64(bp_.scratch_offset));
-  return b_.CreateInBoundsGEP(shared_->getValueType(), shared_, {b_.getInt64(0), at});
+  return sharedPointer(b_.CreateAdd(floatIndex, b_.getInt64(bp_.scratch_offset)));
 }
 
 // A reduction through the scratch area (plan.h, BlockPlan::scratch_*): every thread writes its
@@ -162,19 +184,24 @@ void BlockEmitter::emitReduce(const Op* op) {
   const int64_t lines = res->type.numElements();
   const int64_t initAt = lines * n, partsAt = initAt + lines;
   const Elem e = x->type.elem;
+  auto lineOf = [&](int64_t r, int64_t c) {  // row-major over the kept dims
+    llvm::Value* l = b_.getInt64(0);
+    for (const ir::Dim* d : kept) l = b_.CreateAdd(b_.CreateMul(l, b_.getInt64(d->extent)), coordOf(d->name, r, c));
+    return l;
+  };
   if (pending_reads_ || scratch_busy_ || pending_writes_) barrier();
   for (int64_t r = 0; r < rows(x); ++r)
     for (int64_t c = 0; c < cols(x); ++c) {
       llvm::Value* k = b_.getInt64(0);
       for (const ir::Dim* d : reduced)
         k = b_.CreateAdd(b_.CreateMul(k, b_.getInt64(d->extent)), coordOf(d->name, r, c));
-      llvm::Value* line = kept.empty() ? b_.getInt64(0) : coordOf(kept[0]->name, r, c);
+      llvm::Value* line = lineOf(r, c);
       b_.CreateStore(at(x, r, c), scratchPointer(b_.CreateAdd(b_.CreateMul(line, b_.getInt64(n)), k)));
     }
   if (!init->type.isScalar())
     for (int64_t r = 0; r < rows(init); ++r)
       for (int64_t c = 0; c < cols(init); ++c) {
-        llvm::Value* line = kept.empty() ? b_.getInt64(0) : coordOf(kept[0]->name, r, c);
+        llvm::Value* line = lineOf(r, c);
         b_.CreateStore(at(init, r, c), scratchPointer(b_.CreateAdd(line, b_.getInt64(initAt))));
       }
   barrier();
@@ -229,7 +256,7 @@ void BlockEmitter::emitReduce(const Op* op) {
   // The merges: each result element from its line's partitions.
   const int64_t used = std::min(P, n);
   define(res, [&](int64_t r, int64_t c) {
-    llvm::Value* ln = kept.empty() ? b_.getInt64(0) : coordOf(kept[0]->name, r, c);
+    llvm::Value* ln = lineOf(r, c);
     llvm::Value* at0 = b_.CreateAdd(b_.CreateMul(ln, b_.getInt64(P)), b_.getInt64(partsAt));
     if (ordered) return static_cast<llvm::Value*>(b_.CreateLoad(b_.getFloatTy(), scratchPointer(at0)));
     llvm::Value* v = at(init, r, c);
@@ -249,7 +276,16 @@ llvm::Function* BlockEmitter::emitProgram(const std::string& name, std::string& 
   tid_ = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
   tx_ = b_.CreateURem(tid_, b_.getInt64(bp_.threads_x), "tx");
   ty_ = b_.CreateUDiv(tid_, b_.getInt64(bp_.threads_x), "ty");
-  if (bp_.shared_bytes > 0) {
+  if (bp_.dynamic_shared) {
+    // Sized at launch (plan::GpuLaunch::dynamic_shared_bytes): one extern array every entry shares.
+    shared_ = m_.getGlobalVariable(kDynamicShared);
+    if (!shared_) {
+      auto* ty = llvm::ArrayType::get(b_.getFloatTy(), 0);
+      shared_ = new llvm::GlobalVariable(m_, ty, false, llvm::GlobalValue::ExternalLinkage, nullptr, kDynamicShared,
+                                         nullptr, llvm::GlobalValue::NotThreadLocal, kSharedAddressSpace);
+      shared_->setAlignment(llvm::Align(16));
+    }
+  } else if (bp_.shared_bytes > 0) {
     auto* ty = llvm::ArrayType::get(b_.getFloatTy(), static_cast<uint64_t>(bp_.shared_bytes / 4));
     shared_ =
         new llvm::GlobalVariable(m_, ty, false, llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(ty),
@@ -306,8 +342,7 @@ void BlockEmitter::emitLoad(const Op* op) {
       return;
     }
     if (pending_reads_) barrier();
-    std::vector<llvm::Value*> regs = fetch(op, {});
-    put(op, regs, b_.getInt64(0));
+    copyStage(op);
     return;
   }
   const ir::Value* r = op->results[0];
@@ -343,64 +378,121 @@ void BlockEmitter::emitStore(const Op* op) {
 // e = step * threads + tid for this thread: consecutive threads read consecutive addresses.
 std::vector<llvm::Value*> BlockEmitter::fetch(const Op* load, const Override& over) {
   const plan::BlockStage& s = bp_.stages.at(load);
+  const int64_t total = s.k_extent * s.out_extent;
+  std::vector<llvm::Value*> regs;
+  for (int64_t step = 0; step * bp_.threads < total; ++step)
+    regs.push_back(
+        fetchOne(load, over, b_.CreateAdd(tid_, b_.getInt64(step * bp_.threads)), (step + 1) * bp_.threads > total));
+  return regs;
+}
+
+// Element e of the staged tile (view order) from global memory; `partial`: e may pass the tile.
+llvm::Value* BlockEmitter::fetchOne(const Op* load, const Override& over, llvm::Value* e, bool partial) {
+  const plan::BlockStage& s = bp_.stages.at(load);
   std::vector<const ir::Dim*> order;  // named access dims, view order
   for (const ir::Dim& a : load->access)
     if (!a.name.empty()) order.push_back(&a);
-  const int64_t total = s.k_extent * s.out_extent;
-  std::vector<llvm::Value*> regs;
-  for (int64_t step = 0; step * bp_.threads < total; ++step) {
-    llvm::Value* e = b_.CreateAdd(tid_, b_.getInt64(step * bp_.threads));
-    std::map<std::string, llvm::Value*> coord;
-    llvm::Value* rest = e;
-    for (int i = static_cast<int>(order.size()) - 1; i >= 0; --i) {
-      coord[order[i]->name] = b_.CreateURem(rest, b_.getInt64(order[i]->extent));
-      rest = b_.CreateUDiv(rest, b_.getInt64(order[i]->extent));
-    }
-    llvm::Value* inb = nullptr;
-    llvm::Value* ptr = elementPointer(
-        load, [&](const std::string& d) { return coord.at(d); }, &over, inb);
-    if ((step + 1) * bp_.threads > total) inb = b_.CreateAnd(inb, b_.CreateICmpULT(e, b_.getInt64(total)));
-    regs.push_back(loadOrFill(load, ptr, inb));
+  std::map<std::string, llvm::Value*> coord;
+  llvm::Value* rest = e;
+  for (int i = static_cast<int>(order.size()) - 1; i >= 0; --i) {
+    coord[order[i]->name] = b_.CreateURem(rest, b_.getInt64(order[i]->extent));
+    rest = b_.CreateUDiv(rest, b_.getInt64(order[i]->extent));
   }
-  return regs;
+  llvm::Value* inb = nullptr;
+  llvm::Value* ptr = elementPointer(
+      load, [&](const std::string& d) { return coord.at(d); }, &over, inb);
+  if (partial) inb = b_.CreateAnd(inb, b_.CreateICmpULT(e, b_.getInt64(s.k_extent * s.out_extent)));
+  return loadOrFill(load, ptr, inb);
+}
+
+// A single-buffered stage straight from global to shared memory: this thread's steps in chunks
+// of kCopyChunk (each chunk's loads in flight together, then its stores), a loop over the
+// chunks when there are several (the registers of one chunk live at a time), then the rest.
+void BlockEmitter::copyStage(const Op* load) {
+  const plan::BlockStage& s = bp_.stages.at(load);
+  const int64_t total = s.k_extent * s.out_extent;
+  const int64_t steps = (total + bp_.threads - 1) / bp_.threads;
+  const int64_t chunks = (total / bp_.threads) / kCopyChunk;  // whole chunks of whole steps
+  if (chunks <= 1) {
+    put(load, fetch(load, {}), b_.getInt64(0));
+    return;
+  }
+  auto copy = [&](llvm::Value* first, int64_t n, int64_t from) {  // steps first + i, i < n
+    std::vector<std::pair<llvm::Value*, llvm::Value*>> regs;
+    for (int64_t i = 0; i < n; ++i) {
+      llvm::Value* step = b_.CreateAdd(first, b_.getInt64(i));
+      llvm::Value* e = b_.CreateAdd(tid_, b_.CreateMul(step, b_.getInt64(bp_.threads)));
+      regs.push_back({e, fetchOne(load, {}, e, (from + i + 1) * bp_.threads > total)});
+    }
+    for (int64_t i = 0; i < n; ++i)
+      putOne(load, regs[i].second, b_.getInt64(0), regs[i].first, (from + i + 1) * bp_.threads > total);
+  };
+  loop(b_.getInt64(0), b_.getInt64(chunks), 1, {}, [&](llvm::Value* c, const std::vector<llvm::Value*>&) {
+    copy(b_.CreateMul(c, b_.getInt64(kCopyChunk)), kCopyChunk, 0);
+    return std::vector<llvm::Value*>{};
+  });
+  if (steps > chunks * kCopyChunk)
+    copy(b_.getInt64(chunks * kCopyChunk), steps - chunks * kCopyChunk, chunks * kCopyChunk);
+  pending_writes_ = true;
 }
 
 llvm::Value* BlockEmitter::stagePointer(const plan::BlockStage& s, llvm::Value* buffer, llvm::Value* floatIndex) {
   llvm::Value* at = b_.CreateAdd(b_.CreateMul(buffer, b_.getInt64(s.k_extent * s.pitch)), floatIndex);
-  at = b_.CreateAdd(at, b_.getInt64(s.offset));
-  return b_.CreateInBoundsGEP(shared_->getValueType(), shared_, {b_.getInt64(0), at});
+  return sharedPointer(b_.CreateAdd(at, b_.getInt64(s.offset)));
 }
 
 void BlockEmitter::put(const Op* load, const std::vector<llvm::Value*>& regs, llvm::Value* buffer) {
   const plan::BlockStage& s = bp_.stages.at(load);
+  const int64_t total = s.k_extent * s.out_extent;
+  for (size_t step = 0; step < regs.size(); ++step)
+    putOne(load, regs[step], buffer, b_.CreateAdd(tid_, b_.getInt64(static_cast<int64_t>(step) * bp_.threads)),
+           static_cast<int64_t>(step + 1) * bp_.threads > total);
+  pending_writes_ = true;
+}
+
+// Element e of the staged tile (view order) to its place in the stage: K row, then the output
+// side's position (row-major over its dims: the rows' flattened index).
+void BlockEmitter::putOne(const Op* load, llvm::Value* v, llvm::Value* buffer, llvm::Value* e, bool partial) {
+  const plan::BlockStage& s = bp_.stages.at(load);
   std::vector<const ir::Dim*> order;
   for (const ir::Dim& a : load->access)
     if (!a.name.empty()) order.push_back(&a);
-  const int64_t total = s.k_extent * s.out_extent;
-  for (size_t step = 0; step < regs.size(); ++step) {
-    llvm::Value* e = b_.CreateAdd(tid_, b_.getInt64(static_cast<int64_t>(step) * bp_.threads));
-    llvm::Value* kk = nullptr;
-    llvm::Value* o = nullptr;
-    llvm::Value* rest = e;
-    for (int i = static_cast<int>(order.size()) - 1; i >= 0; --i) {
-      llvm::Value* c = b_.CreateURem(rest, b_.getInt64(order[i]->extent));
-      (order[i]->name == s.k_dim ? kk : o) = c;
-      rest = b_.CreateUDiv(rest, b_.getInt64(order[i]->extent));
-    }
-    llvm::Value* ptr = stagePointer(s, buffer, b_.CreateAdd(b_.CreateMul(kk, b_.getInt64(s.pitch)), o));
-    const bool partial = static_cast<int64_t>(step + 1) * bp_.threads > total;
-    if (!partial) {
-      b_.CreateAlignedStore(regs[step], ptr, llvm::Align(4));
-      continue;
-    }
-    auto* then = llvm::BasicBlock::Create(c_, "stage.in", f_);
-    auto* cont = llvm::BasicBlock::Create(c_, "stage.next", f_);
-    b_.CreateCondBr(b_.CreateICmpULT(e, b_.getInt64(total)), then, cont);
-    b_.SetInsertPoint(then);
-    b_.CreateAlignedStore(regs[step], ptr, llvm::Align(4));
-    b_.CreateBr(cont);
-    b_.SetInsertPoint(cont);
+  std::map<std::string, llvm::Value*> coord;
+  llvm::Value* rest = e;
+  for (int i = static_cast<int>(order.size()) - 1; i >= 0; --i) {
+    coord[order[i]->name] = b_.CreateURem(rest, b_.getInt64(order[i]->extent));
+    rest = b_.CreateUDiv(rest, b_.getInt64(order[i]->extent));
   }
+  llvm::Value* o = b_.getInt64(0);
+  for (const std::string& d : s.out_dims) {
+    const ir::Dim* a = nullptr;
+    for (const ir::Dim* x : order)
+      if (x->name == d) a = x;
+    o = b_.CreateAdd(b_.CreateMul(o, b_.getInt64(a->extent)), coord.at(d));
+  }
+  llvm::Value* ptr = stagePointer(s, buffer, b_.CreateAdd(b_.CreateMul(coord.at(s.k_dim), b_.getInt64(s.pitch)), o));
+  if (!partial) {
+    b_.CreateAlignedStore(v, ptr, llvm::Align(4));
+    return;
+  }
+  auto* then = llvm::BasicBlock::Create(c_, "stage.in", f_);
+  auto* cont = llvm::BasicBlock::Create(c_, "stage.next", f_);
+  b_.CreateCondBr(b_.CreateICmpULT(e, b_.getInt64(s.k_extent * s.out_extent)), then, cont);
+  b_.SetInsertPoint(then);
+  b_.CreateAlignedStore(v, ptr, llvm::Align(4));
+  b_.CreateBr(cont);
+  b_.SetInsertPoint(cont);
+}
+
+// Element (r, c) of the thread's [rows, K] tile to K row colCoord(c), position rowCoord(r).
+void BlockEmitter::putRegisters(const ir::Value* v, const plan::BlockStage& s) {
+  const plan::BlockDim& kx = *bp_.columnDim(s.k_dim);
+  if (pending_reads_) barrier();
+  for (int64_t r = 0; r < rows(v); ++r)
+    for (int64_t c = 0; c < cols(v); ++c) {
+      llvm::Value* at0 = b_.CreateAdd(b_.CreateMul(colCoord(kx, c), b_.getInt64(s.pitch)), rowCoord(r));
+      b_.CreateAlignedStore(at(v, r, c), stagePointer(s, b_.getInt64(0), at0), llvm::Align(4));
+    }
   pending_writes_ = true;
 }
 
@@ -415,14 +507,20 @@ void BlockEmitter::emitMma(const Op* op) {
   const Op* la = op->operands[0]->def;
   const Op* lb = op->operands[1]->def;
   const plan::BlockStage& sa = bp_.stages.at(la);
-  const bool aIsRow = sa.out_dim == bp_.dim_y;
+  const plan::BlockStage& sb = bp_.stages.at(lb);
+  for (int i = 0; i < 2; ++i) {
+    const plan::BlockStage& s = i == 0 ? sa : sb;
+    if (s.registers) putRegisters(op->operands[i], s);
+  }
+  const bool aIsRow = sa.rows;
   const Op* rowLoad = aIsRow ? la : lb;
   const Op* colLoad = aIsRow ? lb : la;
   const plan::BlockStage& sr = bp_.stages.at(rowLoad);
   const plan::BlockStage& sc = bp_.stages.at(colLoad);
+  const plan::BlockDim& column = *bp_.columnDim(op->results[0]->type.dims.back().name);
   const ir::Value* acc = op->operands[2];
   const ir::Value* res = op->results[0];
-  const int64_t my = bp_.micro_y, mx = bp_.micro_x;
+  const int64_t my = bp_.micro_y, mx = column.micro;
   if (pending_writes_) barrier();
   Tile cur(static_cast<size_t>(my * mx));
   for (int64_t r = 0; r < my; ++r)
@@ -432,7 +530,7 @@ void BlockEmitter::emitMma(const Op* op) {
   // Offsets (floats) of the thread's groups within one K row of each stage.
   std::vector<llvm::Value*> rowAt, colAt;
   for (int64_t r = 0; r < my; r += bp_.group_y) rowAt.push_back(rowCoord(r));
-  for (int64_t c = 0; c < mx; c += bp_.group_x) colAt.push_back(colCoord(c));
+  for (int64_t c = 0; c < mx; c += column.group) colAt.push_back(colCoord(column, c));
   auto readGroups = [&](const plan::BlockStage& s, llvm::Value* buf, llvm::Value* k,
                         const std::vector<llvm::Value*>& at, int64_t g) {
     std::vector<llvm::Value*> vals;
@@ -451,7 +549,7 @@ void BlockEmitter::emitMma(const Op* op) {
   };
   auto step = [&](llvm::Value* k, Tile& t) {
     std::vector<llvm::Value*> rv = readGroups(sr, rowBuf, k, rowAt, bp_.group_y);
-    std::vector<llvm::Value*> cv = readGroups(sc, colBuf, k, colAt, bp_.group_x);
+    std::vector<llvm::Value*> cv = readGroups(sc, colBuf, k, colAt, column.group);
     for (int64_t r = 0; r < my; ++r)
       for (int64_t c = 0; c < mx; ++c) {
         llvm::Value* a = aIsRow ? rv[r] : cv[c];

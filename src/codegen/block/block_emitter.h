@@ -33,15 +33,16 @@ class BlockEmitter final : public ProgramEmitter {
   using Tile = std::vector<llvm::Value*>;        // a thread's elements: micro rows x micro columns of the dims it has
   using Override = std::map<int, llvm::Value*>;  // value id -> its value at another loop trip
 
-  bool hasY(const ir::Value* v) const { return !bp_.dim_y.empty() && v->type.findDim(bp_.dim_y) >= 0; }
-  bool hasX(const ir::Value* v) const { return v->type.findDim(bp_.dim_x) >= 0; }
+  // A tile's rows (any row dim) and its column dim (its last, when a column dim), plan.h.
+  bool hasY(const ir::Value* v) const;
+  const plan::BlockDim* columnOf(const ir::Value* v) const;
   int64_t rows(const ir::Value* v) const { return hasY(v) ? bp_.micro_y : 1; }
-  int64_t cols(const ir::Value* v) const { return hasX(v) ? bp_.micro_x : 1; }
-  // Element (r, c) of the thread's grid position as seen by `v` (a dim v lacks reads index 0).
+  int64_t cols(const ir::Value* v) const { return columnOf(v) ? columnOf(v)->micro : 1; }
+  // Element (r, c) of the thread's grid position as seen by `v` (a side v lacks reads index 0).
   llvm::Value* at(const ir::Value* v, int64_t r, int64_t c);
-  // The tile coordinate of the thread's row r / column c.
+  // The flattened row index of the thread's row r; the coordinate of its column c along x.
   llvm::Value* rowCoord(int64_t r);
-  llvm::Value* colCoord(int64_t c);
+  llvm::Value* colCoord(const plan::BlockDim& x, int64_t c);
   llvm::Value* coordOf(const std::string& dim, int64_t r, int64_t c);
 
   llvm::Type* sty(ir::Elem e);
@@ -69,6 +70,12 @@ class BlockEmitter final : public ProgramEmitter {
   // `buffer`: 0, or the loop trip's parity).
   std::vector<llvm::Value*> fetch(const ir::Op* load, const Override& over);
   void put(const ir::Op* load, const std::vector<llvm::Value*>& regs, llvm::Value* buffer);
+  llvm::Value* fetchOne(const ir::Op* load, const Override& over, llvm::Value* e, bool partial);
+  void putOne(const ir::Op* load, llvm::Value* v, llvm::Value* buffer, llvm::Value* e, bool partial);
+  void copyStage(const ir::Op* load);  // a single-buffered stage, global to shared
+  // A computed mma operand: this thread's register tile into its stage.
+  void putRegisters(const ir::Value* v, const plan::BlockStage& s);
+  llvm::Value* sharedPointer(llvm::Value* floatIndex);  // element floatIndex of the block's shared array
   llvm::Value* stagePointer(const plan::BlockStage& s, llvm::Value* buffer, llvm::Value* floatIndex);
   llvm::Value* bufferOf(const ir::Op* load);
   void barrier();
