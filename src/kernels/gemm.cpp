@@ -34,8 +34,17 @@ GemmTiles defaultGpuGemmTiles(const GemmShape& s, int64_t multiprocessors) {
   return GemmTiles{32, 32, 16};
 }
 
+int64_t defaultGpuSplitK(const GemmShape& s, const GemmTiles& t, int64_t multiprocessors) {
+  if (s.M > 16) return 1;
+  const int64_t tiles = ((s.M + t.TM - 1) / t.TM) * ((s.N + t.TN - 1) / t.TN);
+  const int64_t nK = (s.K + t.TK - 1) / t.TK;
+  const int64_t want = 4 * multiprocessors;
+  if (tiles >= want) return 1;
+  return std::max<int64_t>(1, std::min((want + tiles - 1) / tiles, nK / 4));
+}
+
 BuildResult gemm(const GemmShape& s, const GemmTiles& t, bool trans_b, bool fused, bool runtime_rows, FloatElem a_elem,
-                 FloatElem b_elem) {
+                 FloatElem b_elem, int64_t split_k) {
   KernelBuilder kb(trans_b ? "gemm_tn" : "gemm");
   if (s.M < 1 || s.N < 1 || s.K < 0 || t.TM < 1 || t.TN < 1 || t.TK < 1) {
     kb.error("bad-shape", "gemm needs M, N >= 1, K >= 0 and tile sizes >= 1");
@@ -47,10 +56,10 @@ BuildResult gemm(const GemmShape& s, const GemmTiles& t, bool trans_b, bool fuse
   const int64_t nM = (s.M + t.TM - 1) / t.TM, nN = (s.N + t.TN - 1) / t.TN, nK = (s.K + t.TK - 1) / t.TK;
   const MmaFlags flags = fused ? fusedMma : MmaFlags{};
 
-  // The K loop of one output tile at (m0, n0): tiles of A and B, K ascending.
-  auto accumulate = [&](Idx m0, Idx n0) {
+  // The K loop of one output tile at (m0, n0): tiles of A and B, K ascending from step lo to hi.
+  auto accumulate = [&](Idx m0, Idx n0, IdxArg lo, IdxArg hi) {
     Carry acc0{"acc", kb.zeros({{"m", t.TM}, {"n", t.TN}})};
-    auto [acc] = kb.serial("kk", 0, nK, {acc0}, [&](Idx kk, Tile acc) {
+    auto [acc] = kb.serial("kk", lo, hi, {acc0}, [&](Idx kk, Tile acc) {
       Idx k0 = (kk * t.TK).as("k0");
       Tile at = load(a, {m0, k0}, {{"m", t.TM}, {"k", t.TK}}).as("at");
       Tile bt = trans_b ? load(b, {n0, k0}, {{"n", t.TN}, {"k", t.TK}}) : load(b, {k0, n0}, {{"k", t.TK}, {"n", t.TN}});
@@ -73,7 +82,7 @@ BuildResult gemm(const GemmShape& s, const GemmTiles& t, bool trans_b, bool fuse
       Idx left = (rows - m0).as("rows_left");            // >= 1 in the domain
       Idx whole = minIndex(left / t.TM, 1).as("whole");  // 1: a full tile
       Idx tail = (left - whole * left).as("tail_rows");  // its rows otherwise
-      Tile acc = accumulate(m0, n0);
+      Tile acc = accumulate(m0, n0, 0, nK);
       kb.serial("full", 0, whole, [&](Idx) { store(acc, c, {m0, n0}, {{"m", t.TM}, {"n", t.TN}}); });
       kb.serial("partial", 0, minIndex(tail, 1).as("is_partial"), [&](Idx) {
         store(acc, part, {j, 0, 0}, {_, {"m", t.TM}, {"n", t.TN}});
@@ -86,10 +95,34 @@ BuildResult gemm(const GemmShape& s, const GemmTiles& t, bool trans_b, bool fuse
     return kb.finish();
   }
 
+  if (split_k > 1 && nK > 1) {
+    // Chunk q walks K steps [q·CB, q·CB + CB), the last one [q·CB, nK): (q+1)/S is 1 only there.
+    const int64_t CB = (nK + split_k - 1) / split_k, S = (nK + CB - 1) / CB;
+    View part = kb.workspace("c_part", {S, s.M, s.N});
+    kb.parallel({{"i", nM}, {"j", nN}, {"q", S}}, [&](Idx i, Idx j, Idx q) {
+      Idx m0 = (i * t.TM).as("m0");
+      Idx n0 = (j * t.TN).as("n0");
+      Idx lo = (q * CB).as("lo");
+      Idx hi = ((lo + CB) - ((q + 1) / S) * (S * CB - nK)).as("hi");
+      store(accumulate(m0, n0, lo, hi), part, {q, m0, n0}, {_, {"m", t.TM}, {"n", t.TN}});
+    });
+    kb.parallel({{"i", nM}, {"j", nN}}, [&](Idx i, Idx j) {
+      Idx m0 = (i * t.TM).as("m0");
+      Idx n0 = (j * t.TN).as("n0");
+      Carry sum0{"sum", kb.zeros({{"m", t.TM}, {"n", t.TN}})};
+      auto [sum] = kb.serial("q", 0, S, {sum0}, [&](Idx q, Tile sum) {
+        Tile p = load(part, {q, m0, n0}, {_, {"m", t.TM}, {"n", t.TN}}).as("c_chunk");
+        return (sum + p).as("sum_next");
+      });
+      store(sum, c, {m0, n0}, {{"m", t.TM}, {"n", t.TN}});
+    });
+    return kb.finish();
+  }
+
   kb.parallel({{"i", nM}, {"j", nN}}, [&](Idx i, Idx j) {
     Idx m0 = (i * t.TM).as("m0");
     Idx n0 = (j * t.TN).as("n0");
-    store(accumulate(m0, n0), c, {m0, n0}, {{"m", t.TM}, {"n", t.TN}});
+    store(accumulate(m0, n0, 0, nK), c, {m0, n0}, {{"m", t.TM}, {"n", t.TN}});
   });
   return kb.finish();
 }

@@ -23,9 +23,13 @@ struct GemmTiles {
 // rows of c from it on are not written (a partial last tile runs row by row).
 // a_elem, b_elem: the storage of A and B (f32, or 16-bit weights and activations: docs/ir.md,
 // "16-bit views"); C is f32. Accumulation is f32 in the same order either way.
+// split_k > 1 (not with runtime_rows): K in that many chunks of whole K steps, each chunk's
+// products a program of its own (acc from 0, K ascending) storing its partial tile in a
+// workspace `c_part` [split_k, M, N]; a second phase sums the partials in chunk order,
+// c = ((0 + p0) + p1) + ... — a different, equally defined result.
 dsl::BuildResult gemm(const GemmShape& shape, const GemmTiles& tiles = {}, bool trans_b = false, bool fused = true,
                       bool runtime_rows = false, dsl::FloatElem a_elem = dsl::FloatElem::F32,
-                      dsl::FloatElem b_elem = dsl::FloatElem::F32);
+                      dsl::FloatElem b_elem = dsl::FloatElem::F32, int64_t split_k = 1);
 
 // The library's tiles for a shape: up to 64 x 64 outputs per program (a 64-column row is four
 // 16-lane vectors), K in steps of up to 64.
@@ -36,5 +40,9 @@ GemmTiles defaultGemmTiles(const GemmShape& shape);
 // K steps of 8 (128) or 16; with M <= 16 rows, all of them (a power of two) x 32 columns with
 // K steps of 32 x rows up to 128 (64 for 16 rows).
 GemmTiles defaultGpuGemmTiles(const GemmShape& shape, int64_t multiprocessors);
+// On such a GPU: K chunks for a skinny GEMM (M <= 16) whose output tiles are fewer than 4 per
+// multiprocessor (it streams B; more blocks keep more of it in flight): enough for 4 blocks per
+// multiprocessor, each chunk at least 4 K steps; else 1.
+int64_t defaultGpuSplitK(const GemmShape& shape, const GemmTiles& tiles, int64_t multiprocessors);
 
 }  // namespace kiln::kernels

@@ -58,6 +58,7 @@ struct Spec {
   std::optional<double> scale;
   bool trans_b = false;            // gemm
   std::optional<GemmTiles> tiles;  // gemm --tile (else the target's default: gemmTiles)
+  int64_t split_k = 0;             // gemm --split-k: K chunks (0: auto, the target's rule: gemmSplitK)
   LibraryTarget target;
   double eps = 0;    // rmsnorm, layernorm
   bool neox = true;  // rope
@@ -197,6 +198,29 @@ GemmTiles gemmTiles(const Spec& s) {
   const GemmShape g{s.shape[0], s.shape[1], s.shape[2]};
   if (s.tiles) return *s.tiles;
   return s.target.gpu ? defaultGpuGemmTiles(g, s.target.multiprocessors) : defaultGemmTiles(g);
+}
+
+// gemm's K chunks: --split-k, else the target's rule (a CPU: none).
+int64_t gemmSplitK(const Spec& s) {
+  if (s.split_k > 0) return s.split_k;
+  if (!s.target.gpu || s.runtime_rows) return 1;
+  return defaultGpuSplitK({s.shape[0], s.shape[1], s.shape[2]}, gemmTiles(s), s.target.multiprocessors);
+}
+
+// gemm --split-k N|auto|off.
+Error gemmSplitOption(const LibraryRequest& r, Spec& s) {
+  auto it = r.options.find("split-k");
+  if (it == r.options.end() || it->second == "auto") return std::nullopt;
+  if (it->second == "off") {
+    s.split_k = 1;
+    return std::nullopt;
+  }
+  std::optional<int64_t> n = parseInt(it->second);
+  if (!n || *n < 1 || *n > 4096)
+    return fmt::format("gemm: --split-k '{}' is not a number of K chunks 1..4096, auto or off", it->second);
+  if (s.runtime_rows && *n > 1) return "gemm: --split-k does not combine with --runtime-rows";
+  s.split_k = *n;
+  return std::nullopt;
 }
 
 // gemm --tile TMxTNxTK: outputs per program (TM rows x TN columns) and K per step. Any tile
@@ -568,11 +592,14 @@ const std::vector<Entry>& entries() {
              "--a-dtype f32|f16|bf16, --b-dtype f32|f16|bf16   the storage of A and of B (16-bit weights): loads "
              "convert to f32 exactly; C is f32 and accumulates in f32 in the same order (default f32)\n"
              "--tile TMxTNxTK   outputs per program and K per step (default: up to 64x64x64; 1x256 or 2x128 "
-             "when M is 1 or 2); the bits do not depend on it",
+             "when M is 1 or 2); the bits do not depend on it\n"
+             "--split-k N|auto|off   K in N chunks of whole K steps, each a program of its own, their partial "
+             "tiles summed in chunk order by a second phase (a different, equally defined result); auto: none on a "
+             "CPU, on a GPU enough for 4 blocks per SM when M <= 16 (default auto)",
          "C[M,N] = A[M,K] . B (K = 0 gives zeros); tiles up to 64x64 outputs, K steps up to 64"},
         {"M", "N", "K"},
         {1, 1, 0},
-        {"trans-b", "fma", "runtime-rows", "a-dtype", "b-dtype", "tile"},
+        {"trans-b", "fma", "runtime-rows", "a-dtype", "b-dtype", "tile", "split-k"},
         [](const LibraryRequest& r, Spec& s) -> Error {
           if (auto e = gemmTileOption(r, s)) return e;
           std::string fma = "fused";
@@ -581,6 +608,7 @@ const std::vector<Entry>& entries() {
           if (auto e = dtypeOption(r, "a-dtype", s.a_elem)) return e;
           if (auto e = dtypeOption(r, "b-dtype", s.b_elem)) return e;
           if (auto e = runtimeRowsOption(r, s)) return e;
+          if (auto e = gemmSplitOption(r, s)) return e;
           return optionFlag(r, "trans-b", s.trans_b);
         },
         [](const Spec& s) {
@@ -593,7 +621,7 @@ const std::vector<Entry>& entries() {
         },
         [](const Spec& s) {
           GemmShape g{s.shape[0], s.shape[1], s.shape[2]};
-          return gemm(g, gemmTiles(s), s.trans_b, s.fused, s.runtime_rows, s.a_elem, s.b_elem);
+          return gemm(g, gemmTiles(s), s.trans_b, s.fused, s.runtime_rows, s.a_elem, s.b_elem, gemmSplitK(s));
         },
         [](const Spec& s, const std::vector<host::ParamData>& in) {
           return cutRows(s, in,
@@ -823,6 +851,11 @@ std::optional<std::string> libraryChoices(const LibraryRequest& request, std::ma
                               spec.tiles        ? " (given)"
                               : spec.target.gpu ? " (library default for a GPU)"
                                                 : " (library default)");
+    const int64_t k = gemmSplitK(spec);
+    out["split_k"] = fmt::format("{}{}", k,
+                                 spec.split_k > 0  ? " (given)"
+                                 : spec.target.gpu ? " (library default for a GPU)"
+                                                   : " (library default)");
     return std::nullopt;
   }
   if (e->info.name != "attention") return std::nullopt;

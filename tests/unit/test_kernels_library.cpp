@@ -142,6 +142,9 @@ TEST(Library, BadRequestsAreErrorsNamingTheParameter) {
       {req("gemm", "4,4,4", {{"tile", "8x8x2000"}}), "--tile TK=2000 is out of range; legal: 1..1024"},
       {req("gemm", "4,4,4", {{"tile", "256x128x8"}}), "--tile 256x128x8 is too large: at most 16384 outputs"},
       {req("softmax", "4,4", {{"tile", "8x8x8"}}), "option --tile does not apply to softmax"},
+      {req("gemm", "4,4,4", {{"split-k", "0"}}), "gemm: --split-k '0' is not a number of K chunks 1..4096"},
+      {req("gemm", "4,4,4", {{"split-k", "2"}, {"runtime-rows", ""}}),
+       "gemm: --split-k does not combine with --runtime-rows"},
       {req("gemm", "100000,100000,100"), "at most 268435456 are supported"},
       {req("softmax", "0,5"), "softmax: rows=0 must be at least 1 (--shape rows,cols)"},
       {req("softmax", "5,0"), "softmax: cols=0 must be at least 1"},
@@ -310,6 +313,11 @@ TEST(LibraryNative, RaggedAndLargeRows) {
     expectNativePasses(req("gemm", shape));
     expectNativePasses(req("gemm", shape, {{"trans-b", ""}}));
   }
+  // Split K: chunks of whole K steps (the last one shorter, one K step per chunk, more chunks
+  // than steps), partial tiles summed in chunk order.
+  expectNativePasses(req("gemm", "5,300,1000", {{"split-k", "3"}}));
+  expectNativePasses(req("gemm", "13,17,29", {{"split-k", "4"}, {"tile", "8x8x8"}, {"trans-b", ""}}));
+  expectNativePasses(req("gemm", "3,40,70", {{"split-k", "100"}, {"tile", "4x16x16"}}));
   for (const char* shape : {"1,1,2", "17,3,10", "5,7,6", "31,2,64"}) {
     expectNativePasses(req("rope", shape));
     expectNativePasses(req("rope", shape, {{"style", "interleaved"}}));

@@ -62,6 +62,7 @@ struct KernelSource {
         {"a-dtype", "gemm: f32 | f16 | bf16, the storage of A"},
         {"b-dtype", "gemm: f32 | f16 | bf16, the storage of B (weights)"},
         {"tile", "gemm: TMxTNxTK, outputs per program and K per step (the bits do not depend on it)"},
+        {"split-k", "gemm: N | auto | off, K chunks summed in order by a second phase (a different result)"},
         {"dtype",
          "softmax, rmsnorm, layernorm, swiglu, rope, gelu: f32 | f16 | bf16, the storage of inputs and outputs"},
     };
