@@ -88,10 +88,17 @@ llvm::Constant* ProgramEmitter::memFill(const ir::Op* load) {
 }
 
 llvm::Value* ProgramEmitter::loadOrFill(const ir::Op* load, llvm::Value* ptr, llvm::Value* inBounds) {
+  return filled(load, rawLoad(load, ptr, inBounds), inBounds);
+}
+
+llvm::Value* ProgramEmitter::rawLoad(const ir::Op* load, llvm::Value* ptr, llvm::Value* inBounds) {
   const ir::Value* view = load->operands[0];
   llvm::Value* safe = b_.CreateSelect(inBounds, ptr, base_[view->index]);
-  llvm::Value* x = b_.CreateAlignedLoad(memType(view), safe, memAlign(view));
-  return widenLoaded(view, b_.CreateSelect(inBounds, x, memFill(load)));
+  return b_.CreateAlignedLoad(memType(view), safe, memAlign(view));
+}
+
+llvm::Value* ProgramEmitter::filled(const ir::Op* load, llvm::Value* raw, llvm::Value* inBounds) {
+  return widenLoaded(load->operands[0], b_.CreateSelect(inBounds, raw, memFill(load)));
 }
 
 // Loads from 16-bit views become f32 exactly: f16 by the IEEE extension (x86: F16C's vcvtph2ps,

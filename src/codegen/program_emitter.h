@@ -62,6 +62,11 @@ class ProgramEmitter {
   // One element of a load at `ptr`, widened to the tile's element: the fill where `inBounds` is
   // false (the view's first element, always there, is read instead of the address outside).
   llvm::Value* loadOrFill(const ir::Op* load, llvm::Value* ptr, llvm::Value* inBounds);
+  // The same in two halves: the memory read (from the view's first element when `inBounds` is
+  // false), and the fill and widening applied to it. A load issued ahead of its use keeps the
+  // two apart, so that nothing waits for the read until the value is used.
+  llvm::Value* rawLoad(const ir::Op* load, llvm::Value* ptr, llvm::Value* inBounds);
+  llvm::Value* filled(const ir::Op* load, llvm::Value* raw, llvm::Value* inBounds);
   llvm::Value* narrowStored(const ir::Value* view, llvm::Value* x);
 
   // The internal function `void name(ptr params, i64 id)` (no inlining, no unwinding); returns

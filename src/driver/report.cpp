@@ -51,6 +51,24 @@ nlohmann::json blockJson(const plan::Plan& p) {
                       {"buffers", s.buffers},
                       {"offset_bytes", s.offset * 4}});
   }
+  std::vector<std::pair<int, std::string>> byLine;  // source order
+  for (const ir::Op* op : b.shuffle_reductions) byLine.push_back({op->loc.line * 10000 + op->loc.col, where(op->loc)});
+  std::sort(byLine.begin(), byLine.end());
+  nlohmann::json shuffled = nlohmann::json::array();
+  for (const auto& [key, at] : byLine) shuffled.push_back(at);
+  std::vector<std::pair<int, nlohmann::json>> aheadByLine;
+  for (const auto& [op, depth] : b.load_prefetch)
+    aheadByLine.push_back({op->loc.line * 10000 + op->loc.col,
+                           {{"at", where(op->loc)}, {"value", "%" + op->results[0]->name}, {"trips_per_batch", depth}}});
+  std::sort(aheadByLine.begin(), aheadByLine.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  nlohmann::json ahead = nlohmann::json::array();
+  for (const auto& [key, j] : aheadByLine) ahead.push_back(j);
+  std::vector<std::pair<int, nlohmann::json>> stepsByLine;
+  for (const auto& [op, u] : b.mma_steps)
+    stepsByLine.push_back({op->loc.line * 10000 + op->loc.col, {{"at", where(op->loc)}, {"steps", u}}});
+  std::sort(stepsByLine.begin(), stepsByLine.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  nlohmann::json stepsPerTrip = nlohmann::json::array();
+  for (const auto& [key, j] : stepsByLine) stepsPerTrip.push_back(j);
   nlohmann::json rowDims = nlohmann::json::array(), columns = nlohmann::json::array();
   for (const plan::BlockDim& y : b.ys) rowDims.push_back({{"dim", y.name}, {"extent", y.extent}});
   for (const plan::BlockDim& x : b.xs)
@@ -61,10 +79,13 @@ nlohmann::json blockJson(const plan::Plan& p) {
           {"rows", {{"dims", rowDims}, {"extent", b.extent_y}, {"microtile", b.micro_y}, {"group", b.group_y}}},
           {"columns", columns},
           {"stages", stages},
+          {"shuffle_reductions", shuffled},
+          {"batched_loads", ahead},
           {"double_buffered_loops", b.prefetch_loops.size()},
           {"shared_bytes", b.shared_bytes},
           {"dynamic_shared", b.dynamic_shared},
-          {"k_unroll", b.k_unroll}};
+          {"k_unroll", b.k_unroll},
+          {"mma_steps_per_trip", stepsPerTrip}};
 }
 
 // The lane realization's decisions: every tile value's layout, the conversions, the mma

@@ -13,8 +13,10 @@
 // there from the threads' registers before the mma. A reduction (f32) goes through shared
 // memory: the operand's elements, then one thread per line and partition folds its
 // contributions in order, then every thread merges its lines' partitions in index order
-// (ordered: one partition, the init first). Extract of a tile, pipelines and nested domains
-// have no block form yet: such a program keeps the lane realization, and the report says why.
+// (ordered: one partition, the init first) — except a reduction over a tile's column dim whose
+// threads lie in one warp (threads_x <= warp_threads): it goes by warp shuffles, every thread of
+// a row folding the row's contributions in the IR's order (no shared memory, no barrier). Extract of a tile, pipelines
+// and nested domains have no block form yet: such a program keeps the lane realization, and the report says why.
 //
 // Size rule (target model): with an mma, threads_y = the largest power of two dividing the
 // rows' extent, at most mma_threads_y, then threads_x likewise for every column dim with what
@@ -199,7 +201,7 @@ class BlockPlanner {
       case OpKind::Reduce: {
         const Value* x = op->operands[0];
         if (x->type.elem != ir::Elem::F32) return fail(op, "a reduction of a non-f32 tile");
-        reductions_.push_back(op);  // its scratch is sized with the grid
+        reductions_.push_back(op);  // by shuffles or through the scratch area: sized with the grid
         break;
       }
       default:
@@ -296,6 +298,15 @@ class BlockPlanner {
     for (BlockDim& x : b_.xs) {
       x.micro = x.extent / b_.threads_x;
       x.group = std::gcd(x.micro, m_.shared_vector_lanes);
+      // Groups of one where a reduction over this dim in P partitions could then fold each
+      // partition in one thread (threads_x divides P; the shuffles gather P partials, not every
+      // column).
+      for (const Op* op : reductions_)
+        if (op->reduce_policy.kind != ir::ReducePolicy::Kind::Ordered && op->dims.size() == 1 &&
+            op->dims[0] == x.name && b_.threads_x <= m_.warp_threads &&
+            partitions(op->reduce_policy) % b_.threads_x == 0 &&
+            partitions(op->reduce_policy) % (b_.threads_x * x.group) != 0)
+          x.group = 1;
       if (b_.micro_y * x.micro > m_.microtile_elements)
         return fmt::format("{} x {} elements of a tile per thread (the target model's most: {})", b_.micro_y, x.micro,
                            m_.microtile_elements);
@@ -346,11 +357,19 @@ class BlockPlanner {
       if (regs > m_.microtile_elements) loops.erase(loop);
     for (auto& [op, s] : staged_)
       if (!loops.count(op->parent->parent)) s.buffers = 1;
+    // Reductions over a column dim whose threads lie in one warp go by shuffles; the others
+    // through the scratch area.
     for (const Op* op : reductions_) {
+      const Value* x = op->operands[0];
+      if (op->dims.size() == 1 && x->type.rank() >= 1 && x->type.dims.back().name == op->dims[0] &&
+          b_.columnDim(op->dims[0]) && b_.threads_x <= m_.warp_threads) {
+        b_.shuffle_reductions.insert(op);
+        continue;
+      }
       const int64_t lines = op->results[0]->type.numElements();
       const int64_t parts =
           op->reduce_policy.kind == ir::ReducePolicy::Kind::Ordered ? 1 : partitions(op->reduce_policy);
-      scratch_ = std::max(scratch_, op->operands[0]->type.numElements() + lines + lines * parts);
+      scratch_ = std::max(scratch_, x->type.numElements() + lines + lines * parts);
     }
     auto total = [&] {
       int64_t floats = 0;
@@ -384,8 +403,76 @@ class BlockPlanner {
       if (loops.count(op->parent->parent) &&
           std::find(b_.prefetch_loops.begin(), b_.prefetch_loops.end(), op->parent->parent) == b_.prefetch_loops.end())
         b_.prefetch_loops.push_back(op->parent->parent);
+    prefetchLoads();
+    stepMmas();
     p_.block = b_;
     return "";
+  }
+
+  // A serial loop without double-buffered stages whose body's plain loads (not staged) have
+  // origins the loop can compute early and views it does not store to runs its trips in batches
+  // of kLoadDepth (when the loads' elements per thread times the batch fit a microtile):
+  // the batch's loads are issued together at its start, so its trips wait for one round trip to
+  // memory, not one each (a loop of short trips, like a split's merge, is otherwise a chain of
+  // load latencies). The trips past the last whole batch run one by one.
+  void prefetchLoads() {
+    constexpr int64_t kLoadDepth = 8;
+    ir::walk(k_.root()->regions[0], [&](const Op* loop) {
+      if (loop->kind != OpKind::Serial) return;
+      if (std::find(b_.prefetch_loops.begin(), b_.prefetch_loops.end(), loop) != b_.prefetch_loops.end()) return;
+      const ir::Region* body = loop->regions[0];
+      std::set<int> stored;
+      ir::walk(body, [&](const Op* o) {
+        if (o->kind == OpKind::Store) stored.insert(o->operands[0]->index);
+      });
+      std::vector<const Op*> loads;
+      int64_t elements = 0;
+      for (const Op* op : body->ops) {
+        if (op->kind != OpKind::Load || staged_.count(op) || stored.count(op->operands[0]->index)) continue;
+        bool early = true;
+        for (const ir::Index& ix : op->indices)
+          if (ix.value && !earlyComputable(ix.value, loop)) early = false;
+        if (!early) continue;
+        loads.push_back(op);
+        elements += elementsPerThread(op->results[0]->type);
+      }
+      // Only whole batches of kLoadDepth: with many elements per trip (many rows per thread) a
+      // short batch held more live values than it saved waits (an H200: a 7-row merge took
+      // twice as long in batches of 3).
+      if (loads.empty() || elements == 0 || kLoadDepth * elements > m_.microtile_elements) return;
+      for (const Op* op : loads) b_.load_prefetch[op] = kLoadDepth;
+    });
+  }
+
+  // An mma's K steps per trip of its loop: all of them up to k_unroll, else the largest power
+  // of two up to 8 dividing K whose row and column values (read from the stages ahead of the
+  // products, so that the reads of one step overlap the products of another) take at most 48
+  // registers.
+  void stepMmas() {
+    constexpr int64_t kMostSteps = 8, kStepRegisters = 48;
+    for (const auto& [op, s] : staged_) {
+      const Op* mma = s.mma;
+      if (b_.mma_steps.count(mma)) continue;
+      const int64_t K = s.k_extent;
+      if (K <= b_.k_unroll) {
+        b_.mma_steps[mma] = K;
+        continue;
+      }
+      const BlockDim* x = b_.columnDim(mma->results[0]->type.dims.back().name);
+      int64_t u = 1;
+      while (u * 2 <= kMostSteps && K % (u * 2) == 0 && u * 2 * (b_.micro_y + x->micro) <= kStepRegisters) u *= 2;
+      b_.mma_steps[mma] = u;
+    }
+  }
+
+  int64_t elementsPerThread(const ir::Type& t) const {
+    bool rows = false;
+    int64_t cols = 1;
+    for (const ir::Dim& d : t.dims) {
+      if (b_.rowDim(d.name) >= 0) rows = true;
+      if (const BlockDim* x = b_.columnDim(d.name)) cols = x->micro;
+    }
+    return (rows ? b_.micro_y : 1) * cols;
   }
 
   const ir::Kernel& k_;

@@ -247,14 +247,21 @@ struct BlockPlan {
   // By the op that makes the staged value: its load, or the op computing a register stage.
   std::map<const ir::Op*, BlockStage> stages;
   std::vector<const ir::Op*> prefetch_loops;  // serial loops whose stages are double-buffered
+  // Plain loads of a serial loop's body read this many trips at a time (the loop runs its trips
+  // in batches of that many, each batch's loads first).
+  std::map<const ir::Op*, int64_t> load_prefetch;
   // Reductions go through a scratch area of shared memory after the stages (floats): the
   // operand's tile, line by line (a line: one element of the result, row-major over the kept
   // dims; contributions row-major over the reduced dims), then the init per line, then each
   // line's partitions (1 when ordered).
   int64_t scratch_offset = 0, scratch_floats = 0;
+  // Reductions over a column dim held by the threads of one warp segment: by shuffles, each
+  // thread of a row folding the row in the IR's order (plan.h above; block_emitter.cpp).
+  std::set<const ir::Op*> shuffle_reductions;
   int64_t shared_bytes = 0;
-  bool dynamic_shared = false;  // more than a block may declare statically: sized at launch
-  int64_t k_unroll = 16;        // an mma's K steps unrolled up to this many (else a loop)
+  bool dynamic_shared = false;                 // more than a block may declare statically: sized at launch
+  int64_t k_unroll = 16;                       // an mma's K steps unrolled up to this many (else a loop)
+  std::map<const ir::Op*, int64_t> mma_steps;  // by mma: K steps per trip of its loop (all: unrolled)
 
   int rowDim(const std::string& name) const;                 // index in ys, or -1
   const BlockDim* columnDim(const std::string& name) const;  // nullptr when not a column dim

@@ -188,6 +188,13 @@ TEST(Gpu, GemmRunsAProgramPerThreadBlockWithStagedOperands) {
     ++fmas;
   EXPECT_EQ(fmas, 8u * 64u);  // one K step of 8, unrolled: 64 accumulators each
 
+  // A one-row GEMM streams B: its K is split into chunks (programs of their own) for 4 blocks
+  // per SM, summed in chunk order by a second phase.
+  ASSERT_NO_FATAL_FAILURE(compileForGpu("gemm", "1,4096,4096", k, c));
+  ASSERT_EQ(c.report["gpu"]["kernels"].size(), 2u);
+  EXPECT_GE(c.report["gpu"]["kernels"][0]["programs"].get<int64_t>(), 4 * 132);
+  EXPECT_EQ(c.report["gpu"]["kernels"][1]["programs"], 4096 / 32);
+
   // No block form (an mma operand read from a pipeline's carried tile): the lanes, and why.
   auto prefill = parseFile(std::string(KILN_SOURCE_DIR) + "/tests/ir/pipeline_gemm.tile");
   ASSERT_TRUE(prefill);
@@ -261,6 +268,12 @@ TEST(Gpu, AttentionRunsAProgramPerThreadBlock) {
   EXPECT_GT(g["dynamic_shared_bytes"].get<int64_t>(), 48 * 1024);
   EXPECT_EQ(g["ptx"]["local_bytes"], 0);
   EXPECT_NE(c.object.find(".extern .shared .align 16"), std::string::npos);
+  // The row maximum and sum over the keys: 16 threads of a row in one warp, by shuffles.
+  EXPECT_EQ(b["shuffle_reductions"].size(), 2u);
+  EXPECT_NE(c.object.find("shfl.sync.idx.b32"), std::string::npos);
+  // q.k^T walks D = 128 in trips of several steps (reads ahead of products).
+  ASSERT_EQ(b["mma_steps_per_trip"].size(), 2u);
+  EXPECT_GT(b["mma_steps_per_trip"][0]["steps"].get<int64_t>(), 1);
   expectPrecisePtx(c.object, "block attention");
   // Decode: few programs, so the KV sequence is split to fill the multiprocessors; both phases
   // (the chunks and their merge) run as blocks.
@@ -268,6 +281,10 @@ TEST(Gpu, AttentionRunsAProgramPerThreadBlock) {
   ASSERT_EQ(c.report["gpu"]["kernels"].size(), 2u);
   EXPECT_GE(c.report["gpu"]["kernels"][0]["programs"].get<int64_t>(), 132);
   for (const nlohmann::json& e : c.report["gpu"]["kernels"]) EXPECT_EQ(e["realization"], "block");
+  // The merge walks the chunks in batches of trips, each batch's partials loaded together.
+  const nlohmann::json& ahead = c.report["phases"][1]["block"]["batched_loads"];
+  ASSERT_EQ(ahead.size(), 3u);
+  for (const nlohmann::json& a : ahead) EXPECT_GT(a["trips_per_batch"].get<int64_t>(), 1);
   expectPrecisePtx(c.object, "block decode");
 }
 

@@ -162,6 +162,71 @@ llvm::Value* BlockEmitter::scratchPointer(llvm::Value* floatIndex) {
   return sharedPointer(b_.CreateAdd(floatIndex, b_.getInt64(bp_.scratch_offset)));
 }
 
+// A reduction over the operand's column dim x whose threads_x threads lie in one warp segment
+// (plan: BlockPlan::shuffle_reductions). Column j of a line is element c(j) of thread
+// owner(j) of the row's segment (the layout of plan.h). When every partition of
+// unordered_tree(P) lies in one thread (threads_x · group divides P), each thread folds its own
+// partitions left to right and every thread gathers the P partials by shuffles and merges them
+// in index order from the init; otherwise every thread gathers the line's N contributions and
+// folds them exactly as the IR says. Either way every thread of the row ends with the same
+// result, in the IR's order.
+void BlockEmitter::reduceByShuffles(const Op* op) {
+  const ir::Value* x = op->operands[0];
+  const ir::Value* init = op->operands[1];
+  const ir::Value* res = op->results[0];
+  const plan::BlockDim& xd = *columnOf(x);
+  const int64_t T = bp_.threads_x, G = xd.group, N = xd.extent;
+  const bool ordered = op->reduce_policy.kind == ir::ReducePolicy::Kind::Ordered;
+  const int64_t P = ordered                            ? 1
+                    : op->reduce_policy.partitions > 0 ? op->reduce_policy.partitions
+                                                       : p_.knobs.reduction_partitions;
+  const Elem e = x->type.elem;
+  llvm::Value* lane = b_.CreateTrunc(b_.CreateURem(tid_, b_.getInt64(32)), b_.getInt32Ty());
+  llvm::Value* base = b_.CreateAnd(lane, b_.getInt32(static_cast<uint32_t>(~(T - 1))));  // the row's first lane
+  auto owner = [&](int64_t j) { return (j / G) % T; };
+  auto element = [&](int64_t j) { return (j / (T * G)) * G + j % G; };
+  auto shuffle = [&](llvm::Value* v, int64_t fromThread) {
+    return b_.CreateIntrinsic(b_.getFloatTy(), llvm::Intrinsic::nvvm_shfl_sync_idx_f32,
+                              {b_.getInt32(0xffffffffu), v,
+                               b_.CreateAdd(base, b_.getInt32(static_cast<uint32_t>(fromThread))), b_.getInt32(0x1f)});
+  };
+  const bool local = !ordered && P % (T * G) == 0;
+  define(res, [&](int64_t r, int64_t) {
+    llvm::Value* acc = at(init, r, 0);
+    if (local) {
+      // This thread's partitions q (owner(q) = tx): partial index i(q) = (q / (T·G))·G + q mod G.
+      const int64_t mine = P / T;  // partitions per thread
+      std::vector<llvm::Value*> partial(static_cast<size_t>(mine), nullptr);
+      for (int64_t c = 0; c < xd.micro; ++c) {
+        // Column of element c: (c / G)·T·G + tx·G + c mod G; its partition's index in the thread's list.
+        const int64_t i = ((c / G) * T * G % P) / (T * G) * G + c % G;
+        llvm::Value* v = at(x, r, c);
+        partial[i] = partial[i] ? ew_.combine(op->reduce, partial[i], v, e) : v;
+      }
+      for (int64_t q = 0; q < std::min(P, N); ++q) {
+        // Every lane offers its partial of the same index (one of its partitions; an empty
+        // one, past N, offers 0: only owner(q)'s value is read).
+        llvm::Value* mineQ = partial[static_cast<size_t>(element(q))];
+        if (!mineQ) mineQ = llvm::ConstantFP::get(b_.getFloatTy(), 0.0);
+        acc = ew_.combine(op->reduce, acc, shuffle(mineQ, owner(q)), e);
+      }
+      return acc;
+    }
+    std::vector<llvm::Value*> col(static_cast<size_t>(N));
+    for (int64_t j = 0; j < N; ++j) col[j] = shuffle(at(x, r, element(j)), owner(j));
+    if (ordered) {
+      for (int64_t j = 0; j < N; ++j) acc = ew_.combine(op->reduce, acc, col[j], e);
+      return acc;
+    }
+    for (int64_t q = 0; q < std::min(P, N); ++q) {
+      llvm::Value* part = col[q];
+      for (int64_t j = q + P; j < N; j += P) part = ew_.combine(op->reduce, part, col[j], e);
+      acc = ew_.combine(op->reduce, acc, part, e);
+    }
+    return acc;
+  });
+}
+
 // A reduction through the scratch area (plan.h, BlockPlan::scratch_*): every thread writes its
 // elements of x (line-major; a line is a coordinate of the kept dim, contributions row-major
 // over the reduced dims in x's order) and of a tile init; a barrier; thread w < lines x P folds
@@ -169,6 +234,10 @@ llvm::Value* BlockEmitter::scratchPointer(llvm::Value* floatIndex) {
 // ordered (P = 1), all of the line from the init; a barrier; each thread merges its result
 // elements' partitions in index order from the init: the IR's order exactly.
 void BlockEmitter::emitReduce(const Op* op) {
+  if (bp_.shuffle_reductions.count(op)) {
+    reduceByShuffles(op);
+    return;
+  }
   const ir::Value* x = op->operands[0];
   const ir::Value* init = op->operands[1];
   const ir::Value* res = op->results[0];
@@ -346,12 +415,34 @@ void BlockEmitter::emitLoad(const Op* op) {
     return;
   }
   const ir::Value* r = op->results[0];
-  define(r, [&](int64_t i, int64_t j) {
-    llvm::Value* inb = nullptr;
-    llvm::Value* ptr = elementPointer(
-        op, [&](const std::string& d) { return coordOf(d, i, j); }, nullptr, inb);
-    return loadOrFill(op, ptr, inb);
-  });
+  if (auto it = batched_.find(op); it != batched_.end()) {  // read at the start of the batch
+    tiles_[r->id] = filledTile(op, it->second);
+    return;
+  }
+  tiles_[r->id] = filledTile(op, loadTile(op, {}));
+}
+
+// The elements read, then their in-bounds flags (the fill is applied at the use: filledTile).
+BlockEmitter::Tile BlockEmitter::loadTile(const Op* op, const Override& over) {
+  const ir::Value* r = op->results[0];
+  Tile raw, inb;
+  for (int64_t i = 0; i < rows(r); ++i)
+    for (int64_t j = 0; j < cols(r); ++j) {
+      llvm::Value* in = nullptr;
+      llvm::Value* ptr = elementPointer(
+          op, [&](const std::string& d) { return coordOf(d, i, j); }, &over, in);
+      raw.push_back(rawLoad(op, ptr, in));
+      inb.push_back(in);
+    }
+  raw.insert(raw.end(), inb.begin(), inb.end());
+  return raw;
+}
+
+BlockEmitter::Tile BlockEmitter::filledTile(const Op* op, const Tile& pending) {
+  const size_t n = pending.size() / 2;
+  Tile t;
+  for (size_t i = 0; i < n; ++i) t.push_back(filled(op, pending[i], pending[n + i]));
+  return t;
 }
 
 void BlockEmitter::emitStore(const Op* op) {
@@ -376,18 +467,26 @@ void BlockEmitter::emitStore(const Op* op) {
 
 // The staged tile's elements in the view's order (its last named dim fastest), element
 // e = step * threads + tid for this thread: consecutive threads read consecutive addresses.
+// The elements read, then their in-bounds flags: the fill is applied when they are put, so a
+// fetch a trip ahead waits for nothing until then.
 std::vector<llvm::Value*> BlockEmitter::fetch(const Op* load, const Override& over) {
   const plan::BlockStage& s = bp_.stages.at(load);
   const int64_t total = s.k_extent * s.out_extent;
-  std::vector<llvm::Value*> regs;
-  for (int64_t step = 0; step * bp_.threads < total; ++step)
-    regs.push_back(
-        fetchOne(load, over, b_.CreateAdd(tid_, b_.getInt64(step * bp_.threads)), (step + 1) * bp_.threads > total));
+  std::vector<llvm::Value*> regs, inb;
+  for (int64_t step = 0; step * bp_.threads < total; ++step) {
+    auto [raw, in] =
+        fetchOne(load, over, b_.CreateAdd(tid_, b_.getInt64(step * bp_.threads)), (step + 1) * bp_.threads > total);
+    regs.push_back(raw);
+    inb.push_back(in);
+  }
+  regs.insert(regs.end(), inb.begin(), inb.end());
   return regs;
 }
 
-// Element e of the staged tile (view order) from global memory; `partial`: e may pass the tile.
-llvm::Value* BlockEmitter::fetchOne(const Op* load, const Override& over, llvm::Value* e, bool partial) {
+// Element e of the staged tile (view order) from global memory, and whether it is in bounds;
+// `partial`: e may pass the tile.
+std::pair<llvm::Value*, llvm::Value*> BlockEmitter::fetchOne(const Op* load, const Override& over, llvm::Value* e,
+                                                             bool partial) {
   const plan::BlockStage& s = bp_.stages.at(load);
   std::vector<const ir::Dim*> order;  // named access dims, view order
   for (const ir::Dim& a : load->access)
@@ -402,7 +501,7 @@ llvm::Value* BlockEmitter::fetchOne(const Op* load, const Override& over, llvm::
   llvm::Value* ptr = elementPointer(
       load, [&](const std::string& d) { return coord.at(d); }, &over, inb);
   if (partial) inb = b_.CreateAnd(inb, b_.CreateICmpULT(e, b_.getInt64(s.k_extent * s.out_extent)));
-  return loadOrFill(load, ptr, inb);
+  return {rawLoad(load, ptr, inb), inb};
 }
 
 // A single-buffered stage straight from global to shared memory: this thread's steps in chunks
@@ -418,14 +517,15 @@ void BlockEmitter::copyStage(const Op* load) {
     return;
   }
   auto copy = [&](llvm::Value* first, int64_t n, int64_t from) {  // steps first + i, i < n
-    std::vector<std::pair<llvm::Value*, llvm::Value*>> regs;
+    std::vector<std::pair<llvm::Value*, std::pair<llvm::Value*, llvm::Value*>>> regs;
     for (int64_t i = 0; i < n; ++i) {
       llvm::Value* step = b_.CreateAdd(first, b_.getInt64(i));
       llvm::Value* e = b_.CreateAdd(tid_, b_.CreateMul(step, b_.getInt64(bp_.threads)));
       regs.push_back({e, fetchOne(load, {}, e, (from + i + 1) * bp_.threads > total)});
     }
     for (int64_t i = 0; i < n; ++i)
-      putOne(load, regs[i].second, b_.getInt64(0), regs[i].first, (from + i + 1) * bp_.threads > total);
+      putOne(load, filled(load, regs[i].second.first, regs[i].second.second), b_.getInt64(0), regs[i].first,
+             (from + i + 1) * bp_.threads > total);
   };
   loop(b_.getInt64(0), b_.getInt64(chunks), 1, {}, [&](llvm::Value* c, const std::vector<llvm::Value*>&) {
     copy(b_.CreateMul(c, b_.getInt64(kCopyChunk)), kCopyChunk, 0);
@@ -441,11 +541,14 @@ llvm::Value* BlockEmitter::stagePointer(const plan::BlockStage& s, llvm::Value* 
   return sharedPointer(b_.CreateAdd(at, b_.getInt64(s.offset)));
 }
 
+// `regs`: fetch's elements then their in-bounds flags.
 void BlockEmitter::put(const Op* load, const std::vector<llvm::Value*>& regs, llvm::Value* buffer) {
   const plan::BlockStage& s = bp_.stages.at(load);
   const int64_t total = s.k_extent * s.out_extent;
-  for (size_t step = 0; step < regs.size(); ++step)
-    putOne(load, regs[step], buffer, b_.CreateAdd(tid_, b_.getInt64(static_cast<int64_t>(step) * bp_.threads)),
+  const size_t n = regs.size() / 2;
+  for (size_t step = 0; step < n; ++step)
+    putOne(load, filled(load, regs[step], regs[n + step]), buffer,
+           b_.CreateAdd(tid_, b_.getInt64(static_cast<int64_t>(step) * bp_.threads)),
            static_cast<int64_t>(step + 1) * bp_.threads > total);
   pending_writes_ = true;
 }
@@ -547,9 +650,13 @@ void BlockEmitter::emitMma(const Op* op) {
     }
     return vals;
   };
-  auto step = [&](llvm::Value* k, Tile& t) {
-    std::vector<llvm::Value*> rv = readGroups(sr, rowBuf, k, rowAt, bp_.group_y);
-    std::vector<llvm::Value*> cv = readGroups(sc, colBuf, k, colAt, column.group);
+  using Reads = std::pair<std::vector<llvm::Value*>, std::vector<llvm::Value*>>;
+  auto read = [&](llvm::Value* k) {
+    return Reads{readGroups(sr, rowBuf, k, rowAt, bp_.group_y), readGroups(sc, colBuf, k, colAt, column.group)};
+  };
+  auto multiply = [&](const Reads& reads, Tile& t) {
+    const std::vector<llvm::Value*>& rv = reads.first;
+    const std::vector<llvm::Value*>& cv = reads.second;
     for (int64_t r = 0; r < my; ++r)
       for (int64_t c = 0; c < mx; ++c) {
         llvm::Value* a = aIsRow ? rv[r] : cv[c];
@@ -558,12 +665,15 @@ void BlockEmitter::emitMma(const Op* op) {
       }
   };
   const int64_t K = sa.k_extent;
-  if (K <= bp_.k_unroll) {
-    for (int64_t k = 0; k < K; ++k) step(b_.getInt64(k), cur);
+  const int64_t U = bp_.mma_steps.at(op);  // K steps per trip (plan): their reads first, then their products
+  if (U >= K) {
+    for (int64_t k = 0; k < K; ++k) multiply(read(b_.getInt64(k)), cur);
   } else {
-    cur = loop(b_.getInt64(0), b_.getInt64(K), 1, cur, [&](llvm::Value* k, const std::vector<llvm::Value*>& in) {
+    cur = loop(b_.getInt64(0), b_.getInt64(K), U, cur, [&](llvm::Value* k, const std::vector<llvm::Value*>& in) {
       Tile t = in;
-      step(k, t);
+      std::vector<Reads> reads;
+      for (int64_t u = 0; u < U; ++u) reads.push_back(read(b_.CreateAdd(k, b_.getInt64(u))));
+      for (const Reads& r : reads) multiply(r, t);
       return t;
     });
   }
@@ -598,6 +708,12 @@ void BlockEmitter::emitLoop(const Op* op) {
   llvm::Value* hi = indexValue(op->indices[1]);
   const int64_t stepBy = op->indices[2].constant;
   const ir::Value* iv = body->args[0];
+  // Plain loads of batched trips (plan: BlockPlan::load_prefetch).
+  std::vector<const Op*> ahead;
+  for (const Op* o : body->ops)
+    if (bp_.load_prefetch.count(o)) ahead.push_back(o);
+  for (const Op* a : ahead)
+    if (stored_views_.count(a->operands[0]->index)) barrier();
   std::vector<size_t> regCount;
   if (prefetch) {
     for (const Op* s : staged)
@@ -626,35 +742,62 @@ void BlockEmitter::emitLoop(const Op* op) {
     if (o->kind == OpKind::Store) bodyStores.insert(o->operands[0]->index);
   });
   pending_reads_ = pending_writes_ = true;
-  std::vector<llvm::Value*> fin =
-      loop(lo, hi, stepBy, flat, [&](llvm::Value* ivv, const std::vector<llvm::Value*>& cur) {
-        scalars_[iv->id] = ivv;
-        size_t pos = unflatten(cur, false);
-        if (prefetch) {
-          for (size_t s = 0; s < staged.size(); ++s) {
-            current_[staged[s]] = std::vector<llvm::Value*>(cur.begin() + pos, cur.begin() + pos + regCount[s]);
-            pos += regCount[s];
-          }
-          llvm::Value* trip = b_.CreateUDiv(b_.CreateSub(ivv, lo), b_.getInt64(stepBy));
-          parity_[op] = b_.CreateAnd(trip, b_.getInt64(1));
-          nextTrip_[op] = Override{{iv->id, b_.CreateAdd(ivv, b_.getInt64(stepBy))}};
-        }
-        pending_reads_ = pending_writes_ = true;
-        stored_views_.insert(bodyStores.begin(), bodyStores.end());  // by the previous trip
-        emitRegion(body);
-        std::vector<llvm::Value*> next;
-        for (size_t i = 0; i < nc && yield; ++i) {
-          const ir::Value* y = yield->operands[i];
-          if (y->type.isScalar()) {
-            next.push_back(scalar(y));
-          } else {
-            for (int64_t r = 0; r < rows(y); ++r)
-              for (int64_t c = 0; c < cols(y); ++c) next.push_back(at(y, r, c));
-          }
-        }
-        for (const Op* s : staged) next.insert(next.end(), next_.at(s).begin(), next_.at(s).end());
-        return next;
-      });
+  auto trip = [&](llvm::Value* ivv, const std::vector<llvm::Value*>& cur) {
+    scalars_[iv->id] = ivv;
+    size_t pos = unflatten(cur, false);
+    if (prefetch) {
+      for (size_t s = 0; s < staged.size(); ++s) {
+        current_[staged[s]] = std::vector<llvm::Value*>(cur.begin() + pos, cur.begin() + pos + regCount[s]);
+        pos += regCount[s];
+      }
+      llvm::Value* trip = b_.CreateUDiv(b_.CreateSub(ivv, lo), b_.getInt64(stepBy));
+      parity_[op] = b_.CreateAnd(trip, b_.getInt64(1));
+      nextTrip_[op] = Override{{iv->id, b_.CreateAdd(ivv, b_.getInt64(stepBy))}};
+    }
+    pending_reads_ = pending_writes_ = true;
+    stored_views_.insert(bodyStores.begin(), bodyStores.end());  // by the previous trip
+    emitRegion(body);
+    std::vector<llvm::Value*> next;
+    for (size_t i = 0; i < nc && yield; ++i) {
+      const ir::Value* y = yield->operands[i];
+      if (y->type.isScalar()) {
+        next.push_back(scalar(y));
+      } else {
+        for (int64_t r = 0; r < rows(y); ++r)
+          for (int64_t c = 0; c < cols(y); ++c) next.push_back(at(y, r, c));
+      }
+    }
+    for (const Op* s : staged) next.insert(next.end(), next_.at(s).begin(), next_.at(s).end());
+    return next;
+  };
+  std::vector<llvm::Value*> fin;
+  if (ahead.empty()) {
+    fin = loop(lo, hi, stepBy, flat, trip);
+  } else {
+    // Batches of `depth` trips: the batch's plain loads first (in flight together), then its
+    // trips in order; the trips past the last whole batch one by one.
+    const int64_t depth = bp_.load_prefetch.at(ahead[0]);
+    llvm::Value* span = b_.CreateSub(hi, lo);
+    llvm::Value* trips = b_.CreateSelect(
+        b_.CreateICmpSGT(span, b_.getInt64(0)),
+        b_.CreateSDiv(b_.CreateAdd(span, b_.getInt64(stepBy - 1)), b_.getInt64(stepBy)), b_.getInt64(0));
+    llvm::Value* batches = b_.CreateSDiv(trips, b_.getInt64(depth));
+    fin = loop(b_.getInt64(0), batches, 1, flat, [&](llvm::Value* batch, const std::vector<llvm::Value*>& cur) {
+      llvm::Value* first = b_.CreateAdd(lo, b_.CreateMul(batch, b_.getInt64(depth * stepBy)));
+      std::vector<std::map<const Op*, Tile>> loaded(static_cast<size_t>(depth));
+      for (int64_t u = 0; u < depth; ++u)
+        for (const Op* a : ahead)
+          loaded[u][a] = loadTile(a, Override{{iv->id, b_.CreateAdd(first, b_.getInt64(u * stepBy))}});
+      std::vector<llvm::Value*> v = cur;
+      for (int64_t u = 0; u < depth; ++u) {
+        batched_ = loaded[u];
+        v = trip(b_.CreateAdd(first, b_.getInt64(u * stepBy)), v);
+      }
+      batched_.clear();
+      return v;
+    });
+    fin = loop(b_.CreateAdd(lo, b_.CreateMul(batches, b_.getInt64(depth * stepBy))), hi, stepBy, fin, trip);
+  }
   unflatten(fin, true);
   if (prefetch) barrier();
   pending_reads_ = pending_writes_ = true;

@@ -59,10 +59,15 @@ class BlockEmitter final : public ProgramEmitter {
 
   void emitOp(const ir::Op* op) override;
   void emitLoad(const ir::Op* op);
+  // A plain load's tile at `over`'s trip: its elements read, then their in-bounds flags; and the
+  // tile with the fill applied.
+  Tile loadTile(const ir::Op* op, const Override& over);
+  Tile filledTile(const ir::Op* op, const Tile& pending);
   void emitStore(const ir::Op* op);
   void emitMma(const ir::Op* op);
   void emitLoop(const ir::Op* op);
   void emitReduce(const ir::Op* op);
+  void reduceByShuffles(const ir::Op* op);
   llvm::Value* scratchPointer(llvm::Value* floatIndex);
 
   // Stages: this thread's share of a staged load's elements read from global memory (`fetch`,
@@ -70,7 +75,8 @@ class BlockEmitter final : public ProgramEmitter {
   // `buffer`: 0, or the loop trip's parity).
   std::vector<llvm::Value*> fetch(const ir::Op* load, const Override& over);
   void put(const ir::Op* load, const std::vector<llvm::Value*>& regs, llvm::Value* buffer);
-  llvm::Value* fetchOne(const ir::Op* load, const Override& over, llvm::Value* e, bool partial);
+  std::pair<llvm::Value*, llvm::Value*> fetchOne(const ir::Op* load, const Override& over, llvm::Value* e,
+                                                 bool partial);
   void putOne(const ir::Op* load, llvm::Value* v, llvm::Value* buffer, llvm::Value* e, bool partial);
   void copyStage(const ir::Op* load);  // a single-buffered stage, global to shared
   // A computed mma operand: this thread's register tile into its stage.
@@ -92,9 +98,12 @@ class BlockEmitter final : public ProgramEmitter {
   std::map<const ir::Op*, std::vector<llvm::Value*>> current_, next_;
   std::map<const ir::Op*, llvm::Value*> parity_;  // by loop
   std::map<const ir::Op*, Override> nextTrip_;    // by loop: iv -> iv + step
-  bool pending_writes_ = false;                   // shared stores since the last barrier
-  bool pending_reads_ = false;                    // shared reads of single-buffered stages since the last barrier
-  bool scratch_busy_ = false;                     // a reduction's scratch may still be read by other threads
+  // A batch's plain loads of the trip being emitted (BlockPlan::load_prefetch), read at the
+  // start of its batch (loadTile's form).
+  std::map<const ir::Op*, Tile> batched_;
+  bool pending_writes_ = false;  // shared stores since the last barrier
+  bool pending_reads_ = false;   // shared reads of single-buffered stages since the last barrier
+  bool scratch_busy_ = false;    // a reduction's scratch may still be read by other threads
   // Views (by parameter index) stored to since the last barrier: a later load of one waits at a
   // barrier, so that it sees what other threads of the program stored (docs/ir.md: within one
   // program a store is visible to later loads).
