@@ -58,8 +58,9 @@ nlohmann::json blockJson(const plan::Plan& p) {
   for (const auto& [key, at] : byLine) shuffled.push_back(at);
   std::vector<std::pair<int, nlohmann::json>> aheadByLine;
   for (const auto& [op, depth] : b.load_prefetch)
-    aheadByLine.push_back({op->loc.line * 10000 + op->loc.col,
-                           {{"at", where(op->loc)}, {"value", "%" + op->results[0]->name}, {"trips_per_batch", depth}}});
+    aheadByLine.push_back(
+        {op->loc.line * 10000 + op->loc.col,
+         {{"at", where(op->loc)}, {"value", "%" + op->results[0]->name}, {"trips_per_batch", depth}}});
   std::sort(aheadByLine.begin(), aheadByLine.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   nlohmann::json ahead = nlohmann::json::array();
   for (const auto& [key, j] : aheadByLine) ahead.push_back(j);
