@@ -31,8 +31,31 @@ nlohmann::json laneCodeJson(const plan::LaneCode& n) {
           {"allocas", n.allocas}};
 }
 
-// The block realization's decisions (plan::BlockPlan): the thread grid over the program's two
-// dims, each thread's register tile, the stages in shared memory.
+const ir::Op* opOf(const ir::Op* op) {
+  return op;
+}
+template <typename V>
+const ir::Op* opOf(const std::pair<const ir::Op* const, V>& e) {
+  return e.first;
+}
+
+// One JSON entry per element of a set or map keyed by op, in the ops' source order (not
+// pointer order, so that the report does not vary between runs).
+template <typename Container, typename F>
+nlohmann::json inSourceOrder(const Container& items, F&& entry) {
+  std::vector<std::pair<std::pair<int, int>, nlohmann::json>> keyed;
+  for (const auto& item : items) {
+    const ir::Op* op = opOf(item);
+    keyed.push_back({{op->loc.line, op->loc.col}, entry(item)});
+  }
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& [key, j] : keyed) out.push_back(std::move(j));
+  return out;
+}
+
+// The block realization's decisions (plan::BlockPlan): the thread grid over the program's rows
+// and columns, each thread's register tile, the stages in shared memory.
 nlohmann::json blockJson(const plan::Plan& p) {
   const plan::BlockPlan& b = p.block;
   nlohmann::json stages = nlohmann::json::array();
@@ -51,25 +74,14 @@ nlohmann::json blockJson(const plan::Plan& p) {
                       {"buffers", s.buffers},
                       {"offset_bytes", s.offset * 4}});
   }
-  std::vector<std::pair<int, std::string>> byLine;  // source order
-  for (const ir::Op* op : b.shuffle_reductions) byLine.push_back({op->loc.line * 10000 + op->loc.col, where(op->loc)});
-  std::sort(byLine.begin(), byLine.end());
-  nlohmann::json shuffled = nlohmann::json::array();
-  for (const auto& [key, at] : byLine) shuffled.push_back(at);
-  std::vector<std::pair<int, nlohmann::json>> aheadByLine;
-  for (const auto& [op, depth] : b.load_prefetch)
-    aheadByLine.push_back(
-        {op->loc.line * 10000 + op->loc.col,
-         {{"at", where(op->loc)}, {"value", "%" + op->results[0]->name}, {"trips_per_batch", depth}}});
-  std::sort(aheadByLine.begin(), aheadByLine.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-  nlohmann::json ahead = nlohmann::json::array();
-  for (const auto& [key, j] : aheadByLine) ahead.push_back(j);
-  std::vector<std::pair<int, nlohmann::json>> stepsByLine;
-  for (const auto& [op, u] : b.mma_steps)
-    stepsByLine.push_back({op->loc.line * 10000 + op->loc.col, {{"at", where(op->loc)}, {"steps", u}}});
-  std::sort(stepsByLine.begin(), stepsByLine.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-  nlohmann::json stepsPerTrip = nlohmann::json::array();
-  for (const auto& [key, j] : stepsByLine) stepsPerTrip.push_back(j);
+  nlohmann::json shuffled = inSourceOrder(b.shuffle_reductions, [&](const ir::Op* op) { return where(op->loc); });
+  nlohmann::json ahead = inSourceOrder(b.load_prefetch, [&](const auto& e) {
+    return nlohmann::json{
+        {"at", where(e.first->loc)}, {"value", "%" + e.first->results[0]->name}, {"trips_per_batch", e.second}};
+  });
+  nlohmann::json stepsPerTrip = inSourceOrder(b.mma_steps, [&](const auto& e) {
+    return nlohmann::json{{"at", where(e.first->loc)}, {"steps", e.second}};
+  });
   nlohmann::json rowDims = nlohmann::json::array(), columns = nlohmann::json::array();
   for (const plan::BlockDim& y : b.ys) rowDims.push_back({{"dim", y.name}, {"extent", y.extent}});
   for (const plan::BlockDim& x : b.xs)

@@ -434,7 +434,7 @@ class BlockPlanner {
           if (ix.value && !earlyComputable(ix.value, loop)) early = false;
         if (!early) continue;
         loads.push_back(op);
-        elements += elementsPerThread(op->results[0]->type);
+        elements += b_.elementsPerThread(op->results[0]->type);
       }
       // Only whole batches of kLoadDepth: with many elements per trip (many rows per thread) a
       // short batch held more live values than it saved waits (an H200: a 7-row merge took
@@ -463,16 +463,6 @@ class BlockPlanner {
       while (u * 2 <= kMostSteps && K % (u * 2) == 0 && u * 2 * (b_.micro_y + x->micro) <= kStepRegisters) u *= 2;
       b_.mma_steps[mma] = u;
     }
-  }
-
-  int64_t elementsPerThread(const ir::Type& t) const {
-    bool rows = false;
-    int64_t cols = 1;
-    for (const ir::Dim& d : t.dims) {
-      if (b_.rowDim(d.name) >= 0) rows = true;
-      if (const BlockDim* x = b_.columnDim(d.name)) cols = x->micro;
-    }
-    return (rows ? b_.micro_y : 1) * cols;
   }
 
   const ir::Kernel& k_;

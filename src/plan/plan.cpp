@@ -472,6 +472,20 @@ const BlockDim* BlockPlan::columnDim(const std::string& name) const {
   return nullptr;
 }
 
+bool BlockPlan::hasRows(const ir::Type& t) const {
+  for (const ir::Dim& d : t.dims)
+    if (rowDim(d.name) >= 0) return true;
+  return false;
+}
+
+const BlockDim* BlockPlan::columnOf(const ir::Type& t) const {
+  return t.dims.empty() ? nullptr : columnDim(t.dims.back().name);
+}
+
+int64_t BlockPlan::elementsPerThread(const ir::Type& t) const {
+  return (hasRows(t) ? micro_y : 1) * (columnOf(t) ? columnOf(t)->micro : 1);
+}
+
 GpuLaunch gpuLaunch(const Plan& p, int64_t threads_per_program) {
   GpuLaunch g;
   if (p.realization == Realization::Block) {

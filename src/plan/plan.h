@@ -265,6 +265,11 @@ struct BlockPlan {
 
   int rowDim(const std::string& name) const;                 // index in ys, or -1
   const BlockDim* columnDim(const std::string& name) const;  // nullptr when not a column dim
+  // A tile's share of each thread: whether it has row dims (micro_y rows), its column dim (its
+  // last dim, when a column dim: that dim's micro columns), its elements per thread.
+  bool hasRows(const ir::Type& t) const;
+  const BlockDim* columnOf(const ir::Type& t) const;
+  int64_t elementsPerThread(const ir::Type& t) const;
 };
 
 struct Plan {

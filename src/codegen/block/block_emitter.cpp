@@ -34,16 +34,6 @@ llvm::Type* BlockEmitter::sty(Elem e) {
   return e == Elem::I64 ? b_.getInt64Ty() : e == Elem::I1 ? b_.getInt1Ty() : b_.getFloatTy();
 }
 
-bool BlockEmitter::hasY(const ir::Value* v) const {
-  for (const ir::Dim& d : v->type.dims)
-    if (bp_.rowDim(d.name) >= 0) return true;
-  return false;
-}
-
-const plan::BlockDim* BlockEmitter::columnOf(const ir::Value* v) const {
-  return v->type.dims.empty() ? nullptr : bp_.columnDim(v->type.dims.back().name);
-}
-
 llvm::Value* BlockEmitter::rowCoord(int64_t r) {
   const int64_t g = bp_.group_y;
   return b_.CreateAdd(b_.CreateMul(ty_, b_.getInt64(g)), b_.getInt64((r / g) * bp_.threads_y * g + r % g));
@@ -483,11 +473,9 @@ std::vector<llvm::Value*> BlockEmitter::fetch(const Op* load, const Override& ov
   return regs;
 }
 
-// Element e of the staged tile (view order) from global memory, and whether it is in bounds;
-// `partial`: e may pass the tile.
-std::pair<llvm::Value*, llvm::Value*> BlockEmitter::fetchOne(const Op* load, const Override& over, llvm::Value* e,
-                                                             bool partial) {
-  const plan::BlockStage& s = bp_.stages.at(load);
+// The coordinates (by dim name) of element e of a staged load's tile in the view's order (its
+// last named dim fastest).
+std::map<std::string, llvm::Value*> BlockEmitter::stagedCoords(const Op* load, llvm::Value* e) {
   std::vector<const ir::Dim*> order;  // named access dims, view order
   for (const ir::Dim& a : load->access)
     if (!a.name.empty()) order.push_back(&a);
@@ -497,6 +485,15 @@ std::pair<llvm::Value*, llvm::Value*> BlockEmitter::fetchOne(const Op* load, con
     coord[order[i]->name] = b_.CreateURem(rest, b_.getInt64(order[i]->extent));
     rest = b_.CreateUDiv(rest, b_.getInt64(order[i]->extent));
   }
+  return coord;
+}
+
+// Element e of the staged tile (view order) from global memory, and whether it is in bounds;
+// `partial`: e may pass the tile.
+std::pair<llvm::Value*, llvm::Value*> BlockEmitter::fetchOne(const Op* load, const Override& over, llvm::Value* e,
+                                                             bool partial) {
+  const plan::BlockStage& s = bp_.stages.at(load);
+  const std::map<std::string, llvm::Value*> coord = stagedCoords(load, e);
   llvm::Value* inb = nullptr;
   llvm::Value* ptr = elementPointer(
       load, [&](const std::string& d) { return coord.at(d); }, &over, inb);
@@ -557,22 +554,11 @@ void BlockEmitter::put(const Op* load, const std::vector<llvm::Value*>& regs, ll
 // side's position (row-major over its dims: the rows' flattened index).
 void BlockEmitter::putOne(const Op* load, llvm::Value* v, llvm::Value* buffer, llvm::Value* e, bool partial) {
   const plan::BlockStage& s = bp_.stages.at(load);
-  std::vector<const ir::Dim*> order;
-  for (const ir::Dim& a : load->access)
-    if (!a.name.empty()) order.push_back(&a);
-  std::map<std::string, llvm::Value*> coord;
-  llvm::Value* rest = e;
-  for (int i = static_cast<int>(order.size()) - 1; i >= 0; --i) {
-    coord[order[i]->name] = b_.CreateURem(rest, b_.getInt64(order[i]->extent));
-    rest = b_.CreateUDiv(rest, b_.getInt64(order[i]->extent));
-  }
+  const std::map<std::string, llvm::Value*> coord = stagedCoords(load, e);
   llvm::Value* o = b_.getInt64(0);
-  for (const std::string& d : s.out_dims) {
-    const ir::Dim* a = nullptr;
-    for (const ir::Dim* x : order)
-      if (x->name == d) a = x;
-    o = b_.CreateAdd(b_.CreateMul(o, b_.getInt64(a->extent)), coord.at(d));
-  }
+  for (const std::string& d : s.out_dims)
+    for (const ir::Dim& a : load->access)
+      if (a.name == d) o = b_.CreateAdd(b_.CreateMul(o, b_.getInt64(a.extent)), coord.at(d));
   llvm::Value* ptr = stagePointer(s, buffer, b_.CreateAdd(b_.CreateMul(coord.at(s.k_dim), b_.getInt64(s.pitch)), o));
   if (!partial) {
     b_.CreateAlignedStore(v, ptr, llvm::Align(4));

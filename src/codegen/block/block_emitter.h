@@ -34,8 +34,8 @@ class BlockEmitter final : public ProgramEmitter {
   using Override = std::map<int, llvm::Value*>;  // value id -> its value at another loop trip
 
   // A tile's rows (any row dim) and its column dim (its last, when a column dim), plan.h.
-  bool hasY(const ir::Value* v) const;
-  const plan::BlockDim* columnOf(const ir::Value* v) const;
+  bool hasY(const ir::Value* v) const { return bp_.hasRows(v->type); }
+  const plan::BlockDim* columnOf(const ir::Value* v) const { return bp_.columnOf(v->type); }
   int64_t rows(const ir::Value* v) const { return hasY(v) ? bp_.micro_y : 1; }
   int64_t cols(const ir::Value* v) const { return columnOf(v) ? columnOf(v)->micro : 1; }
   // Element (r, c) of the thread's grid position as seen by `v` (a side v lacks reads index 0).
@@ -79,6 +79,7 @@ class BlockEmitter final : public ProgramEmitter {
                                                  bool partial);
   void putOne(const ir::Op* load, llvm::Value* v, llvm::Value* buffer, llvm::Value* e, bool partial);
   void copyStage(const ir::Op* load);  // a single-buffered stage, global to shared
+  std::map<std::string, llvm::Value*> stagedCoords(const ir::Op* load, llvm::Value* e);
   // A computed mma operand: this thread's register tile into its stage.
   void putRegisters(const ir::Value* v, const plan::BlockStage& s);
   llvm::Value* sharedPointer(llvm::Value* floatIndex);  // element floatIndex of the block's shared array
