@@ -235,10 +235,12 @@ std::optional<std::string> parseManifestImpl(const std::string& text, const std:
     for (const std::string& token : t) {
       if (token.empty()) return at(ln, "empty token (tokens are separated by single spaces)");
     }
-    auto arity = [&](size_t n, const char* form) -> std::optional<std::string> {
-      if (t.size() == n) return std::nullopt;
-      return at(ln, "'" + kind + "' takes " + std::to_string(n - 1) + " fields (" + form + "), got " +
-                        std::to_string(t.size() - 1));
+    // n tokens, or n .. n_max when n_max > n (trailing optional fields).
+    auto arity = [&](size_t n, const char* form, size_t n_max = 0) -> std::optional<std::string> {
+      if (t.size() == n || (t.size() > n && t.size() <= n_max)) return std::nullopt;
+      const std::string fields =
+          n_max > n ? std::to_string(n - 1) + " to " + std::to_string(n_max - 1) : std::to_string(n - 1);
+      return at(ln, "'" + kind + "' takes " + fields + " fields (" + form + "), got " + std::to_string(t.size() - 1));
     };
     auto once = [&]() -> std::optional<std::string> {
       auto [it, inserted] = seen_once.emplace(kind, ln);
@@ -271,16 +273,32 @@ std::optional<std::string> parseManifestImpl(const std::string& text, const std:
         return at(ln, "param index '" + t[1] + "' is not a small integer");
       p.index = static_cast<int>(index);
       if (t[2] == "view") {
-        if (auto e = arity(8, "param I view NAME ELEMENTS INIT OUT DIGEST")) return e;
+        if (auto e = arity(8, "param I view NAME ELEMENTS INIT OUT DIGEST [STORAGE]", 9)) return e;
         p.kind = ParamKind::kView;
         if (auto e = elementCount(t[4], p.elements)) return e;
-        if (t[5] != "random" && t[5] != "zero" && t[5] != "file")
-          return at(ln, "INIT '" + t[5] + "' is not 'random', 'zero' or 'file'");
+        if (t[5].rfind("bits:", 0) == 0) {
+          uint64_t base = 0;
+          if (!parseHex(t[5].substr(5), 8, base))
+            return at(ln, "INIT '" + t[5] + "': B of bits:B is not 8 lowercase hex digits");
+          p.bits_init = true;
+          p.bits_base = static_cast<uint32_t>(base);
+        } else if (t[5] != "random" && t[5] != "zero" && t[5] != "file") {
+          return at(ln, "INIT '" + t[5] + "' is not 'random', 'zero', 'file' or 'bits:HHHHHHHH'");
+        }
         p.random_init = t[5] == "random";
         p.from_file = t[5] == "file";
         if (t[6] != "0" && t[6] != "1") return at(ln, "OUT '" + t[6] + "' is neither 0 nor 1");
         p.written = t[6] == "1";
         if (!parseHex(t[7], 16, p.digest)) return at(ln, "DIGEST '" + t[7] + "' is not 16 lowercase hex digits");
+        if (t.size() == 9) {
+          if (t[8] == "f16") {
+            p.storage = Storage::kF16;
+          } else if (t[8] == "bf16") {
+            p.storage = Storage::kBF16;
+          } else {
+            return at(ln, "STORAGE '" + t[8] + "' is not 'f16' or 'bf16' (omit it for 32-bit words)");
+          }
+        }
       } else if (t[2] == "i64") {
         if (auto e = arity(5, "param I i64 NAME VALUE")) return e;
         p.kind = ParamKind::kI64;
@@ -304,9 +322,7 @@ std::optional<std::string> parseManifestImpl(const std::string& text, const std:
       if (auto e = elementCount(t[2], elements)) return e;
       workspaces.push_back({index, elements, ln});
     } else if (kind == "phase") {
-      if (t.size() != 7) {
-        if (auto e = arity(6, "phase K ENTRY PROGRAMS THREADS_PER_BLOCK GRID [DYNAMIC_SHARED_BYTES]")) return e;
-      }
+      if (auto e = arity(6, "phase K ENTRY PROGRAMS THREADS_PER_BLOCK GRID [DYNAMIC_SHARED_BYTES]", 7)) return e;
       uint64_t index = 0;
       Phase ph;
       if (!parseU64(t[1], index)) return at(ln, "phase index '" + t[1] + "' is not an unsigned integer");
@@ -329,11 +345,17 @@ std::optional<std::string> parseManifestImpl(const std::string& text, const std:
       }
       phases.push_back({index, ph, ln});
     } else if (kind == "output") {
-      if (auto e = arity(4, "output NAME ELEMENTS DIGEST")) return e;
+      if (auto e = arity(4, "output NAME ELEMENTS DIGEST [digest]", 5)) return e;
       Output o;
       o.name = t[1];
       if (auto e = elementCount(t[2], o.elements)) return e;
       if (!parseHex(t[3], 16, o.digest)) return at(ln, "DIGEST '" + t[3] + "' is not 16 lowercase hex digits");
+      if (t.size() == 5) {
+        if (t[4] != "digest")
+          return at(ln,
+                    "output mode '" + t[4] + "' is not 'digest' (omit it to compare with expected/" + o.name + ".f32)");
+        o.digest_only = true;
+      }
       outputs.emplace_back(o, ln);
     } else if (kind == "work") {
       if (auto e = arity(3, "work FLOPS BYTES")) return e;
@@ -404,6 +426,15 @@ std::optional<std::string> parseManifestImpl(const std::string& text, const std:
 }
 
 }  // namespace
+
+const char* storageName(Storage storage) {
+  switch (storage) {
+    case Storage::kF16: return "f16";
+    case Storage::kBF16: return "bf16";
+    case Storage::k32: break;
+  }
+  return "32";
+}
 
 uint64_t fnv1a64(const void* data, size_t bytes) {
   const unsigned char* p = static_cast<const unsigned char*>(data);
@@ -499,6 +530,7 @@ std::optional<std::string> loadArchive(const std::string& path, Archive& out) {
     }
 
     for (Output& o : spec.outputs) {
+      if (o.digest_only) continue;  // no expected file: the replay compares the GPU bytes' digest
       const std::string expected_path = spec.dir + "/expected/" + o.name + ".f32";
       std::string bytes;
       if (!readFile(expected_path, bytes)) return expected_path + ": cannot read";
@@ -529,16 +561,24 @@ std::vector<std::string> makeInputs(const CaseSpec& spec, std::vector<std::vecto
   for (size_t i = 0; i < spec.params.size(); ++i) {
     const Param& p = spec.params[i];
     if (p.kind != ParamKind::kView) continue;
-    views[i] = p.from_file     ? p.file_words
-               : p.random_init ? drawView(spec.seed, p.index, p.elements)
-                               : std::vector<uint32_t>(p.elements, 0u);
+    if (p.from_file) {
+      views[i] = p.file_words;
+    } else if (p.random_init) {
+      views[i] = drawView(spec.seed, p.index, p.elements);
+    } else if (p.bits_init) {
+      views[i].resize(p.elements);
+      for (uint64_t e = 0; e < p.elements; ++e) views[i][e] = p.bits_base + static_cast<uint32_t>(e);  // mod 2^32
+    } else {
+      views[i].assign(p.elements, 0u);
+    }
     const uint64_t digest = fnvWords(views[i]);
     if (digest != p.digest) {
-      problems.push_back("param " + std::to_string(p.index) + " " + p.name + " (" +
-                         (p.from_file     ? "file"
-                          : p.random_init ? "random"
-                                          : "zero") +
-                         ", " + std::to_string(p.elements) + " elements): generated digest " + hex64(digest) +
+      const std::string init = p.from_file     ? "file"
+                               : p.random_init ? "random"
+                               : p.bits_init   ? "bits:" + hex32(p.bits_base)
+                                               : "zero";
+      problems.push_back("param " + std::to_string(p.index) + " " + p.name + " (" + init + ", " +
+                         std::to_string(p.elements) + " elements): generated digest " + hex64(digest) +
                          " != manifest " + hex64(p.digest));
     }
   }

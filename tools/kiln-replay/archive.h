@@ -18,13 +18,23 @@ std::string hex32(uint32_t value);
 
 enum class ParamKind { kView, kI64, kF32 };
 
+// What a view's 32-bit words hold: 32-bit values, or two 16-bit floats per word (IEEE binary16 /
+// bfloat16 bits; element 2w in the low half of word w, an odd last half is zero padding).
+enum class Storage { k32, kF16, kBF16 };
+// "32", "f16", "bf16".
+const char* storageName(Storage storage);
+
 struct Param {
   int index = 0;
   ParamKind kind = ParamKind::kView;
   std::string name;
   // kView:
-  uint64_t elements = 0;
-  bool random_init = false;  // INIT random (else zero, or file)
+  uint64_t elements = 0;           // 32-bit words, whatever the storage
+  Storage storage = Storage::k32;  // STORAGE (absent: k32)
+  bool random_init = false;        // INIT random (else zero, bits:, or file)
+  // INIT bits:B: word e is (B + e) mod 2^32.
+  bool bits_init = false;
+  uint32_t bits_base = 0;
   // INIT file: the initial words, read from CASE/inputs/NAME.bin (an integer view's int32 /
   // int64 bytes: lengths, block tables), checked against the digest.
   std::vector<uint32_t> file_words;
@@ -49,7 +59,8 @@ struct Output {
   uint64_t elements = 0;
   uint64_t digest = 0;
   size_t param = 0;                // index into CaseSpec::params
-  std::vector<uint32_t> expected;  // the bits of expected/NAME.f32
+  bool digest_only = false;        // mode "digest": no expected/NAME.f32, compare the GPU bytes' digest
+  std::vector<uint32_t> expected;  // the bits of expected/NAME.f32 (empty when digest_only)
 };
 
 // One case of the archive, validated.
@@ -77,13 +88,15 @@ struct Archive {
 std::optional<std::string> parseManifest(const std::string& text, const std::string& file, CaseSpec& out);
 
 // Loads ARCH: index.txt, every case's manifest (its case name must equal the directory name),
-// kernel.ptx (every phase entry must be an .entry of it) and expected/NAME.f32 (size and digest).
+// kernel.ptx (every phase entry must be an .entry of it) and expected/NAME.f32 (size and digest;
+// not read for a digest-only output).
 // Returns "FILE:LINE: message" or "FILE: message" on the first problem.
 std::optional<std::string> loadArchive(const std::string& path, Archive& out);
 
 // The initial contents of every view param (bits; empty for scalars): the generator's draws for
-// INIT random, zeros for INIT zero. Returns one message per view whose digest differs from the
-// manifest's ("param 2 q: digest 0123... != manifest 4567...").
+// INIT random, zeros for INIT zero, B, B+1, ... (wrapping) for INIT bits:B, the file's words for
+// INIT file. Returns one message per view whose digest differs from the manifest's
+// ("param 2 q: digest 0123... != manifest 4567...").
 std::vector<std::string> makeInputs(const CaseSpec& spec, std::vector<std::vector<uint32_t>>& views);
 
 // Reads a whole file; false when it cannot be read.

@@ -35,11 +35,14 @@ struct PhaseResult {
 
 struct OutputResult {
   std::string name;
-  uint64_t elements = 0;
-  uint64_t mismatches = 0;
-  int64_t first_mismatch = -1;  // element index, -1 when bit-exact
-  uint32_t got_bits = 0;        // at first_mismatch
+  uint64_t elements = 0;           // 32-bit words
+  Storage storage = Storage::k32;  // the view's STORAGE
+  bool digest_only = false;        // compared by digest only (mode "digest")
+  uint64_t mismatches = 0;         // per element (16-bit ones for 16-bit storage); 1 for a digest mismatch
+  int64_t first_mismatch = -1;     // element index, -1 when bit-exact or unknown (digest_only)
+  uint32_t got_bits = 0;           // at first_mismatch (16-bit values for 16-bit storage)
   uint32_t expected_bits = 0;
+  std::string message;  // a digest-only output's mismatch
   bool downloaded = false;
   uint64_t gpu_digest = 0;  // FNV-1a 64 of the GPU's bytes (when downloaded)
   uint64_t expected_digest = 0;

@@ -27,6 +27,30 @@ float bitsToFloat(uint32_t bits) {
   return f;
 }
 
+// IEEE binary16 bits as a float (exact).
+float halfToFloat(uint32_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  if (exponent == 0x1f) return bitsToFloat(sign | 0x7f800000u | (mantissa << 13));
+  float magnitude = exponent == 0 ? std::ldexp(static_cast<float>(mantissa), -24)
+                                  : std::ldexp(static_cast<float>(mantissa | 0x400u), static_cast<int>(exponent) - 25);
+  return sign ? -magnitude : magnitude;
+}
+
+// An output element's bits as a float, by the view's storage.
+float elementValue(uint32_t bits, Storage storage) {
+  switch (storage) {
+    case Storage::kF16: return halfToFloat(bits & 0xffffu);
+    case Storage::kBF16: return bitsToFloat((bits & 0xffffu) << 16);
+    case Storage::k32: break;
+  }
+  return bitsToFloat(bits);
+}
+
+// An output element's bits in hex: 4 digits for 16-bit storage, else 8.
+std::string elementHex(uint32_t bits, Storage storage) {
+  return storage == Storage::k32 ? hex32(bits) : hex32(bits).substr(4);
+}
+
 // A float as a JSON number, or "nan" / "inf" / "-inf" as a string.
 void floatValue(JsonWriter& j, float f) {
   if (std::isnan(f)) {
@@ -111,17 +135,18 @@ void writeCase(JsonWriter& j, const CaseResult& r) {
   j.key("outputs").beginArray();
   for (const OutputResult& o : r.outputs) {
     j.beginObject().field("name", o.name).field("elements", o.elements);
+    j.field("storage", storageName(o.storage)).field("digest_only", o.digest_only);
     j.key("mismatches").unsignedOrNull(o.downloaded, o.mismatches);
     j.key("first_mismatch");
     if (o.first_mismatch >= 0) {
       j.beginObject()
           .field("index", o.first_mismatch)
-          .field("got_bits", hex32(o.got_bits))
-          .field("expected_bits", hex32(o.expected_bits));
+          .field("got_bits", elementHex(o.got_bits, o.storage))
+          .field("expected_bits", elementHex(o.expected_bits, o.storage));
       j.key("got");
-      floatValue(j, bitsToFloat(o.got_bits));
+      floatValue(j, elementValue(o.got_bits, o.storage));
       j.key("expected");
-      floatValue(j, bitsToFloat(o.expected_bits));
+      floatValue(j, elementValue(o.expected_bits, o.storage));
       j.endObject();
     } else {
       j.null();
@@ -129,6 +154,7 @@ void writeCase(JsonWriter& j, const CaseResult& r) {
     j.key("gpu_digest").stringOrNull(o.downloaded, hex64(o.gpu_digest));
     j.field("expected_digest", hex64(o.expected_digest));
     j.field("digest_match", o.downloaded && o.gpu_digest == o.expected_digest);
+    j.field("message", o.message);  // a digest-only output's mismatch, else empty
     j.endObject();
   }
   j.endArray();
@@ -266,12 +292,16 @@ void printTable(const Report& report) {
     if (r.status == "pass") continue;
     std::printf("\n%s: %s: %s\n", r.name.c_str(), r.status.c_str(), r.message.c_str());
     for (const OutputResult& o : r.outputs) {
+      if (!o.message.empty()) std::printf("  output %s: %s\n", o.name.c_str(), o.message.c_str());
       if (o.first_mismatch < 0) continue;
-      std::printf("  output %s: %llu of %llu elements differ; first at %lld: got %s (%.9g), expected %s (%.9g)\n",
+      const bool halves = o.storage != Storage::k32;
+      std::printf("  output %s: %llu of %llu %s elements differ; first at %lld: got %s (%.9g), expected %s (%.9g)\n",
                   o.name.c_str(), static_cast<unsigned long long>(o.mismatches),
-                  static_cast<unsigned long long>(o.elements), static_cast<long long>(o.first_mismatch),
-                  hex32(o.got_bits).c_str(), static_cast<double>(bitsToFloat(o.got_bits)),
-                  hex32(o.expected_bits).c_str(), static_cast<double>(bitsToFloat(o.expected_bits)));
+                  static_cast<unsigned long long>(halves ? 2 * o.elements : o.elements),
+                  halves ? storageName(o.storage) : "32-bit", static_cast<long long>(o.first_mismatch),
+                  elementHex(o.got_bits, o.storage).c_str(), static_cast<double>(elementValue(o.got_bits, o.storage)),
+                  elementHex(o.expected_bits, o.storage).c_str(),
+                  static_cast<double>(elementValue(o.expected_bits, o.storage)));
     }
   }
 

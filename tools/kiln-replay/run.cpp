@@ -28,6 +28,51 @@ bool isNaN(uint32_t bits) {
   return (bits & 0x7fffffffu) > 0x7f800000u;
 }
 
+// A 16-bit float of `storage` (kF16 or kBF16) is a NaN.
+bool isNaN16(uint16_t h, Storage storage) {
+  if (storage == Storage::kBF16) return (h & 0x7F80) == 0x7F80 && (h & 0x7F) != 0;
+  return (h & 0x7C00) == 0x7C00 && (h & 0x3FF) != 0;
+}
+
+// Compares an output's words with the expected ones (archive-format.md, "Kernel ABI"): per 32-bit
+// word, or per 16-bit element (low half = even element) for 16-bit storage; NaN equals NaN of
+// the same type. Counts mismatches into `o`.
+void compareOutput(const std::vector<uint32_t>& got, const std::vector<uint32_t>& want, Storage storage,
+                   OutputResult& o) {
+  for (size_t w = 0; w < got.size(); ++w) {
+    if (got[w] == want[w]) continue;
+    if (storage == Storage::k32) {
+      if (isNaN(got[w]) && isNaN(want[w])) continue;
+      if (o.mismatches++ == 0) {
+        o.first_mismatch = static_cast<int64_t>(w);
+        o.got_bits = got[w];
+        o.expected_bits = want[w];
+      }
+      continue;
+    }
+    for (int half = 0; half < 2; ++half) {
+      const uint16_t g = static_cast<uint16_t>(got[w] >> (16 * half));
+      const uint16_t x = static_cast<uint16_t>(want[w] >> (16 * half));
+      if (g == x || (isNaN16(g, storage) && isNaN16(x, storage))) continue;
+      if (o.mismatches++ == 0) {
+        o.first_mismatch = static_cast<int64_t>(2 * w + half);
+        o.got_bits = g;
+        o.expected_bits = x;
+      }
+    }
+  }
+}
+
+// Views not dumped (archive-format.md, "Replay"): INIT bits: and digest-only outputs (huge).
+std::vector<bool> undumpedViews(const CaseSpec& spec) {
+  std::vector<bool> skip(spec.params.size(), false);
+  for (size_t i = 0; i < spec.params.size(); ++i) skip[i] = spec.params[i].bits_init;
+  for (const Output& o : spec.outputs) {
+    if (o.digest_only) skip[o.param] = true;
+  }
+  return skip;
+}
+
 // Writes raw float32 words (little-endian host) to DIR/CASE/NAME; warns on stderr when it cannot.
 void dumpView(const std::string& dir, const std::string& file, const std::vector<uint32_t>& bits) {
   std::error_code ec;
@@ -165,10 +210,11 @@ Status runCase(const gpu::CudaDriver& driver, const CaseSpec& spec, const Option
   const std::string dump_dir = options.dump.empty() ? "" : options.dump + "/" + spec.name;
   std::vector<std::vector<uint32_t>> inputs;
   const std::vector<std::string> problems = makeInputs(spec, inputs);
+  const std::vector<bool> undumped = undumpedViews(spec);
   if (!dump_dir.empty()) {
     for (size_t i = 0; i < spec.params.size(); ++i) {
       const Param& p = spec.params[i];
-      if (p.kind != ParamKind::kView) continue;
+      if (p.kind != ParamKind::kView || undumped[i]) continue;
       if (!p.written) dumpView(dump_dir, p.name + ".f32", inputs[i]);
       if (p.written && p.random_init) dumpView(dump_dir, p.name + ".input.f32", inputs[i]);
     }
@@ -194,20 +240,20 @@ Status runCase(const gpu::CudaDriver& driver, const CaseSpec& spec, const Option
     if (s = run->download(spec_out.param, got); !s.ok()) return s;
     o.downloaded = true;
     o.gpu_digest = fnv1a64(got.data(), got.size() * 4);
-    for (size_t e = 0; e < got.size(); ++e) {
-      const uint32_t want = spec_out.expected[e];
-      if (got[e] == want || (isNaN(got[e]) && isNaN(want))) continue;
-      if (o.mismatches++ == 0) {
-        o.first_mismatch = static_cast<int64_t>(e);
-        o.got_bits = got[e];
-        o.expected_bits = want;
+    if (spec_out.digest_only) {  // bit-exact iff the digests agree; NaN payloads included
+      if (o.gpu_digest != spec_out.digest) {
+        o.mismatches = 1;  // how many differ is unknown
+        o.message = "FNV-1a 64 of the GPU's bytes " + hex64(o.gpu_digest) + " differs from the manifest's " +
+                    hex64(spec_out.digest);
       }
+    } else {
+      compareOutput(got, spec_out.expected, spec.params[spec_out.param].storage, o);
     }
     if (o.mismatches > 0) ++differing;
   }
   if (!dump_dir.empty()) {
     for (size_t i = 0; i < spec.params.size(); ++i) {
-      if (spec.params[i].kind != ParamKind::kView || !spec.params[i].written) continue;
+      if (spec.params[i].kind != ParamKind::kView || !spec.params[i].written || undumped[i]) continue;
       std::vector<uint32_t> got;
       if (s = run->download(i, got); !s.ok()) return s;
       dumpView(dump_dir, spec.params[i].name + ".f32", got);
@@ -220,6 +266,9 @@ Status runCase(const gpu::CudaDriver& driver, const CaseSpec& spec, const Option
     result.status = "mismatch";
     result.message = std::to_string(differing) + " of " + std::to_string(result.outputs.size()) +
                      " outputs differ from the CPU's bytes";
+    for (const OutputResult& o : result.outputs) {
+      if (!o.message.empty()) result.message += "; " + o.name + ": " + o.message;
+    }
   }
   return Status();
 }
@@ -444,6 +493,8 @@ void runReplay(const gpu::CudaDriver& driver, const Archive& archive, const Opti
       orr.name = o.name;
       orr.elements = o.elements;
       orr.expected_digest = o.digest;
+      orr.storage = spec.params[o.param].storage;
+      orr.digest_only = o.digest_only;
       r.outputs.push_back(orr);
     }
   }
