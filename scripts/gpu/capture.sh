@@ -40,21 +40,28 @@ attention small_prefill 1,4,2,32,65,32,32
 attention tail 1,6,2,1,2053,80,96
 attention decode4096 1,32,8,1,4096,128,128
 attention big_prefill 1,32,8,512,512,128,128
+# Blocks of at most 128 threads (knob gpu_threads): larger register tiles per thread.
+attention big_prefill_t128 1,32,8,512,512,128,128 --set gpu_threads=128
+# The split's merge in one program per row block (as before --merge-columns): the paired comparison.
+attention decode4096_merge_off 1,32,8,1,4096,128,128 --merge-columns off
+attention decode4096_merge16 1,32,8,1,4096,128,128 --merge-columns 16
+attention decode_merge_off 1,8,2,1,2053,80,96 --merge-columns off
 attention batched_decode32 32,8,2,1,2053,80,96
 if wanted causal_prefill; then  # issue 31's causal prefill (bottom-right aligned)
   "$kiln" gpu-capture --archive "$arch" --case causal_prefill --kernel attention --shape 2,12,4,77,300,64,64 \
     --mask causal --flops $((2 * 2 * 12 * 77 * 300 * 128))
 fi
 # ... and the lane realization with the split that suited it (a sweep on the H200: docs/gpu.md,
-# "Speed"), kept as the record of that realization (tests/cli/gpu_record.sh).
-attention decode_split16 1,8,2,1,2053,80,96 --split 16 --block 1x32 --set gpu_realization=lanes
-attention mha_decode_split16 1,8,8,1,2048,64,64 --split 16 --block 1x32 --set gpu_realization=lanes
-attention tail_split16 1,6,2,1,2053,80,96 --split 16 --block 1x32 --set gpu_realization=lanes
-attention decode4096_split16 1,32,8,1,4096,128,128 --split 16 --block 1x32 --set gpu_realization=lanes
-attention batched_decode32_split4 32,8,2,1,2053,80,96 --split 4 --block 1x32 --set gpu_realization=lanes
+# "Speed"), kept as the record of that realization (tests/cli/gpu_record.sh); its merge in one
+# program per row block, as then.
+attention decode_split16 1,8,2,1,2053,80,96 --split 16 --block 1x32 --merge-columns off --set gpu_realization=lanes
+attention mha_decode_split16 1,8,8,1,2048,64,64 --split 16 --block 1x32 --merge-columns off --set gpu_realization=lanes
+attention tail_split16 1,6,2,1,2053,80,96 --split 16 --block 1x32 --merge-columns off --set gpu_realization=lanes
+attention decode4096_split16 1,32,8,1,4096,128,128 --split 16 --block 1x32 --merge-columns off --set gpu_realization=lanes
+attention batched_decode32_split4 32,8,2,1,2053,80,96 --split 4 --block 1x32 --merge-columns off --set gpu_realization=lanes
 # The lanes in one thread's registers instead of over W threads: the paired comparison.
-attention decode_split16_registers 1,8,2,1,2053,80,96 --split 16 --block 1x32 --set gpu_lanes=registers --set gpu_realization=lanes
-attention mha_decode_split16_registers 1,8,8,1,2048,64,64 --split 16 --block 1x32 --set gpu_lanes=registers --set gpu_realization=lanes
+attention decode_split16_registers 1,8,2,1,2053,80,96 --split 16 --block 1x32 --merge-columns off --set gpu_lanes=registers --set gpu_realization=lanes
+attention mha_decode_split16_registers 1,8,8,1,2048,64,64 --split 16 --block 1x32 --merge-columns off --set gpu_lanes=registers --set gpu_realization=lanes
 # Lengths at launch (docs/kernels.md, "KV caches"): a varlen batch on a dense and on a paged
 # cache (the generated lengths lie in [0, K], the block table's pages in the pool), split and
 # not, causal queries at the ends of their sequences, and a runtime extent.
@@ -103,4 +110,24 @@ library gemm_300x200x129_lanes gemm 300,200,129 $((2 * 300 * 200 * 129)) --tile 
 library softmax_33x5000 softmax 33,5000 0
 library layernorm_19x3000 layernorm 19,3000 0
 library rmsnorm_37x4096 rmsnorm 37,4096 0
+# 16-bit views (docs/ir.md, "16-bit views"; docs/gpu.md, "16-bit views on the GPU"): K/V caches,
+# weights and rows in f16 / bf16, their inputs carried in inputs/ (STORAGE f16 | bf16), outputs
+# compared half by half. The exhaustive sweep of the conversions is capture-storage-sweep.sh's.
+for t in half_views half_single_lane_store; do
+  wanted "ir_$t" || continue
+  "$kiln" gpu-capture --archive "$arch" --case "ir_$t" "tests/ir/$t.tile"
+done
+attention decode_kv_bf16 1,8,2,1,2053,80,96 --kv-dtype bf16
+attention decode_kv_f16 1,8,2,1,2053,80,96 --kv-dtype f16
+attention small_prefill_kv_f16 1,4,2,32,65,32,32 --kv-dtype f16
+attention kv_paged_bf16 5,8,2,1,1024,64,64 --kv-cache paged --page 64 --pages 83 --kv-dtype bf16
+library gemm_300x200x129_b_bf16 gemm 300,200,129 $((2 * 300 * 200 * 129)) --b-dtype bf16
+library gemm_77x131x50_tn_f16 gemm 77,131,50 $((2 * 77 * 131 * 50)) --trans-b --a-dtype f16 --b-dtype f16
+library gemm_decode_1x2048x1024_b_bf16 gemm 1,2048,1024 $((2 * 2048 * 1024)) --b-dtype bf16
+library softmax_33x5000_bf16 softmax 33,5000 0 --dtype bf16
+library layernorm_19x3000_f16 layernorm 19,3000 0 --dtype f16
+library rmsnorm_37x4096_bf16 rmsnorm 37,4096 0 --dtype bf16
+library swiglu_7x3000_f16 swiglu 7,3000 0 --dtype f16
+library rope_9x4x64_bf16 rope 9,4,64 0 --dtype bf16
+library gelu_10000_f16 gelu 10000 0 --dtype f16
 echo "archive: $arch ($(du -sh "$arch" | cut -f1))"

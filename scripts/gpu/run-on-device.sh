@@ -8,9 +8,12 @@
 # exit-codes.txt.
 # Keeps going after a replay mismatch; exits with the replay's exit code (0 all bit-exact,
 # 1 a mismatch or error, 2 bad archive or build failure, 77 no GPU).
-# Usage: scripts/gpu/run-on-device.sh [ARCH]   (default gpu-archive)
+# Then, when SWEEP is there (scripts/gpu/capture-storage-sweep.sh's archive), replays it once
+# (no dump: its outputs are GiBs, compared by digest) into $OUT/sweep/ and prints sweep.txt.
+# Usage: scripts/gpu/run-on-device.sh [ARCH [SWEEP]]   (defaults gpu-archive, gpu-sweep)
 set -u
 arch=${1:-gpu-archive}
+sweep=${2:-gpu-sweep}
 out=${OUT:?OUT must name the folder whose files come back}
 mkdir -p "$out"
 
@@ -34,6 +37,13 @@ echo "kiln-replay exit code: $replay_rc"
 if [ ! -f "$out/replay.json" ]; then
   echo "no replay.json: nothing to compare with torch"
   exit "$replay_rc"
+fi
+
+if [ -d "$sweep" ]; then
+  echo "== kiln-replay $sweep (the 16-bit conversions on every input)"
+  mkdir -p "$out/sweep"
+  /tmp/kiln-replay "$sweep" --out "$out/sweep" --visits 1 --min-visit-ms 1 --max-reps 1 2>&1 | tee "$out/sweep.txt"
+  echo "sweep=${PIPESTATUS[0]}" >>"$out/exit-codes.txt"
 fi
 
 echo "== torch"

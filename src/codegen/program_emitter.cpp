@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "target/target.h"
+
 namespace kiln::codegen {
 
 std::vector<llvm::Value*> domainExtents(llvm::IRBuilder<>& b, llvm::Value* params, const ir::Op& root) {
@@ -41,7 +43,8 @@ ProgramEmitter::ProgramEmitter(const ir::Kernel& kernel, const plan::Plan& plan,
       c_(module.getContext()),
       b_(module.getContext()),
       w_(static_cast<unsigned>(plan.knobs.packet_width)),
-      no_unroll_loops_(noUnrollLoops) {
+      no_unroll_loops_(noUnrollLoops),
+      half_nan_by_bits_(!target::of(plan.knobs.target).model(plan.knobs.isa).half_conversions_keep_nan) {
   if (plan.knobs.fast_math) setFastMath(b_);
 }
 
@@ -102,11 +105,21 @@ llvm::Value* ProgramEmitter::filled(const ir::Op* load, llvm::Value* raw, llvm::
 }
 
 // Loads from 16-bit views become f32 exactly: f16 by the IEEE extension (x86: F16C's vcvtph2ps,
-// identical to the definition on all 2^16 inputs, tests/unit/test_heavy_storage.cpp), bf16 by
-// placing the bits at the top of a float.
+// identical to the definition on all 2^16 inputs, tests/unit/test_heavy_storage.cpp; on a
+// target whose conversion does not keep a NaN's payload, a NaN's result is built from its bits:
+// sign, quiet, the half's 10 payload bits on top of the float's), bf16 by placing the bits at
+// the top of a float.
 llvm::Value* ProgramEmitter::widenLoaded(const ir::Value* view, llvm::Value* x) {
-  if (view->type.elem == ir::Elem::F16)
-    return b_.CreateFPExt(b_.CreateBitCast(x, likeWith(x, b_.getHalfTy())), likeWith(x, b_.getFloatTy()));
+  if (view->type.elem == ir::Elem::F16) {
+    llvm::Value* wide = b_.CreateFPExt(b_.CreateBitCast(x, likeWith(x, b_.getHalfTy())), likeWith(x, b_.getFloatTy()));
+    if (!half_nan_by_bits_) return wide;
+    llvm::Value* u = b_.CreateZExt(x, likeWith(x, b_.getInt32Ty()));
+    auto c = [&](uint32_t v) { return constLike(x, b_.getInt32(v)); };
+    llvm::Value* nan = b_.CreateICmpUGT(b_.CreateAnd(u, c(0x7FFFu)), c(0x7C00u));
+    llvm::Value* bits = b_.CreateOr(b_.CreateShl(b_.CreateAnd(u, c(0x8000u)), c(16)),
+                                    b_.CreateOr(c(0x7FC00000u), b_.CreateShl(b_.CreateAnd(u, c(0x3FFu)), c(13))));
+    return b_.CreateSelect(nan, b_.CreateBitCast(bits, wide->getType()), wide);
+  }
   if (view->type.elem == ir::Elem::BF16) {
     llvm::Value* wide = b_.CreateShl(b_.CreateZExt(x, likeWith(x, b_.getInt32Ty())), constLike(x, b_.getInt32(16)));
     return b_.CreateBitCast(wide, likeWith(x, b_.getFloatTy()));
@@ -116,12 +129,22 @@ llvm::Value* ProgramEmitter::widenLoaded(const ir::Value* view, llvm::Value* x) 
 }
 
 // Stores into 16-bit views round to nearest even: f16 by the IEEE truncation (x86: F16C's
-// vcvtps2ph, identical on all 2^32 inputs), bf16 by integer arithmetic on the bits (AVX-512 BF16's
-// vcvtneps2bf16 treats subnormals as zero, so it is not used): a NaN keeps its top bits, made
-// quiet; else bits + 0x7FFF + (bit 16), the top half.
+// vcvtps2ph, identical on all 2^32 inputs; where the target's conversion does not keep a NaN's
+// payload, a NaN's half is built from its bits: sign, 0x7E00, the top 10 payload bits), bf16 by
+// integer arithmetic on the bits (AVX-512 BF16's vcvtneps2bf16 treats subnormals as zero, so it
+// is not used): a NaN keeps its top bits, made quiet; else bits + 0x7FFF + (bit 16), the top half.
 llvm::Value* ProgramEmitter::narrowStored(const ir::Value* view, llvm::Value* x) {
-  if (view->type.elem == ir::Elem::F16)
-    return b_.CreateBitCast(b_.CreateFPTrunc(x, likeWith(x, b_.getHalfTy())), likeWith(x, b_.getInt16Ty()));
+  if (view->type.elem == ir::Elem::F16) {
+    llvm::Value* half =
+        b_.CreateBitCast(b_.CreateFPTrunc(x, likeWith(x, b_.getHalfTy())), likeWith(x, b_.getInt16Ty()));
+    if (!half_nan_by_bits_) return half;
+    llvm::Value* u = b_.CreateBitCast(x, likeWith(x, b_.getInt32Ty()));
+    auto c = [&](uint32_t v) { return constLike(x, b_.getInt32(v)); };
+    llvm::Value* nan = b_.CreateICmpUGT(b_.CreateAnd(u, c(0x7FFFFFFFu)), c(0x7F800000u));
+    llvm::Value* bits = b_.CreateOr(b_.CreateAnd(b_.CreateLShr(u, c(16)), c(0x8000u)),
+                                    b_.CreateOr(c(0x7E00u), b_.CreateAnd(b_.CreateLShr(u, c(13)), c(0x3FFu))));
+    return b_.CreateSelect(nan, b_.CreateTrunc(bits, half->getType()), half);
+  }
   if (view->type.elem == ir::Elem::BF16) {
     llvm::Value* u = b_.CreateBitCast(x, likeWith(x, b_.getInt32Ty()));
     auto c = [&](uint32_t v) { return constLike(x, b_.getInt32(v)); };

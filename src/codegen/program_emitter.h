@@ -98,6 +98,7 @@ class ProgramEmitter {
   IndexMath ix_{b_};
   unsigned w_;
   bool no_unroll_loops_;
+  bool half_nan_by_bits_;  // the target's f16 conversions do not give docs/ir.md's NaNs
   llvm::Function* f_ = nullptr;
   std::vector<llvm::Value*> base_;   // by param index: view base pointer
   std::vector<llvm::Value*> slots_;  // by storage slot: alloca

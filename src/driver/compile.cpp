@@ -146,13 +146,6 @@ std::optional<std::string> compile(const ir::Kernel& kernel, const plan::Knobs& 
   // 1. verify
   ir::DiagEngine diag;
   if (!ir::verify(kernel, diag)) return diag.str();
-  // 16-bit views are compiled for CPUs only so far: the GPU's conversions (cvt.f32.f16,
-  // cvt.rn.f16.f32) are not yet shown identical to docs/ir.md's on every input.
-  if (knobs.target == target::Kind::Nvptx)
-    for (const ir::Value* p : kernel.params)
-      if (p->type.isView() && ir::isHalfStorage(p->type.elem))
-        return fmt::format("%{}: view<{}> is not supported on target=nvptx yet (CPU targets only)", p->name,
-                           ir::elemName(p->type.elem));
   const std::shared_ptr<jit::ObjectCache> cache = objectCache();
   const bool cacheable = cache && (until == Stage::Obj || until == Stage::Report);
   if (!cacheable) {

@@ -11,6 +11,7 @@
 
 #include "codegen/lower.h"
 #include "driver/compile.h"
+#include "host/storage.h"
 #include "ir/printer.h"
 
 namespace kiln::driver {
@@ -57,19 +58,43 @@ std::optional<std::string> captureGpuCase(const ir::Kernel& kernel, const plan::
   // 1. The CPU: bit for bit against the strict-f32 interpreter, then the FP64 oracle.
   plan::Knobs cpu = knobs;
   cpu.target = target::Kind::Cpu;
+  if (!options.f64.views.empty() || !options.f64.int_views.empty())
+    return "a GPU capture regenerates its inputs: --input files are not supported";
   CheckOptions bitexact = options.f64;
+  for (const auto& [name, base] : options.bit_patterns) {
+    const ir::Value* p = nullptr;
+    for (const ir::Value* q : kernel.params)
+      if (q->name == name) p = q;
+    if (!p || !p->type.isView() || !(p->type.elem == ir::Elem::F32 || ir::isHalfStorage(p->type.elem)))
+      return fmt::format("--input-bits {}: the kernel has no view<f32>, view<f16> or view<bf16> parameter %{}", name,
+                         name);
+    std::vector<float>& v = bitexact.views[name];
+    v.resize(static_cast<size_t>(p->type.numElements()));
+    for (size_t e = 0; e < v.size(); ++e) {
+      const uint32_t bits = base + static_cast<uint32_t>(e);
+      v[e] = p->type.elem == ir::Elem::F32   ? host::floatOf(bits)
+             : p->type.elem == ir::Elem::F16 ? host::f16ToF32(static_cast<uint16_t>(bits))
+                                             : host::bf16ToF32(static_cast<uint16_t>(bits));
+    }
+  }
   bitexact.mode = CheckMode::Bitexact;
   bitexact.seed = options.seed;
   CheckResult exact;
   if (auto e = check(kernel, cpu, bitexact, exact)) return "CPU run: " + *e;
   out.cpu_bitexact = exact.pass;
   out.plan_vs_code = exact.plan_vs_code;
-  CheckOptions f64 = options.f64;
-  f64.mode = CheckMode::F64;
-  f64.seed = options.seed;
-  CheckResult approx;
-  if (auto e = check(kernel, cpu, f64, approx)) return "CPU run (f64 check): " + *e;
-  out.cpu_f64 = approx.pass;
+  // A sweep of bit patterns (conversions the interpreter defines exactly, NaNs and infinities
+  // among the inputs) has no FP64 meaning beyond the bit-for-bit check.
+  out.f64_checked = options.bit_patterns.empty();
+  if (out.f64_checked) {
+    CheckOptions f64 = bitexact;
+    f64.mode = CheckMode::F64;
+    CheckResult approx;
+    if (auto e = check(kernel, cpu, f64, approx)) return "CPU run (f64 check): " + *e;
+    out.cpu_f64 = approx.pass;
+  } else {
+    out.cpu_f64 = true;
+  }
   if (!out.cpu_bitexact || !out.cpu_f64) return std::nullopt;
 
   // 2. The GPU's PTX, from the same knobs.
@@ -104,36 +129,80 @@ std::optional<std::string> captureGpuCase(const ir::Kernel& kernel, const plan::
   m << "seed " << options.seed << "\n";
   double bytes = 0;
   std::ostringstream outputs;
+  // An output's expected bytes (or, digest_only, only their digest): `words` 32-bit words.
+  auto expect = [&](const ir::Value* p, const void* data, size_t bytes) -> std::optional<std::string> {
+    if (!options.digest_only)
+      if (auto e = writeFile(dir / "expected" / (p->name + ".f32"), data, bytes)) return e;
+    outputs << fmt::format("output {} {} {}{}\n", p->name, bytes / 4, fnv1a64Hex(data, bytes),
+                           options.digest_only ? " digest" : "");
+    return std::nullopt;
+  };
+  // A view whose words travel in inputs/NAME.bin (INIT file), with the manifest's STORAGE token.
+  // A view only stored to starts as zeros (INIT zero), carried in no file.
+  auto fileView = [&](size_t i, const std::string& in, const char* storage) -> std::optional<std::string> {
+    const ir::Value* p = kernel.params[i];
+    if (!loaded[i]) {
+      m << fmt::format("param {} view {} {} zero {} {}{}\n", i, p->name, in.size() / 4, written[i] ? 1 : 0,
+                       fnv1a64Hex(in.data(), in.size()), storage);
+      bytes += (written[i] ? 1.0 : 0.0) * in.size();
+      return std::nullopt;
+    }
+    fs::create_directories(dir / "inputs", ec);
+    if (auto e = writeFile(dir / "inputs" / (p->name + ".bin"), in.data(), in.size())) return e;
+    m << fmt::format("param {} view {} {} file {} {}{}\n", i, p->name, in.size() / 4, written[i] ? 1 : 0,
+                     fnv1a64Hex(in.data(), in.size()), storage);
+    bytes += (loaded[i] ? 1.0 : 0.0) * in.size() + (written[i] ? 1.0 : 0.0) * in.size();
+    return std::nullopt;
+  };
   for (size_t i = 0; i < kernel.params.size(); ++i) {
     const ir::Value* p = kernel.params[i];
     if (p->type.isView() && ir::isIntegerStorage(p->type.elem)) {
       // An integer view (lengths, tables): its words travel in inputs/NAME.bin (INIT file);
       // an integer output's expected words are its int32 / int64 bytes.
-      if (!options.f64.int_views.empty())
-        return "a GPU capture regenerates its inputs: --input files are not supported";
       const bool i32 = p->type.elem == ir::Elem::I32;
-      const std::string in = host::integerBytes(inputs[i].ints, i32);
-      fs::create_directories(dir / "inputs", ec);
-      if (auto e = writeFile(dir / "inputs" / (p->name + ".bin"), in.data(), in.size())) return e;
-      m << fmt::format("param {} view {} {} file {} {}\n", i, p->name, in.size() / 4, written[i] ? 1 : 0,
-                       fnv1a64Hex(in.data(), in.size()));
-      bytes += (loaded[i] ? 1.0 : 0.0) * in.size() + (written[i] ? 1.0 : 0.0) * in.size();
+      if (auto e = fileView(i, host::integerBytes(inputs[i].ints, i32), "")) return e;
       if (written[i]) {
         const std::string got = host::integerBytes(exact.native[i].ints, i32);
-        if (auto e = writeFile(dir / "expected" / (p->name + ".f32"), got.data(), got.size())) return e;
-        outputs << fmt::format("output {} {} {}\n", p->name, got.size() / 4, fnv1a64Hex(got.data(), got.size()));
+        if (auto e = expect(p, got.data(), got.size())) return e;
+      }
+    } else if (p->type.isView() && ir::isHalfStorage(p->type.elem)) {
+      // A 16-bit view: its halves, two to a word (an odd last one padded with zero bits), travel
+      // in inputs/NAME.bin with STORAGE f16 | bf16; the replay compares an output half by half.
+      const bool bf16 = p->type.elem == ir::Elem::BF16;
+      auto packed = [&](const std::vector<float>& values, std::string& out) -> std::optional<std::string> {
+        if (auto e = host::halfBytes(values, bf16, out)) return fmt::format("%{}: {}", p->name, *e);
+        out.resize((out.size() + 3) / 4 * 4, '\0');
+        return std::nullopt;
+      };
+      std::string in, got;
+      if (const auto bits = options.bit_patterns.find(p->name); bits != options.bit_patterns.end()) {
+        // The patterns as they are (an f16 signaling NaN's float is its quiet twin: the CPU ran
+        // on that, which every f16 load gives the same result as the pattern itself).
+        in.resize((static_cast<size_t>(p->type.numElements()) * 2 + 3) / 4 * 4, '\0');
+        for (size_t e = 0; e * 2 < in.size() && e < static_cast<size_t>(p->type.numElements()); ++e) {
+          const uint16_t h = static_cast<uint16_t>(bits->second + static_cast<uint32_t>(e));
+          std::memcpy(in.data() + 2 * e, &h, 2);
+        }
+      } else if (auto e = packed(inputs[i].data, in)) {
+        return e;
+      }
+      if (auto e = fileView(i, in, bf16 ? " bf16" : " f16")) return e;
+      if (written[i]) {
+        if (auto e = packed(exact.native[i].data, got)) return e;
+        if (auto e = expect(p, got.data(), got.size())) return e;
       }
     } else if (p->type.isView()) {
-      if (!options.f64.views.empty()) return "a GPU capture regenerates its inputs: --input files are not supported";
-      const std::vector<float>& in = inputs[i].data;
-      m << fmt::format("param {} view {} {} {} {} {}\n", i, p->name, in.size(), loaded[i] ? "random" : "zero",
+      const auto bits = options.bit_patterns.find(p->name);
+      const std::vector<float>& in = bits != options.bit_patterns.end() ? bitexact.views.at(p->name) : inputs[i].data;
+      m << fmt::format("param {} view {} {} {} {} {}\n", i, p->name, in.size(),
+                       bits != options.bit_patterns.end() ? fmt::format("bits:{:08x}", bits->second)
+                       : loaded[i]                        ? std::string("random")
+                                                          : std::string("zero"),
                        written[i] ? 1 : 0, fnv1a64Hex(in.data(), in.size() * sizeof(float)));
       bytes += (loaded[i] ? 4.0 : 0.0) * in.size() + (written[i] ? 4.0 : 0.0) * in.size();
       if (written[i]) {
         const std::vector<float>& got = exact.native[i].data;
-        if (auto e = writeFile(dir / "expected" / (p->name + ".f32"), got.data(), got.size() * sizeof(float))) return e;
-        outputs << fmt::format("output {} {} {}\n", p->name, got.size(),
-                               fnv1a64Hex(got.data(), got.size() * sizeof(float)));
+        if (auto e = expect(p, got.data(), got.size() * sizeof(float))) return e;
       }
     } else if (p->type.elem == ir::Elem::I64) {
       m << fmt::format("param {} i64 {} {}\n", i, p->name, inputs[i].i64);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -24,11 +25,19 @@ struct GpuCaptureOptions {
   uint64_t seed = 0;      // the inputs' seed
   CheckOptions f64;       // the FP64 check of the CPU run (a library kernel's reference, or the interpreter)
   double flops = 0.0;     // useful floating-point operations (0 = not stated)
+  // Views whose input is every bit pattern from a base on instead of generated values (a
+  // conversion sweep): element e of a view<f32> holds the 32 bits base + e (the replay makes
+  // them again: INIT bits:BASE), of a view<f16> / view<bf16> the 16 bits (base + e) mod 2^16
+  // (carried in its inputs file). NaNs and infinities included.
+  std::map<std::string, uint32_t> bit_patterns;
+  // Outputs travel as their digests only (no expected bytes): for outputs too large to carry.
+  bool digest_only = false;
 };
 
 struct GpuCaptureResult {
   bool cpu_bitexact = false;  // the CPU's bytes equal the strict-f32 interpreter's
-  bool cpu_f64 = false;       // the CPU's outputs within tolerance of the FP64 oracle
+  bool cpu_f64 = false;       // the CPU's outputs within tolerance of the FP64 oracle (or not checked:)
+  bool f64_checked = true;    // false for a sweep of bit patterns (GpuCaptureOptions::bit_patterns)
   std::string plan_vs_code;   // planDisagreesWithCode of the CPU compilation (empty: agree)
   nlohmann::json gpu_report;  // the nvptx compilation's report
   std::string case_dir;

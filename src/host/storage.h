@@ -103,7 +103,10 @@ inline std::optional<std::string> halfBytes(const std::vector<float>& values, bo
   out.resize(values.size() * 2);
   for (size_t i = 0; i < values.size(); ++i) {
     const float x = values[i];
-    const uint16_t h = bf16 ? f32ToBf16(x) : f32ToF16(x);
+    // A bfloat16 NaN's float (its bits on top, the rest zero) is that NaN exactly, signaling ones
+    // included: its bits are kept (f32ToBf16 would make it quiet).
+    const bool bf16Nan = bf16 && x != x && (bitsOf(x) & 0xFFFFu) == 0;
+    const uint16_t h = bf16Nan ? static_cast<uint16_t>(bitsOf(x) >> 16) : bf16 ? f32ToBf16(x) : f32ToF16(x);
     if (x == x && bitsOf(bf16 ? bf16ToF32(h) : f16ToF32(h)) != bitsOf(x))
       return "element " + std::to_string(i) + " = " + std::to_string(x) + " is not a value of " +
              (bf16 ? "bf16" : "f16");

@@ -285,9 +285,13 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
     store(l, pl, {pi, c, 0, 0}, {_, _, {"g", G}, {"m", BQ}});
     store(acc, pacc, {pi, c, 0, 0, 0}, {_, _, {"g", G}, {"m", BQ}, {"dv", s.Dv}});
   });
-  kb.parallel({{"b", s.B}, {"kvh", s.Hkv}, {"qb", nQB}}, [&](Idx b, Idx kvh, Idx qb) {
+  // The merge: one program per (b, kvh, qb) and chunk of MC value columns (a ragged last one
+  // masked).
+  const int64_t MC = opt.merge_columns > 0 && opt.merge_columns < s.Dv ? opt.merge_columns : s.Dv;
+  const int64_t nDC = (s.Dv + MC - 1) / MC;
+  auto merge = [&](Idx b, Idx kvh, Idx qb, IdxArg d0) {
     Idx pi = prog(b, kvh, qb);
-    const std::vector<Dim> merged = {{"g", G}, {"m", BQ}, {"dv", s.Dv}};  // as the partials are loaded
+    const std::vector<Dim> merged = {{"g", G}, {"m", BQ}, {"dv", MC}};  // as the partials are loaded
     Carry m0{"m", kb.full(gm, -inf)}, l0{"l", kb.zeros(gm)}, acc0{"acc", kb.zeros(merged)};
     // m = max(m_a, m_b), alpha = e^(m_a - m), beta = e^(m_b - m), l = alpha l_a + beta l_b,
     // acc = alpha acc_a + beta acc_b; a chunk (or a row so far) with no valid key has m = -inf
@@ -295,7 +299,7 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
     auto [m, l, acc] = kb.serial("c", 0, C, {m0, l0, acc0}, [&](Idx c, Tile mA, Tile lA, Tile accA) {
       Tile mB = load(pm, {pi, c, 0, 0}, {_, _, {"g", G}, {"m", BQ}}).as("m_chunk");
       Tile lB = load(pl, {pi, c, 0, 0}, {_, _, {"g", G}, {"m", BQ}}).as("l_chunk");
-      Tile accB = load(pacc, {pi, c, 0, 0, 0}, {_, _, {"g", G}, {"m", BQ}, {"dv", s.Dv}}).as("acc_chunk");
+      Tile accB = load(pacc, {pi, c, 0, 0, d0}, {_, _, {"g", G}, {"m", BQ}, {"dv", MC}}).as("acc_chunk");
       Tile mNew = max(mA, mB).as("m_new");
       Tile mSafe = select(eq(mNew, -inf), 0.0, mNew).as("m_safe");
       Tile alpha = exp(mA - mSafe).as("alpha");
@@ -305,8 +309,13 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
       return Tiles{mNew, lNew, accNew};
     });
     (void)m;
-    store(normalise(l, acc), o, {b, (kvh * G).as("h0"), (qb * BQ).as("q0"), 0}, {_, {"g", G}, {"m", BQ}, {"dv", s.Dv}});
-  });
+    store(normalise(l, acc), o, {b, (kvh * G).as("h0"), (qb * BQ).as("q0"), d0}, {_, {"g", G}, {"m", BQ}, {"dv", MC}});
+  };
+  if (nDC == 1)
+    kb.parallel({{"b", s.B}, {"kvh", s.Hkv}, {"qb", nQB}}, [&](Idx b, Idx kvh, Idx qb) { merge(b, kvh, qb, 0); });
+  else
+    kb.parallel({{"b", s.B}, {"kvh", s.Hkv}, {"qb", nQB}, {"dc", nDC}},
+                [&](Idx b, Idx kvh, Idx qb, Idx dc) { merge(b, kvh, qb, (dc * MC).as("d0")); });
   return kb.finish();
 }
 

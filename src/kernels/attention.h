@@ -41,6 +41,10 @@ struct AttentionOptions {
   // their own, whose partials a second phase merges in chunk order; 0 (or >= the number of
   // blocks): no split. The result depends on this number, never on the thread count.
   int64_t split_blocks = 0;
+  // With a split: value columns (dv) per program of the merge (0: all Dv, one program per row
+  // block). Each program recomputes its rows' chunk maxima, factors and sums in the same order,
+  // so the bits do not depend on it; more programs spread the merge (a GPU's SMs).
+  int64_t merge_columns = 0;
   // Stacked heads: the queries of the block (dim m) along the vector lanes instead of the keys
   // (dim n): scores are [g, n, m] and the accumulator [g, dv, m]; each key's K row is read as
   // scalars broadcast over the queries, Q is transposed once per program, row max and sum are

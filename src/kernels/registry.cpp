@@ -46,6 +46,7 @@ struct Spec {
   std::vector<int64_t> shape;
   int64_t block_q = 0, block_k = 0;  // attention
   int64_t split_blocks = 0;          // attention: KV blocks per chunk (0: no split)
+  int64_t merge_columns = 0;         // attention: value columns per merge program (0: all)
   bool stack_heads = true, fused = true;
   bool queries_in_lanes = false;     // attention --lanes
   bool qk_dot = false;               // attention --qk dot: q.k^T in partitions(16)
@@ -396,6 +397,29 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
     s.split_blocks = (nKB + chunks - 1) / chunks;
     if (s.split_blocks >= nKB) s.split_blocks = 0;
   }
+  // --merge-columns: the split's merge in programs of N value columns each (the same bits for
+  // any N). auto: on a GPU, enough column chunks for a program per multiprocessor, each at least
+  // a warp of threads (rows x columns >= 32); on a CPU one program per row block.
+  if (s.split_blocks > 0) {
+    const int64_t Dv = s.shape[6], rowsPerProgram = (s.stack_heads ? Hq / Hkv : 1) * s.block_q;
+    auto it = r.options.find("merge-columns");
+    if (it == r.options.end() || it->second == "auto") {
+      if (s.target.gpu && programs < s.target.multiprocessors) {
+        const int64_t want = (s.target.multiprocessors + programs - 1) / programs;
+        s.merge_columns = std::max((Dv + want - 1) / want, (32 + rowsPerProgram - 1) / rowsPerProgram);
+      }
+    } else if (it->second != "off") {
+      std::optional<int64_t> n = parseInt(it->second);
+      if (!n || *n < 1 || *n > Dv)
+        return fmt::format("attention: --merge-columns '{}' is not a number of value columns 1..{} (Dv), auto or off",
+                           it->second, Dv);
+      s.merge_columns = *n;
+    }
+    if (s.merge_columns >= Dv) s.merge_columns = 0;
+  } else if (auto it = r.options.find("merge-columns");
+             it != r.options.end() && it->second != "auto" && it->second != "off") {
+    return "attention: --merge-columns needs a split (--split N, or auto where it splits)";
+  }
   // --qk auto: the dot form where a program has one score row (MHA decode: no other row shares
   // a K load, so the outer product has nothing to reuse) and D fills whole 16-lane partitions.
   // Paired (AOT objects, 1 thread): MHA decode 1,32,32,1,1024,128,128 0.85, 1,8,8,1,2048,64,64
@@ -466,6 +490,7 @@ AttentionOptions attentionOpts(const Spec& s) {
   o.stack_heads = s.stack_heads;
   o.fused = s.fused;
   o.split_blocks = s.split_blocks;
+  o.merge_columns = s.merge_columns;
   o.queries_in_lanes = s.queries_in_lanes;
   o.qk_partitions = s.qk_dot ? 16 : 0;
   o.kv_cache = s.kv_cache;
@@ -525,6 +550,9 @@ const std::vector<Entry>& entries() {
          "their own and merged in chunk order by a second phase (stacked heads; auto: when the kernel has "
          "fewer than 16 programs, enough chunks for 16, each of at least 4 KV blocks; default auto). The "
          "chunks depend on the shape only, never on threads\n"
+         "--merge-columns N|auto|off   with a split, the merge in programs of N value columns each (the "
+         "same bits for any N); auto: on a GPU, enough for a program per multiprocessor (each at least 32 "
+         "threads), else one program per row block (default auto)\n"
          "--lanes keys|queries|auto   what lies along the vector lanes (stacked heads): the keys of a KV "
          "block, or the queries of the block (scores [g,n,m]: K rows broadcast, Q transposed once per program, "
          "no padding for a ragged K block); auto: queries when BQ >= 32 and either the keys would pad their "
@@ -553,8 +581,8 @@ const std::vector<Entry>& entries() {
          "blocks"},
         {"B", "Hq", "Hkv", "Q", "K", "D", "Dv"},
         {1, 1, 1, 1, 0, 1, 1},
-        {"block", "mask", "scale", "heads", "fma", "split", "lanes", "qk", "kv-cache", "capacity", "page", "pages",
-         "varlen", "kv-dtype"},
+        {"block", "mask", "scale", "heads", "fma", "split", "merge-columns", "lanes", "qk", "kv-cache", "capacity",
+         "page", "pages", "varlen", "kv-dtype"},
         attentionOptions,
         [](const Spec& s) {
           AttentionShape a = attentionShape(s);
@@ -876,6 +904,14 @@ std::optional<std::string> libraryChoices(const LibraryRequest& request, std::ma
                                         : fmt::format("{} chunks of {} KV blocks ({} keys){}",
                                                       (nKB + spec.split_blocks - 1) / spec.split_blocks,
                                                       spec.split_blocks, spec.split_blocks * spec.block_k, how);
+  if (spec.split_blocks > 0) {
+    auto mc = request.options.find("merge-columns");
+    const char* mhow = mc == request.options.end() || mc->second == "auto" ? " (auto)" : " (given)";
+    out["merge_columns"] = spec.merge_columns == 0
+                               ? fmt::format("{} (one program per row block){}", spec.shape[6], mhow)
+                               : fmt::format("{} ({} programs per row block){}", spec.merge_columns,
+                                             (spec.shape[6] + spec.merge_columns - 1) / spec.merge_columns, mhow);
+  }
   return std::nullopt;
 }
 

@@ -20,11 +20,11 @@
 //
 // Size rule (target model): with an mma, threads_y = the largest power of two dividing the
 // rows' extent, at most mma_threads_y, then threads_x likewise for every column dim with what
-// is left of block_threads (a thread's register tile is then about square: each row and column
-// operand value read from shared memory serves several accumulators); without, X first
-// (coalesced accesses) up to block_threads, then Y; at least a warp. A thread's elements of one
-// tile (micro_y x a column dim's micro) are at most microtile_elements. Groups of adjacent
-// elements are as wide as one shared-memory vector load (4) where the microtile allows.
+// is left of block_threads (or of the knob gpu_threads) (a thread's register tile is then about square: each row and
+// column operand value read from shared memory serves several accumulators); without, X first (coalesced accesses) up
+// to block_threads, then Y; at least a warp. A thread's elements of one tile (micro_y x a column dim's micro) are at
+// most microtile_elements. Groups of adjacent elements are as wide as one shared-memory vector load (4) where the
+// microtile allows.
 //
 // Stage rule: a stage is K rows of its operand's output side, padded by 4 floats (its
 // transposed fill from a row-major [M, K] tile then writes 32 banks apart); a loaded stage is
@@ -189,11 +189,8 @@ class BlockPlanner {
       case OpKind::Yield: break;
       case OpKind::Load:
         if (staged_.count(op)) return "";  // a stage: its tile is never held in registers
-        if (ir::isHalfStorage(op->operands[0]->type.elem)) return fail(op, "a 16-bit view (not yet on the GPU)");
         break;
-      case OpKind::Store:
-        if (ir::isHalfStorage(op->operands[0]->type.elem)) return fail(op, "a 16-bit view (not yet on the GPU)");
-        break;
+      case OpKind::Store: break;
       case OpKind::Const:
       case OpKind::Iota:
       case OpKind::Broadcast: break;
@@ -257,9 +254,7 @@ class BlockPlanner {
       sideRows[i] = s.rows;
       s.pitch = s.out_extent + 4;
       const Op* def = x->def;
-      if (def && def->kind == OpKind::Load && uses_[x->id] == 1) {
-        if (ir::isHalfStorage(def->operands[0]->type.elem)) return fail(def, "a 16-bit view (not yet on the GPU)");
-      } else {
+      if (!(def && def->kind == OpKind::Load && uses_[x->id] == 1)) {
         // A computed operand: the threads' register tile put into the stage before the mma.
         if (!def || def->results.size() != 1 || !distributable(t) || !s.rows || !b_.columnDim(kd) ||
             t.dims[kAt].extent != b_.columnDim(kd)->extent || kAt + 1 != static_cast<int>(t.rank()))
@@ -282,12 +277,13 @@ class BlockPlanner {
     // whole row of accumulators), then columns; without, columns first (coalesced accesses).
     int64_t columns = 0;  // the column dims' common divisor
     for (const BlockDim& x : b_.xs) columns = std::gcd(columns, x.extent);
+    const int64_t most = p_.knobs.gpu_threads > 0 ? p_.knobs.gpu_threads : m_.block_threads;  // knob gpu_threads
     if (!staged_.empty()) {
-      b_.threads_y = largestPowerOfTwoDividing(b_.extent_y, m_.mma_threads_y);
-      b_.threads_x = largestPowerOfTwoDividing(columns, m_.block_threads / b_.threads_y);
+      b_.threads_y = largestPowerOfTwoDividing(b_.extent_y, std::min(m_.mma_threads_y, most));
+      b_.threads_x = largestPowerOfTwoDividing(columns, most / b_.threads_y);
     } else {
-      b_.threads_x = largestPowerOfTwoDividing(columns, m_.block_threads);
-      b_.threads_y = largestPowerOfTwoDividing(b_.extent_y, m_.block_threads / b_.threads_x);
+      b_.threads_x = largestPowerOfTwoDividing(columns, most);
+      b_.threads_y = largestPowerOfTwoDividing(b_.extent_y, most / b_.threads_x);
     }
     b_.threads = b_.threads_x * b_.threads_y;
     if (b_.threads < m_.warp_threads)

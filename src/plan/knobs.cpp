@@ -159,6 +159,24 @@ const std::vector<Entry>& entries() {
     }
     {
       Entry e;
+      e.info = {"gpu_threads", "auto", "auto or 32, 64, 128, 256, 512, 1024",
+                "target nvptx, block realization: the most threads of a thread block (auto: the target model's "
+                "256); fewer threads hold larger register tiles each (docs/gpu.md)"};
+      e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
+        if (v == "auto") {
+          k.gpu_threads = 0;
+          return std::nullopt;
+        }
+        auto n = parseInt(v);
+        if (!n || *n < 32 || *n > 1024 || (*n & (*n - 1)) != 0) return rangeError(info, v);
+        k.gpu_threads = *n;
+        return std::nullopt;
+      };
+      e.get = [](const Knobs& k) { return k.gpu_threads == 0 ? std::string("auto") : std::to_string(k.gpu_threads); };
+      t.push_back(e);
+    }
+    {
+      Entry e;
       e.info = {"gpu_realization", "auto", "auto|block|lanes",
                 "target nvptx: a program per thread block, its tiles spread over the threads and mma operands "
                 "staged in shared memory (block), or per warp segment (lanes); auto takes block where every op "

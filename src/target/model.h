@@ -24,8 +24,12 @@ struct Model {
   int64_t transpose_lanes = 0;           // the widest W x W in-register transpose fused into an mma (0: none)
   bool scatter = false;                  // a W-lane store to scattered addresses is one instruction
   bool prefetch = false;                 // software prefetch of streamed tiles pays (CPU caches; not the GPU)
-  int64_t fma_ports = 0;                 // vector FMAs issued per cycle (stated; 0 unknown)
-  int64_t l1d_bytes = 0, l2_bytes = 0;   // data caches of one core (the OS's numbers; 0 unknown)
+  // The hardware's f16 <-> f32 conversions give docs/ir.md's NaNs ("16-bit views": sign and
+  // payload kept, made quiet), as x86's F16C does; false (NVPTX's cvt makes every NaN canonical):
+  // compiled code builds a NaN's result from its bits and uses the instruction for the rest.
+  bool half_conversions_keep_nan = true;
+  int64_t fma_ports = 0;                // vector FMAs issued per cycle (stated; 0 unknown)
+  int64_t l1d_bytes = 0, l2_bytes = 0;  // data caches of one core (the OS's numbers; 0 unknown)
   // A GPU (0 on a CPU): the facts the block realization (plan::BlockPlan) sizes a thread block
   // and its per-thread register tiles from.
   int64_t multiprocessors = 0;         // SMs that blocks spread over

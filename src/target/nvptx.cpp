@@ -21,6 +21,10 @@ const Model& NvptxTarget::model(const std::string& isa) const {
     n.max_tile_chunk_registers = 4;
     n.transpose_lanes = 16;
     n.scatter = true;
+    // PTX's cvt.f32.f16 / cvt.rn.f16.f32 are not specified to keep a NaN's payload (the GPU's
+    // NaNs are canonical); every other input converts exactly / rounds to nearest even with
+    // subnormals kept (no .ftz): the replay's sweep of every input checks it (docs/gpu.md).
+    n.half_conversions_keep_nan = false;
     // The block realization (docs/gpu.md, "Thread blocks"): an H200 has 132 SMs of 64K 32-bit
     // registers and 228 KB of shared memory (227 KB for one block); blocks of 256 threads with
     // at most 64 elements of a tile per thread (8 x 8 accumulators) and at most 112 KB of shared

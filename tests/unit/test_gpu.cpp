@@ -281,6 +281,12 @@ TEST(Gpu, AttentionRunsAProgramPerThreadBlock) {
   ASSERT_EQ(c.report["gpu"]["kernels"].size(), 2u);
   EXPECT_GE(c.report["gpu"]["kernels"][0]["programs"].get<int64_t>(), 132);
   for (const nlohmann::json& e : c.report["gpu"]["kernels"]) EXPECT_EQ(e["realization"], "block");
+  // The merge is spread over the SMs too: 8 row blocks of 4 rows, 16 programs of 8 value
+  // columns each (a warp of threads).
+  std::map<std::string, std::string> choices;
+  ASSERT_FALSE(kiln::kernels::libraryChoices({"attention", "1,32,8,1,4096,128,128", {}, {true, 132}}, choices));
+  EXPECT_EQ(choices["merge_columns"], "8 (16 programs per row block) (auto)");
+  EXPECT_EQ(c.report["gpu"]["kernels"][1]["programs"], 128);
   // The merge walks the chunks in batches of trips, each batch's partials loaded together.
   const nlohmann::json& ahead = c.report["phases"][1]["block"]["batched_loads"];
   ASSERT_EQ(ahead.size(), 3u);
@@ -390,6 +396,100 @@ TEST(Gpu, FuzzEmitsTheCampaignsProgramsWithTheirKnobs) {
     EXPECT_NE(text.str().find("--input-seed "), std::string::npos) << text.str();
   }
   fs::remove_all(dir);
+}
+
+// 16-bit views on the GPU (docs/gpu.md, "16-bit views on the GPU"): the conversions are
+// PTX's cvt (no .ftz) with a NaN's result built from its bits (the target model says cvt's NaN
+// is canonical); the archive carries a 16-bit view's halves as words (STORAGE f16 | bf16), and
+// a conversion sweep's inputs as bit patterns (INIT bits:) and outputs as digests only.
+TEST(Gpu, SixteenBitViewsConvertExactlyAndTravelInTheArchive) {
+  auto k = parseFile(std::string(KILN_SOURCE_DIR) + "/tests/ir/half_views.tile");
+  ASSERT_TRUE(k);
+  kiln::driver::Compilation c;
+  auto e = kiln::driver::compile(*k, gpuKnobs(), c, kiln::driver::Stage::Obj);
+  ASSERT_FALSE(e.has_value()) << *e;
+  const std::string ptx(c.object.data(), c.object.size());
+  expectPrecisePtx(ptx, "half_views");
+  EXPECT_NE(ptx.find("cvt.f32.f16"), std::string::npos);
+  EXPECT_NE(ptx.find("cvt.rn.f16.f32"), std::string::npos);
+  EXPECT_NE(ptx.find("2143289344"), std::string::npos) << "a loaded NaN's bits: 0x7FC00000 | payload";
+  EXPECT_NE(ptx.find("2139095040"), std::string::npos) << "a stored NaN's test: |x| > 0x7F800000";
+  kiln::driver::Compilation report;
+  ASSERT_FALSE(kiln::driver::compile(*k, gpuKnobs(), report, kiln::driver::Stage::Report).has_value());
+  EXPECT_EQ(report.report["target"]["model"]["half_conversions_keep_nan"], false) << report.report["target"].dump(1);
+
+  const fs::path arch = fs::temp_directory_path() / ("kiln-gpu-half-" + std::to_string(getpid()));
+  fs::remove_all(arch);
+  auto capture = [&](const kiln::ir::Kernel& kernel, const std::string& name, kiln::driver::GpuCaptureOptions o) {
+    o.archive = arch.string();
+    o.case_name = name;
+    o.source = "test";
+    kiln::driver::GpuCaptureResult r;
+    auto err = kiln::driver::captureGpuCase(kernel, kiln::plan::Knobs(), o, r);
+    ASSERT_FALSE(err.has_value()) << *err;
+    EXPECT_TRUE(r.cpu_bitexact && r.cpu_f64) << name;
+  };
+  auto manifest = [&](const std::string& name) {
+    std::ifstream m(arch / name / "manifest.txt");
+    std::stringstream s;
+    s << m.rdbuf();
+    return s.str();
+  };
+  std::unique_ptr<kiln::ir::Kernel> att;
+  ASSERT_FALSE(kiln::kernels::buildLibraryKernel(
+      {"attention", "1,4,2,1,70,16,8", {{"mask", "none"}, {"kv-dtype", "bf16"}}, {true, 132}}, att));
+  capture(*att, "attention_bf16", {});
+  // K [1,2,70,16] bf16: 2240 halves in 1120 words, from a file; the output o is f32.
+  EXPECT_NE(manifest("attention_bf16").find(" view k 1120 file 0 "), std::string::npos) << manifest("attention_bf16");
+  EXPECT_NE(manifest("attention_bf16").find(" bf16\n"), std::string::npos);
+  EXPECT_TRUE(fs::exists(arch / "attention_bf16" / "inputs" / "k.bin"));
+  capture(*k, "half_views", {});
+  EXPECT_NE(manifest("half_views").find(" view s 144 zero 1 "), std::string::npos) << manifest("half_views");
+  EXPECT_NE(manifest("half_views").find("output s 144 "), std::string::npos);
+
+  kiln::ir::DiagEngine diag;
+  auto sweep = kiln::ir::parseKernel(R"(kernel @sweep(%x: view<f32>[4096], %hin: view<f16>[4096], %h: view<f16>[4096],
+                                              %y: view<f32>[4096]) {
+  parallel (%p) in (4) {
+    %o = mul %p, 1024 : i64
+    %t = load %x[%o] as [e:1024] fill 0
+    store %t, %h[%o] as [e:1024]
+    %u = load %hin[%o] as [e:1024] fill 0
+    store %u, %y[%o] as [e:1024]
+  }
+})",
+                                     "sweep.tile", diag);
+  ASSERT_TRUE(sweep) << diag.str();
+  kiln::driver::GpuCaptureOptions bits;
+  bits.bit_patterns = {{"x", 0x7F7FF800u}, {"hin", 0x7B00u}};  // finite, infinities, NaNs; halves past 0x7C00
+  bits.digest_only = true;
+  capture(*sweep, "sweep", bits);
+  const std::string m = manifest("sweep");
+  EXPECT_NE(m.find(" view x 4096 bits:7f7ff800 0 "), std::string::npos) << m;
+  EXPECT_NE(m.find(" view hin 2048 file 0 "), std::string::npos) << m;
+  EXPECT_NE(m.find("\noutput h 2048 "), std::string::npos) << m;
+  EXPECT_NE(m.find(" digest\n"), std::string::npos) << m;
+  EXPECT_FALSE(fs::exists(arch / "sweep" / "expected" / "h.f32"));
+  // The stored halves of patterns past f16's range: 65520 and up to inf, NaNs quiet with their
+  // payload (the CPU's, equal to the definition: tests/unit/test_heavy_storage.cpp).
+  {
+    std::ifstream in(arch / "sweep" / "inputs" / "hin.bin", std::ios::binary);
+    uint16_t first = 0;
+    in.read(reinterpret_cast<char*>(&first), 2);
+    EXPECT_EQ(first, 0x7B00u);  // the patterns as they are, not rounded through a float
+  }
+  const std::string replay = std::string(KILN_BINARY_DIR) + "/bin/kiln-replay";
+  std::string out;
+  EXPECT_EQ(runCommand(replay + " " + arch.string() + " --check-archive", out), 0) << out;
+  // A changed half of an input file is caught by its digest.
+  {
+    std::fstream f(arch / "attention_bf16" / "inputs" / "k.bin", std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f);
+    f.seekp(2);
+    f.put('\x55');
+  }
+  EXPECT_NE(runCommand(replay + " " + arch.string() + " --check-archive", out), 0) << out;
+  fs::remove_all(arch);
 }
 
 // Capture two examples (one with a scalar, split attention with workspaces and two phases);

@@ -107,7 +107,11 @@ TEST(Library, BadRequestsAreErrorsNamingTheParameter) {
       {req("attention", "1,8,2,1,16,8,8", {{"scale", "inf"}}), "--scale 'inf' is not a finite number"},
       {req("attention", "1,8,2,1,16,8,8", {{"eps", "1e-5"}}),
        "option --eps does not apply to attention (its options: --block, --mask, --scale, --heads, --fma, --split, "
-       "--lanes, --qk, --kv-cache, --capacity, --page, --pages, --varlen, --kv-dtype)"},
+       "--merge-columns, --lanes, --qk, --kv-cache, --capacity, --page, --pages, --varlen, --kv-dtype)"},
+      {req("attention", "1,8,2,1,300,16,24", {{"merge-columns", "4"}, {"split", "off"}}),
+       "attention: --merge-columns needs a split"},
+      {req("attention", "1,8,2,1,300,16,24", {{"merge-columns", "25"}, {"split", "3"}}),
+       "attention: --merge-columns '25' is not a number of value columns 1..24 (Dv), auto or off"},
       {req("attention", "1,8,2,1,16,8,8", {{"kv-dtype", "fp8"}}), "--kv-dtype 'fp8' is not one of f32|f16|bf16"},
       {req("gemm", "4,4,4", {{"b-dtype", "half"}}), "--b-dtype 'half' is not one of f32|f16|bf16"},
       {req("rmsnorm", "4,4", {{"kv-dtype", "bf16"}}), "option --kv-dtype does not apply to rmsnorm"},
@@ -403,6 +407,30 @@ TEST(LibraryNative, AttentionQueriesInLanes) {
     }
     ASSERT_EQ(outs[0].size(), outs[1].size());
     EXPECT_EQ(std::memcmp(outs[0].data(), outs[1].data(), 4 * outs[0].size()), 0);
+  }
+}
+
+// A split's merge in programs of a few value columns recomputes each row's factors in the same
+// order: the same bits as one program per row block (a ragged last column chunk, a KV cache).
+TEST(LibraryNative, SplitMergeByColumnsGivesTheSameBits) {
+  for (auto [shape, extra] : std::vector<std::pair<std::string, std::map<std::string, std::string>>>{
+           {"1,8,2,1,300,16,24", {}}, {"2,4,1,3,200,8,20", {{"kv-cache", "dense"}, {"mask", "causal"}}}}) {
+    SCOPED_TRACE(shape);
+    std::vector<std::vector<float>> outs;
+    for (const char* mc : {"off", "7", "8"}) {
+      auto opts = extra;
+      opts.insert({{"split", "3"}, {"merge-columns", mc}, {"mask", "none"}});
+      auto k = build(req("attention", shape, opts));
+      ASSERT_TRUE(k);
+      std::vector<host::ParamData> in;
+      ASSERT_FALSE(host::makeInputs(*k, 4, {}, in));
+      for (auto& p : in)
+        for (int64_t& x : p.ints) x = std::max<int64_t>(0, std::min<int64_t>(x, 200));  // lengths in [0, K]
+      outs.push_back(runNative(*k, in).at(outputIndex(*k)).data);
+      expectNativePasses(req("attention", shape, opts));
+    }
+    EXPECT_EQ(std::memcmp(outs[0].data(), outs[1].data(), 4 * outs[0].size()), 0);
+    EXPECT_EQ(std::memcmp(outs[0].data(), outs[2].data(), 4 * outs[0].size()), 0);
   }
 }
 

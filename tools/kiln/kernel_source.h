@@ -48,6 +48,7 @@ struct KernelSource {
         {"heads", "attention: stacked (query heads of a KV head as rows) | separate"},
         {"fma", "attention, gemm: fused (mma steps rounded once) | unfused (MUL then ADD)"},
         {"split", "attention: N (KV chunks merged by a second phase) | auto | off"},
+        {"merge-columns", "attention with a split: N (value columns per merge program; the same bits) | auto | off"},
         {"lanes", "attention: keys | queries | auto (what lies along the vector lanes)"},
         {"qk",
          "attention: outer | dot | auto (q.k^T as an outer product in ascending D, or a dot product over D "
