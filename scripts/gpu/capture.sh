@@ -40,17 +40,22 @@ attention small_prefill 1,4,2,32,65,32,32
 attention tail 1,6,2,1,2053,80,96
 attention decode4096 1,32,8,1,4096,128,128
 attention big_prefill 1,32,8,512,512,128,128
-# Blocks of at most 128 threads (knob gpu_threads): larger register tiles per thread.
-attention big_prefill_t128 1,32,8,512,512,128,128 --set gpu_threads=128
+# Blocks of 256 threads (knob gpu_threads), as before the rule that sizes an mma's block for a
+# full microtile per thread: the paired comparison.
+attention big_prefill_t256 1,32,8,512,512,128,128 --set gpu_threads=256
+attention small_prefill_t256 1,4,2,32,65,32,32 --set gpu_threads=256
 # The split's merge in one program per row block (as before --merge-columns): the paired comparison.
 attention decode4096_merge_off 1,32,8,1,4096,128,128 --merge-columns off
 attention decode4096_merge16 1,32,8,1,4096,128,128 --merge-columns 16
 attention decode_merge_off 1,8,2,1,2053,80,96 --merge-columns off
+attention tail_merge_off 1,6,2,1,2053,80,96 --merge-columns off
 attention batched_decode32 32,8,2,1,2053,80,96
-if wanted causal_prefill; then  # issue 31's causal prefill (bottom-right aligned)
-  "$kiln" gpu-capture --archive "$arch" --case causal_prefill --kernel attention --shape 2,12,4,77,300,64,64 \
-    --mask causal --flops $((2 * 2 * 12 * 77 * 300 * 128))
-fi
+for t in auto 256; do  # issue 31's causal prefill (bottom-right aligned); and with 256 threads
+  name=causal_prefill$([[ $t == auto ]] || echo "_t$t")
+  wanted "$name" || continue
+  "$kiln" gpu-capture --archive "$arch" --case "$name" --kernel attention --shape 2,12,4,77,300,64,64 \
+    --mask causal --flops $((2 * 2 * 12 * 77 * 300 * 128)) --set gpu_threads=$t
+done
 # ... and the lane realization with the split that suited it (a sweep on the H200: docs/gpu.md,
 # "Speed"), kept as the record of that realization (tests/cli/gpu_record.sh); its merge in one
 # program per row block, as then.
@@ -106,6 +111,9 @@ library gemm_1024 gemm 1024,1024,1024 $((2 * 1024 * 1024 * 1024))
 library gemm_2048x2048x1024 gemm 2048,2048,1024 $((2 * 2048 * 2048 * 1024))
 library gemm_decode_4x4096x4096 gemm 4,4096,4096 $((2 * 4 * 4096 * 4096))
 library gemm_decode_1x4096x4096 gemm 1,4096,4096 $((2 * 1 * 4096 * 4096))
+library gemm_300x200x129_t256 gemm 300,200,129 $((2 * 300 * 200 * 129)) --set gpu_threads=256
+library gemm_1024_t256 gemm 1024,1024,1024 $((2 * 1024 * 1024 * 1024)) --set gpu_threads=256
+library gemm_decode_4x4096x4096_t256 gemm 4,4096,4096 $((2 * 4 * 4096 * 4096)) --set gpu_threads=256
 library gemm_300x200x129_lanes gemm 300,200,129 $((2 * 300 * 200 * 129)) --tile 64x64x64 --set gpu_realization=lanes
 library softmax_33x5000 softmax 33,5000 0
 library layernorm_19x3000 layernorm 19,3000 0

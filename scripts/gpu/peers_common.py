@@ -117,18 +117,48 @@ def fp64_check(torch, got, ref, bound):
 # ---- timing -----------------------------------------------------------------------------------
 
 
+# GPU cycles of torch.cuda._sleep enqueued before each timed call: the stream is busy while the
+# host enqueues the start event, the call and the stop event, so the events time the call's
+# kernels and not the host's launch latency (which varied 9-16 us between visits on the H200).
+BUSY_CYCLES = 200000  # about 100 us at the H200's 1.98 GHz
+
+
 def time_once(torch, fn, ctx):
     """(kernel ms from CUDA events around one call, host wall ms of the call to its synchronize)."""
     start = torch.cuda.Event(enable_timing=True)
     stop = torch.cuda.Event(enable_timing=True)
     with ctx():
         t0 = time.perf_counter()
+        if hasattr(torch.cuda, "_sleep"):
+            torch.cuda._sleep(BUSY_CYCLES)
         start.record()
         fn()
         stop.record()
         stop.synchronize()
         wall_ms = 1e3 * (time.perf_counter() - t0)
     return start.elapsed_time(stop), wall_ms
+
+
+def graphed(torch, fn, ctx):
+    """(callable, how): torch's call captured once in a CUDA graph and replayed, so that the events
+    time its kernels and not Python's launch gaps (kiln-replay launches from C++); the eager call
+    where capture fails. The graph replays the same kernels on the same buffers."""
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side), ctx():
+            for _ in range(3):
+                fn()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with ctx(), torch.cuda.graph(graph):
+            fn()
+        graph.replay()
+        torch.cuda.synchronize()
+        return graph.replay, "cuda_graph"
+    except Exception as e:  # an op that cannot be captured: time the eager call
+        torch.cuda.synchronize()
+        return fn, "eager (CUDA graph capture failed: %s)" % str(e).splitlines()[0][:200]
 
 
 def pick_candidate(torch, candidates):
@@ -207,8 +237,10 @@ def health(torch):
 
 
 def timed_set(torch, entries, visits, min_visit_ms, max_reps, hysteresis):
-    """Times entries [(case, context factory, fn)] as kiln-replay times its cases: health steps
-    before and after; V visits, each running every case in turn with 2 warm-ups and R timed calls
+    """Times entries [(case, context factory, fn)] as kiln-replay times its cases: each call as a
+    CUDA graph where it can be captured (graphed); health steps before and after; an untimed
+    warm-up visit, then V visits, each
+    running every case in turn with 2 warm-ups and R timed calls
     (R set in visit 1 so that a visit takes >= min_visit_ms); a case whose visit medians differ by
     more than `hysteresis` is flagged. Returns ({case: timing}, health before, after, reasons)."""
     reasons = []
@@ -219,8 +251,19 @@ def timed_set(torch, entries, visits, min_visit_ms, max_reps, hysteresis):
     if not entries:
         reasons.append("no case could be timed")
     per = {case: {"reps": 0, "kernel": [], "wall": []} for case, _, _ in entries}
+    timed_as = {}
+    calls = []
+    for case, ctx, fn in entries:
+        call, how = graphed(torch, fn, ctx)
+        timed_as[case] = how
+        calls.append((case, ctx, call))
+    # A warm-up visit, untimed: every case in turn as a visit runs it (on the H200 the first visit
+    # of short cases ran 1.6-1.8x slower than the next two, which refused the set).
+    for case, ctx, fn in calls:
+        for _ in range(WARMUPS + MIN_REPS):
+            time_once(torch, fn, ctx)
     for visit in range(visits):
-        for case, ctx, fn in entries:
+        for case, ctx, fn in calls:
             p = per[case]
             p["kernel"].append([])
             p["wall"].append([])
@@ -244,7 +287,7 @@ def timed_set(torch, entries, visits, min_visit_ms, max_reps, hysteresis):
         timings[case] = {"reps": p["reps"], "visits": [1e3 * m for m in medians],
                          "kernel_us_median": 1e3 * statistics.median(allk), "kernel_us_min": 1e3 * min(allk),
                          "kernel_us_max": 1e3 * max(allk), "wall_us_median": 1e3 * statistics.median(allw),
-                         "hysteresis_ratio": ratio, "flagged": flagged}
+                         "hysteresis_ratio": ratio, "flagged": flagged, "timed_as": timed_as[case]}
         if flagged:
             reasons.append("%s: visit medians vary by %s (limit %.3fx): %s us" % (
                 case, "%.3fx" % ratio if ratio else "an unbounded factor", hysteresis,

@@ -87,7 +87,7 @@ def configure(kind, shape_text, options):
 class Attention(Kind):
     name = "attention"
     fields = ["B", "Hq", "Hkv", "Q", "K", "D", "Dv"]
-    neutral = ("block", "heads", "fma", "split", "lanes", "qk")
+    neutral = ("block", "heads", "fma", "split", "merge-columns", "lanes", "qk")
     handled = ("mask", "scale")
     defaults = {"kv-cache": {"none"}, "kv-dtype": {"f32"}, "varlen": FLAG_OFF}
     call = ("torch.nn.functional.scaled_dot_product_attention in FP32, the fastest backend that runs; GQA by "

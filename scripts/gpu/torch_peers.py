@@ -8,7 +8,9 @@ instances of them: peers_kinds.py), this script
   * computes the FP64 reference on the GPU in torch.float64 (src/kernels/reference.cpp's math);
   * checks Kiln's output and torch's FP32 output against it with the kind's tolerance
     (5e-5 abs + 5e-5 rel; gemm: 2 sqrt(K) u (|a| |b|)[i,j], u = 2^-24);
-  * times torch with CUDA events in the replay's scheme (V visits, 2 warm-ups and R timed calls
+  * times torch with CUDA events, each call captured once as a CUDA graph and replayed (its
+    kernels without Python's launch gaps; the eager call where capture fails, named), in the
+    replay's scheme (V visits, 2 warm-ups and R timed calls
     per case and visit, R chosen in visit 1, hysteresis check of the visit medians) between
     health checks, and compares with Kiln's kernel time from replay.json: the ratio, and both
     against the roofline (FP32 peak and HBM bandwidth, stated figures of an H200).
@@ -249,6 +251,8 @@ def print_table(rows):
             print("    roofline (%s-bound, %.2f us at %.0f TFLOP/s FP32, %.1f TB/s): kiln %s; torch %s" % (
                 roof["bound"], roof["bound_us"], common.PEAK["fp32_tflops"], common.PEAK["hbm_tb_per_s"],
                 achieved(roof["kiln"]), achieved(roof["torch"])))
+        if t.get("timed_as") and t["timed_as"] != "cuda_graph":
+            print("    torch timed as: %s" % t["timed_as"])
         for p in r["problems"]:
             print("    problem: %s" % p)
 

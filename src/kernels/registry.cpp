@@ -398,15 +398,19 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
     if (s.split_blocks >= nKB) s.split_blocks = 0;
   }
   // --merge-columns: the split's merge in programs of N value columns each (the same bits for
-  // any N). auto: on a GPU, enough column chunks for a program per multiprocessor, each at least
-  // a warp of threads (rows x columns >= 32); on a CPU one program per row block.
+  // any N). auto: on a GPU, enough column chunks (a power of two of columns) for a program per
+  // multiprocessor, each at least a warp of threads; on a CPU one program per row block.
   if (s.split_blocks > 0) {
     const int64_t Dv = s.shape[6], rowsPerProgram = (s.stack_heads ? Hq / Hkv : 1) * s.block_q;
     auto it = r.options.find("merge-columns");
     if (it == r.options.end() || it->second == "auto") {
       if (s.target.gpu && programs < s.target.multiprocessors) {
+        // A block spreads its rows over the largest power of two dividing them, the columns over
+        // the rest of a warp: a power of two of columns, at least 32 / that many.
         const int64_t want = (s.target.multiprocessors + programs - 1) / programs;
-        s.merge_columns = std::max((Dv + want - 1) / want, (32 + rowsPerProgram - 1) / rowsPerProgram);
+        const int64_t rowThreads = rowsPerProgram & -rowsPerProgram;
+        s.merge_columns = static_cast<int64_t>(
+            std::bit_ceil(static_cast<uint64_t>(std::max((Dv + want - 1) / want, (32 + rowThreads - 1) / rowThreads))));
       }
     } else if (it->second != "off") {
       std::optional<int64_t> n = parseInt(it->second);

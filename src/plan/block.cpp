@@ -20,7 +20,9 @@
 //
 // Size rule (target model): with an mma, threads_y = the largest power of two dividing the
 // rows' extent, at most mma_threads_y, then threads_x likewise for every column dim with what
-// is left of block_threads (or of the knob gpu_threads) (a thread's register tile is then about square: each row and
+// is left of the most threads: the knob gpu_threads, else block_threads or, with at least a
+// block per SM, as many as give a thread of the largest mma output a full microtile (at least
+// mma_min_block_threads) (a thread's register tile is then about square: each row and
 // column operand value read from shared memory serves several accumulators); without, X first (coalesced accesses) up
 // to block_threads, then Y; at least a warp. A thread's elements of one tile (micro_y x a column dim's micro) are at
 // most microtile_elements. Groups of adjacent elements are as wide as one shared-memory vector load (4) where the
@@ -37,6 +39,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <numeric>
 #include <set>
@@ -277,7 +280,21 @@ class BlockPlanner {
     // whole row of accumulators), then columns; without, columns first (coalesced accesses).
     int64_t columns = 0;  // the column dims' common divisor
     for (const BlockDim& x : b_.xs) columns = std::gcd(columns, x.extent);
-    const int64_t most = p_.knobs.gpu_threads > 0 ? p_.knobs.gpu_threads : m_.block_threads;  // knob gpu_threads
+    // The most threads: the knob gpu_threads, else the model's block_threads; with an mma and at
+    // least a block per multiprocessor, only as many as give a thread of the largest output tile
+    // a full microtile (fewer threads, each reading a row and a column operand value per step for
+    // more accumulators), at least mma_min_block_threads. (H200, paired: big prefill 0.86,
+    // gemm 1024^3 0.94; with fewer blocks than SMs, more threads per block were faster.)
+    int64_t most = p_.knobs.gpu_threads > 0 ? p_.knobs.gpu_threads : m_.block_threads;
+    int64_t programs = 1;
+    for (int64_t e : k_.root()->extents) programs *= std::max<int64_t>(1, e);
+    if (p_.knobs.gpu_threads == 0 && !staged_.empty() && programs >= m_.multiprocessors) {
+      int64_t widest = 1;
+      for (const BlockDim& x : b_.xs) widest = std::max(widest, x.extent);
+      const int64_t full = std::bit_ceil(static_cast<uint64_t>(
+          std::max<int64_t>(1, b_.extent_y * widest / std::max<int64_t>(1, m_.microtile_elements))));
+      most = std::clamp<int64_t>(static_cast<int64_t>(full), std::min(m_.mma_min_block_threads, most), most);
+    }
     if (!staged_.empty()) {
       b_.threads_y = largestPowerOfTwoDividing(b_.extent_y, std::min(m_.mma_threads_y, most));
       b_.threads_x = largestPowerOfTwoDividing(columns, most / b_.threads_y);

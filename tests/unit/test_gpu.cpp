@@ -251,13 +251,32 @@ TEST(Gpu, AttentionRunsAProgramPerThreadBlock) {
   const nlohmann::json& ph = c.report["phases"][0];
   ASSERT_EQ(ph["realization"], "block") << ph["block_not_taken_because"];
   const nlohmann::json& b = ph["block"];
-  EXPECT_EQ(b["threads"], 256);
+  // 256 programs (a block per SM): threads for a full 64-element microtile of the largest mma
+  // output, the accumulator [64 rows, 128 value columns]: 128 threads, 16 x 8.
+  EXPECT_EQ(b["threads"], 128);
   EXPECT_EQ(b["rows"]["dims"], nlohmann::json::parse(R"([{"dim":"g","extent":4},{"dim":"m","extent":16}])"));
   EXPECT_EQ(b["rows"]["microtile"], 4);
   ASSERT_EQ(b["columns"].size(), 2u);
   EXPECT_EQ(b["columns"][0]["dim"], "n");
   EXPECT_EQ(b["columns"][1]["dim"], "dv");
-  EXPECT_EQ(b["columns"][1]["microtile"], 8);  // 128 value columns over 16 threads
+  EXPECT_EQ(b["columns"][1]["microtile"], 16);  // 128 value columns over 8 threads
+  {
+    // The knob gpu_threads sets the most threads instead (256: the old blocks); a grid of fewer
+    // blocks than SMs keeps 256 threads (small prefill: 2 blocks).
+    kiln::plan::Knobs t256 = gpuKnobs();
+    ASSERT_FALSE(t256.setAssignment("gpu_threads=256").has_value());
+    kiln::driver::Compilation c256;
+    ASSERT_FALSE(kiln::driver::compile(*k, t256, c256, kiln::driver::Stage::Report).has_value());
+    EXPECT_EQ(c256.report["phases"][0]["block"]["threads"], 256);
+    auto bad = t256.setAssignment("gpu_threads=96");
+    ASSERT_TRUE(bad.has_value());
+    EXPECT_NE(bad->find("gpu_threads"), std::string::npos) << *bad;
+    std::unique_ptr<kiln::ir::Kernel> small;
+    kiln::driver::Compilation cs;
+    ASSERT_NO_FATAL_FAILURE(compileForGpu("attention", "1,4,2,32,65,32,32", small, cs));
+    EXPECT_EQ(cs.report["gpu"]["kernels"][0]["grid"], 2);
+    EXPECT_EQ(cs.report["phases"][0]["block"]["threads"], 256);
+  }
   std::map<std::string, std::string> from;
   for (const nlohmann::json& s : b["stages"]) from[s["value"]] = s["from"];
   EXPECT_EQ(from, (std::map<std::string, std::string>{

@@ -279,11 +279,51 @@ bool contextLost(const gpu::CudaDriver& driver, const Status& failure) {
   return !driver.synchronize().ok();
 }
 
-// One timed launch sequence: events around the launches, host wall time around everything.
-Status timedSequence(const CaseRun& run, const gpu::Event& start, const gpu::Event& stop, double& kernel_ms,
-                     double& wall_ms) {
+// A one-thread kernel that spins for a number of GPU clock cycles, launched before a timed
+// sequence's start event: the stream is busy while the host enqueues the start event, the
+// phases and the stop event, so the events time the phases' kernels and not the host's launch
+// latency (torch_peers.py does the same with torch.cuda._sleep).
+constexpr uint64_t kBusyCycles = 200000;  // about 100 us at an H200's 1.98 GHz
+constexpr const char* kBusyPtx = R"(.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry kiln_busy(.param .u64 kiln_busy_cycles)
+{
+	.reg .pred 	%p<2>;
+	.reg .b64 	%rd<5>;
+	ld.param.u64 	%rd1, [kiln_busy_cycles];
+	mov.u64 	%rd2, %clock64;
+$L_spin:
+	mov.u64 	%rd3, %clock64;
+	sub.s64 	%rd4, %rd3, %rd2;
+	setp.lt.u64 	%p1, %rd4, %rd1;
+	@%p1 bra 	$L_spin;
+	ret;
+}
+)";
+
+struct Busy {
+  gpu::Module module;
+  gpu::CUfunction function = nullptr;
+  Status load(const gpu::CudaDriver& driver) {
+    Status s = module.load(driver, kBusyPtx);
+    if (s.ok()) s = module.function("kiln_busy", function);
+    return s;
+  }
+  Status launch(const gpu::CudaDriver& driver) const {
+    uint64_t cycles = kBusyCycles;
+    void* args[] = {&cycles};
+    return driver.launch(function, 1, 1, args);
+  }
+};
+
+// One timed launch sequence: the busy kernel, then events around the launches; host wall time
+// around everything.
+Status timedSequence(const gpu::CudaDriver& driver, const Busy& busy, const CaseRun& run, const gpu::Event& start,
+                     const gpu::Event& stop, double& kernel_ms, double& wall_ms) {
   const Clock::time_point t0 = Clock::now();
-  Status s = start.record();
+  Status s = busy.launch(driver);
+  if (s.ok()) s = start.record();
   if (s.ok()) s = run.launchSequence();
   if (s.ok()) s = stop.record();
   if (s.ok()) s = stop.synchronize();
@@ -297,9 +337,10 @@ Status timedSequence(const CaseRun& run, const gpu::Event& start, const gpu::Eve
 
 // One launch sequence with an event after each phase: each phase's kernel time (ms), for
 // locating time inside a multi-phase kernel (not used for the kernel time itself).
-Status phaseSequence(const CaseRun& run, const gpu::Event& start, const std::vector<gpu::Event>& marks,
-                     std::vector<double>& phase_ms) {
-  Status s = start.record();
+Status phaseSequence(const gpu::CudaDriver& driver, const Busy& busy, const CaseRun& run, const gpu::Event& start,
+                     const std::vector<gpu::Event>& marks, std::vector<double>& phase_ms) {
+  Status s = busy.launch(driver);
+  if (s.ok()) s = start.record();
   if (s.ok()) s = run.launchSequence(&marks);
   if (s.ok() && !marks.empty()) s = marks.back().synchronize();
   phase_ms.clear();
@@ -344,6 +385,11 @@ void runTimingSet(const gpu::CudaDriver& driver, const std::vector<std::pair<Cas
   Status events = start.create(driver);
   if (events.ok()) events = stop.create(driver);
   if (!events.ok()) set.reasons.push_back("cannot create the timing events: " + events.message());
+  Busy busy;
+  if (events.ok()) {
+    events = busy.load(driver);
+    if (!events.ok()) set.reasons.push_back("cannot load the busy kernel: " + events.message());
+  }
 
   struct PerCase {
     int reps = 0;
@@ -364,14 +410,15 @@ void runTimingSet(const gpu::CudaDriver& driver, const std::vector<std::pair<Cas
       Status s = run.resetInputs();
       if (s.ok()) s = driver.synchronize();
       double kernel_ms = 0, wall_ms = 0;
-      for (int w = 0; w < kWarmups && s.ok(); ++w) s = timedSequence(run, start, stop, kernel_ms, wall_ms);
+      for (int w = 0; w < kWarmups && s.ok(); ++w)
+        s = timedSequence(driver, busy, run, start, stop, kernel_ms, wall_ms);
       if (s.ok() && v == 0) {
         const double needed = std::ceil(options.min_visit_ms / std::max(wall_ms, 1e-3));
         const double reps = std::max<double>(kMinReps, needed);
         pc.reps = static_cast<int>(std::min<double>(reps, options.max_reps));
       }
       for (int r = 0; r < pc.reps && s.ok(); ++r) {
-        s = timedSequence(run, start, stop, kernel_ms, wall_ms);
+        s = timedSequence(driver, busy, run, start, stop, kernel_ms, wall_ms);
         if (s.ok()) {
           pc.kernel_ms.back().push_back(kernel_ms);
           pc.wall_ms.back().push_back(wall_ms);
@@ -383,7 +430,7 @@ void runTimingSet(const gpu::CudaDriver& driver, const std::vector<std::pair<Cas
       pc.phase_ms.resize(run.phases());
       for (int r = 0; r < std::min(pc.reps, 20) && s.ok(); ++r) {
         std::vector<double> ms;
-        s = phaseSequence(run, start, marks, ms);
+        s = phaseSequence(driver, busy, run, start, marks, ms);
         for (size_t k = 0; s.ok() && k < ms.size(); ++k) pc.phase_ms[k].push_back(ms[k]);
       }
       if (!s.ok()) {
