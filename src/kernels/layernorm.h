@@ -14,7 +14,11 @@
 namespace kiln::kernels {
 
 // io: the storage of the input and output views (f32, or 16-bit: docs/ir.md, "16-bit views").
+// per_column: with several chunks, the sums run per column position of the chunk (element-wise)
+// and are reduced over the chunk once after each loop, in `order` (for GPUs: no reduction, so
+// no barrier, per trip).
 dsl::BuildResult layernorm(int64_t rows, int64_t cols, double eps = 1e-5, int64_t chunk = 1024,
-                           dsl::FloatElem io = dsl::FloatElem::F32, dsl::ReduceOrder order = dsl::ordered);
+                           dsl::FloatElem io = dsl::FloatElem::F32, dsl::ReduceOrder order = dsl::ordered,
+                           bool per_column = false);
 
 }  // namespace kiln::kernels

@@ -178,8 +178,9 @@ Error runtimeRowsOption(const LibraryRequest& r, Spec& s) {
 // The row kernels' column chunk and reduction order. CPU: whole rows up to kRowChunk columns,
 // sums and maxima in ascending order. GPU (the block realization spreads a chunk over up to 256
 // threads by powers of two): chunks of a power of two up to kGpuRowChunk (a row a multiple of
-// 32 columns up to that stays whole; on an H200 softmax 33x5000 took 26.6 us with chunks of
-// 1024 and 35.1 with 4096, whose partitions fold 256 contributions each), and the reductions in unordered_tree(16)
+// 32 columns up to that stays whole; on an H200, with per-column running values, softmax
+// 33x5000 took 12.1 us with chunks of 1024, 15.2 with 2048 and 22.5 with 4096, whose final folds
+// take more contributions each: docs/gpu.md, "Run G"), and the reductions in unordered_tree(16)
 // order, so that 16 threads per row fold a partition each (an ordered fold is one thread's chain over the whole chunk).
 constexpr int64_t kGpuRowChunk = 1024;
 int64_t rowChunk(const Spec& s) {
@@ -668,7 +669,8 @@ const std::vector<Entry>& entries() {
                       rowsOptions,
                       rowsViews({"x"}, false, false),
                       [](const Spec& s) {
-                        return softmax(s.shape[0], s.shape[1], 1, rowChunk(s), s.runtime_rows, s.io_elem, rowOrder(s));
+                        return softmax(s.shape[0], s.shape[1], 1, rowChunk(s), s.runtime_rows, s.io_elem, rowOrder(s),
+                                       s.target.gpu);
                       },
                       [](const Spec& s, const std::vector<host::ParamData>& in) {
                         return cutRows(s, in, reference::softmax(s.shape[0], s.shape[1], in[0].data));
@@ -702,7 +704,9 @@ const std::vector<Entry>& entries() {
         {"eps", "dtype"},
         epsOption(1e-5),
         rowsViews({"x"}, true, true),
-        [](const Spec& s) { return layernorm(s.shape[0], s.shape[1], s.eps, rowChunk(s), s.io_elem, rowOrder(s)); },
+        [](const Spec& s) {
+          return layernorm(s.shape[0], s.shape[1], s.eps, rowChunk(s), s.io_elem, rowOrder(s), s.target.gpu);
+        },
         [](const Spec& s, const std::vector<host::ParamData>& in) {
           return reference::layernorm(s.shape[0], s.shape[1], double(float(s.eps)), in[0].data, in[1].data, in[2].data);
         }});

@@ -16,8 +16,13 @@ namespace kiln::kernels {
 // runtime_rows: the row count comes with each launch, `rows: i64 in [0, rows]` after y (rows
 // past it are not written).
 // io: the storage of the input and output views (f32, or 16-bit: docs/ir.md, "16-bit views").
+// per_column: with several chunks, the first loop keeps a running max and sum per column
+// position of the chunk (element-wise: no reduction inside the loop) and reduces them over the
+// chunk once after it, in `order` — a different order of the same math, for GPUs, where a
+// reduction per trip is a barrier per trip.
 dsl::BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows = 4,
                          int64_t chunk = std::numeric_limits<int64_t>::max(), bool runtime_rows = false,
-                         dsl::FloatElem io = dsl::FloatElem::F32, dsl::ReduceOrder order = dsl::ordered);
+                         dsl::FloatElem io = dsl::FloatElem::F32, dsl::ReduceOrder order = dsl::ordered,
+                         bool per_column = false);
 
 }  // namespace kiln::kernels

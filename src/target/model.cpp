@@ -21,6 +21,7 @@ nlohmann::json Model::toJson() const {
           {"warp_threads", warp_threads},
           {"block_threads", block_threads},
           {"mma_min_block_threads", mma_min_block_threads},
+          {"few_blocks_threads", few_blocks_threads},
           {"mma_threads_y", mma_threads_y},
           {"microtile_elements", microtile_elements},
           {"shared_bytes_per_block", shared_bytes_per_block},

@@ -36,6 +36,7 @@ struct Model {
   int64_t warp_threads = 0;            // threads of a warp
   int64_t block_threads = 0;           // threads of a block the realization aims for (at most)
   int64_t mma_min_block_threads = 0;   // ... and at least, with an mma whose tile fills fewer
+  int64_t few_blocks_threads = 0;      // at most, without an mma, when the grid has fewer blocks than SMs
   int64_t mma_threads_y = 0;           // threads along an mma output's row dim (at most)
   int64_t microtile_elements = 0;      // the most elements of one tile value a thread may hold
   int64_t shared_bytes_per_block = 0;  // shared memory the planner gives one block (at most)

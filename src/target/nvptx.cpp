@@ -34,6 +34,7 @@ const Model& NvptxTarget::model(const std::string& isa) const {
     n.warp_threads = 32;
     n.block_threads = 256;
     n.mma_min_block_threads = 128;
+    n.few_blocks_threads = 512;
     n.mma_threads_y = 16;
     n.microtile_elements = 64;
     n.shared_bytes_per_block = 112 * 1024;

@@ -222,11 +222,23 @@ TEST(Gpu, RowKernelsRunAProgramPerThreadBlock) {
     ASSERT_NO_FATAL_FAILURE(compileForGpu(name, "33,5000", k, c));
     const nlohmann::json& b = c.report["phases"][0]["block"];
     EXPECT_EQ(c.report["phases"][0]["realization"], "block");
-    EXPECT_EQ(b["threads"], 256);
+    EXPECT_EQ(b["threads"], 512);                // 33 blocks, fewer than the SMs: up to 512 threads
     EXPECT_EQ(b["columns"][0]["extent"], 1024);  // column chunks of 1024
     EXPECT_GE(b["shared_bytes"].get<int64_t>(), 1024 * 4);
     EXPECT_NE(kiln::ir::print(*k).find("unordered_tree(16)"), std::string::npos);
     expectPrecisePtx(c.object, name);
+  }
+  // softmax and layernorm carry per-column running values across their chunks on the GPU
+  // (element-wise: no reduction, so no barrier, inside the loop), reduced once after it.
+  for (const char* name : {"softmax", "layernorm"}) {
+    SCOPED_TRACE(name);
+    std::unique_ptr<kiln::ir::Kernel> k;
+    ASSERT_FALSE(kiln::kernels::buildLibraryKernel({name, "33,5000", {}, {true, 132}}, k));
+    const std::string text = kiln::ir::print(*k);
+    int reductions = 0;
+    for (size_t at = text.find("reduce "); at != std::string::npos; at = text.find("reduce ", at + 1)) ++reductions;
+    EXPECT_EQ(reductions, 2) << text;  // softmax: max and sum; layernorm: sum and squares
+    EXPECT_NE(text.find(std::string(name) == "softmax" ? "%l_scaled" : "%row_sq"), std::string::npos);
   }
   // The CPU's build of the same request keeps ascending sums.
   std::unique_ptr<kiln::ir::Kernel> cpu;

@@ -410,6 +410,20 @@ TEST(LibraryNative, AttentionQueriesInLanes) {
   }
 }
 
+// The GPU's row kernels (per-column running values across chunks, unordered_tree(16) folds):
+// another IR of the same math, bit for bit against the interpreter on the CPU too, ragged
+// chunks and 16-bit rows included.
+TEST(LibraryNative, GpuRowKernelsOnTheCpu) {
+  for (const char* shape : {"3,1025", "2,5000", "1,2048"})
+    for (const char* name : {"softmax", "layernorm"}) {
+      LibraryRequest r = req(name, shape);
+      r.target = {true, 132};
+      expectNativePasses(r);
+      r.options["dtype"] = "bf16";
+      expectNativePasses(r);
+    }
+}
+
 // A split's merge in programs of a few value columns recomputes each row's factors in the same
 // order: the same bits as one program per row block (a ragged last column chunk, a KV cache).
 TEST(LibraryNative, SplitMergeByColumnsGivesTheSameBits) {
