@@ -161,7 +161,9 @@ const std::vector<Entry>& entries() {
       Entry e;
       e.info = {"gpu_threads", "auto", "auto or 32, 64, 128, 256, 512, 1024",
                 "target nvptx, block realization: the most threads of a thread block (auto: the target model's "
-                "256); fewer threads hold larger register tiles each (docs/gpu.md)"};
+                "rule: 256; with an mma and a block per SM, enough for a full register tile, at least 128; "
+                "without an mma and fewer blocks than SMs, up to 512); fewer threads hold larger register tiles "
+                "each (docs/gpu.md)"};
       e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
         if (v == "auto") {
           k.gpu_threads = 0;
