@@ -42,13 +42,16 @@ attention decode4096 1,32,8,1,4096,128,128
 attention big_prefill 1,32,8,512,512,128,128
 # Blocks of 256 threads (knob gpu_threads), as before the rule that sizes an mma's block for a
 # full microtile per thread: the paired comparison.
-attention big_prefill_t256 1,32,8,512,512,128,128 --set gpu_threads=256
+attention big_prefill_t256 1,32,8,512,512,128,128 --set gpu_threads=256 --digest-only
 attention small_prefill_t256 1,4,2,32,65,32,32 --set gpu_threads=256
 # The split's merge in one program per row block (as before --merge-columns): the paired comparison.
 attention decode4096_merge_off 1,32,8,1,4096,128,128 --merge-columns off
 attention decode4096_merge16 1,32,8,1,4096,128,128 --merge-columns 16
 attention decode_merge_off 1,8,2,1,2053,80,96 --merge-columns off
 attention tail_merge_off 1,6,2,1,2053,80,96 --merge-columns off
+# A GQA group of 3 rows as 3 x 32 threads (the largest divisor of the rows); 32 threads, the
+# largest power of two dividing them, before: the paired comparison.
+attention tail_t32 1,6,2,1,2053,80,96 --set gpu_threads=32
 attention batched_decode32 32,8,2,1,2053,80,96
 for t in auto 256; do  # issue 31's causal prefill (bottom-right aligned); and with 256 threads
   name=causal_prefill$([[ $t == auto ]] || echo "_t$t")
@@ -110,12 +113,18 @@ library gemm_77x131x50_tn gemm 77,131,50 $((2 * 77 * 131 * 50)) --trans-b
 library gemm_1024 gemm 1024,1024,1024 $((2 * 1024 * 1024 * 1024))
 library gemm_2048x2048x1024 gemm 2048,2048,1024 $((2 * 2048 * 2048 * 1024))
 library gemm_decode_4x4096x4096 gemm 4,4096,4096 $((2 * 4 * 4096 * 4096))
+# 4096^3 (issue 31's 30 TFLOP/s): its 64 MB output travels as a digest (about 2.5 minutes here,
+# most of it the interpreter's check).
+library gemm_4096 gemm 4096,4096,4096 $((2 * 4096 * 4096 * 4096)) --digest-only
 library gemm_decode_1x4096x4096 gemm 1,4096,4096 $((2 * 1 * 4096 * 4096))
 library gemm_300x200x129_t256 gemm 300,200,129 $((2 * 300 * 200 * 129)) --set gpu_threads=256
 library gemm_1024_t256 gemm 1024,1024,1024 $((2 * 1024 * 1024 * 1024)) --set gpu_threads=256
 library gemm_decode_4x4096x4096_t256 gemm 4,4096,4096 $((2 * 4 * 4096 * 4096)) --set gpu_threads=256
 library gemm_300x200x129_lanes gemm 300,200,129 $((2 * 300 * 200 * 129)) --tile 64x64x64 --set gpu_realization=lanes
 library softmax_33x5000 softmax 33,5000 0
+# softmax's rows in parts over the SMs (--parts auto, the GPU's default); whole rows: the paired
+# comparison.
+library softmax_33x5000_whole softmax 33,5000 0 --parts off
 library layernorm_19x3000 layernorm 19,3000 0
 library rmsnorm_37x4096 rmsnorm 37,4096 0
 # 16-bit views (docs/ir.md, "16-bit views"; docs/gpu.md, "16-bit views on the GPU"): K/V caches,

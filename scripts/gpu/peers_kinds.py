@@ -227,6 +227,7 @@ class Gemm(Kind):
 class Softmax(Kind):
     name = "softmax"
     fields = ["rows", "cols"]
+    neutral = ("parts",)
     defaults = {"dtype": {"f32"}, "runtime-rows": FLAG_OFF}
     call = "torch.softmax(x, dim=-1) in FP32"
 

@@ -61,6 +61,12 @@ struct CheckOptions {
   std::function<std::optional<std::string>(const std::vector<host::ParamData>& inputs,
                                            std::vector<std::vector<double>>& outputs)>
       f64_reference;
+  // When set (f64 mode): from the same inputs, an allowance per element of an output beyond
+  // atol + rtol * |ref| (indexed like the parameters; an empty entry: none): the kernel's own
+  // rounding-error bound where it grows with the problem (gemm: kernels::libraryAllowance).
+  std::function<std::optional<std::string>(const std::vector<host::ParamData>& inputs,
+                                           std::vector<std::vector<double>>& allowances)>
+      f64_allowance;
 };
 
 // Error (compile failure, refused bitexact under fast math, launch failure, corrupted guard

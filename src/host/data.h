@@ -75,8 +75,10 @@ CompareResult compareF64(const std::vector<float>& got, const std::vector<double
 // the reference rounded to the type, or within one unit in the last place of the type at the
 // reference's magnitude (the f32 result and the exact one can lie on either side of a rounding
 // boundary).
+// `allowance` (when not null, one per element): added to atol + rtol * |ref| for that element
+// (a kernel's own rounding-error bound, e.g. a K-term dot product's).
 CompareResult compareF64(const std::vector<float>& got, const std::vector<double>& ref, double atol, double rtol,
-                         ir::Elem storage);
+                         ir::Elem storage, const std::vector<double>* allowance = nullptr);
 
 // Bit-exact comparison: identical bytes, except that any NaN equals any NaN.
 struct BitexactResult {

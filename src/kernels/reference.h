@@ -36,6 +36,8 @@ std::vector<double> cachedAttention(const AttentionShape& s, const AttentionOpti
 
 // c[M,N] = a[M,K] . b (b is [K,N], or [N,K] with trans_b).
 std::vector<double> gemm(const GemmShape& s, bool trans_b, std::span<const float> a, std::span<const float> b);
+// (|A|·|B|)[i,j] in double: the scale of gemm's rounding-error bound.
+std::vector<double> gemmAbs(const GemmShape& s, bool trans_b, std::span<const float> a, std::span<const float> b);
 
 // y[r,:] = exp(x[r,:] - M) / sum(exp(x[r,:] - M)), M = the row max (NaN if any element is).
 std::vector<double> softmax(int64_t rows, int64_t cols, std::span<const float> x);

@@ -54,6 +54,8 @@ struct Spec {
   int64_t page = 16, pages = 1;      // attention --page, --pages (paged)
   bool varlen = false;               // attention --varlen (packed queries)
   bool runtime_rows = false;         // softmax, rmsnorm, rope --runtime-rows
+  int64_t row_parts = 0;             // softmax --parts: parts per row (0: none)
+  int64_t row_chunk = 0;             // the row kernels' column chunk (0: rowChunk's rule)
   int64_t positions = 0;             // rope --positions
   bool causal = true;
   std::optional<double> scale;
@@ -185,12 +187,43 @@ Error runtimeRowsOption(const LibraryRequest& r, Spec& s) {
 constexpr int64_t kGpuRowChunk = 1024;
 int64_t rowChunk(const Spec& s) {
   const int64_t cols = s.shape[1];
+  if (s.row_chunk > 0) return s.row_chunk;
   if (!s.target.gpu) return kRowChunk;
   if (cols % 32 == 0 && cols <= kGpuRowChunk) return cols;
   int64_t c = 32;
   while (c * 2 <= std::min(cols, kGpuRowChunk)) c *= 2;
   return c;
 }
+// softmax --parts N|auto|off: each row in N parts of whole chunks, two phases (softmax.h; the
+// same math in another order, its own bits). auto: on a GPU, a static row count, at most a
+// quarter as many rows as SMs and more than kGpuRowChunk columns: chunks of kGpuPartChunk
+// columns, a part each (H200, paired, docs/gpu.md "Run I": softmax 33x5000 9.6 us against 10.6
+// whole and 14.1 with 1024-column parts; 9x12345 8.9 against 14.6 whole; 64x2000 8.9 against
+// 8.3 whole, so 64 rows stay whole). On a CPU auto is off (a core walks its rows whole).
+constexpr int64_t kGpuPartChunk = 256;
+Error softmaxPartsOption(const LibraryRequest& r, Spec& s) {
+  const int64_t rows = s.shape[0], cols = s.shape[1];
+  auto it = r.options.find("parts");
+  if (it == r.options.end() || it->second == "auto") {
+    if (!s.target.gpu || s.runtime_rows || rows * 4 > s.target.multiprocessors || cols <= kGpuRowChunk)
+      return std::nullopt;
+    s.row_chunk = kGpuPartChunk;
+    s.row_parts = std::min((cols + kGpuPartChunk - 1) / kGpuPartChunk, kGpuPartChunk);
+    return std::nullopt;
+  }
+  if (it->second == "off") return std::nullopt;
+  std::optional<int64_t> n = parseInt(it->second);
+  const int64_t chunks = (cols + rowChunk(s) - 1) / rowChunk(s);
+  if (!n || *n < 2)
+    return fmt::format("softmax: --parts '{}' is not a number of parts per row >= 2, auto or off", it->second);
+  if (s.runtime_rows) return std::string("softmax: --parts needs a static row count (not with --runtime-rows)");
+  if (chunks < 2)
+    return fmt::format("softmax: --parts needs rows of more than one column chunk ({} columns, chunks of {})", cols,
+                       rowChunk(s));
+  s.row_parts = std::min({*n, chunks, rowChunk(s)});
+  return std::nullopt;
+}
+
 dsl::ReduceOrder rowOrder(const Spec& s) {
   return s.target.gpu ? dsl::unorderedTree(16) : dsl::ordered;
 }
@@ -661,16 +694,23 @@ const std::vector<Entry>& entries() {
                          reference::gemm({s.shape[0], s.shape[1], s.shape[2]}, s.trans_b, in[0].data, in[1].data));
         }});
 
-    t.push_back(Entry{{"softmax", "rows,cols", std::string(kRuntimeRowsHelp) + "\n" + kDtypeHelp,
+    t.push_back(Entry{{"softmax", "rows,cols",
+                       std::string(kRuntimeRowsHelp) + "\n" + kDtypeHelp +
+                           "\n--parts N|auto|off   each row in N parts of whole column chunks over programs, two "
+                           "phases (a part's max and sum, then the merge and the output); auto: on a GPU with at most "
+                           "a quarter as many rows as SMs, parts of 256 columns",
                        "y[r,:] = softmax(x[r,:]) (max-subtracted, online over column chunks)"},
                       {"rows", "cols"},
                       {1, 1},
-                      {"runtime-rows", "dtype"},
-                      rowsOptions,
+                      {"runtime-rows", "dtype", "parts"},
+                      [](const LibraryRequest& r, Spec& s) -> Error {
+                        if (auto e = rowsOptions(r, s)) return e;
+                        return softmaxPartsOption(r, s);
+                      },
                       rowsViews({"x"}, false, false),
                       [](const Spec& s) {
                         return softmax(s.shape[0], s.shape[1], 1, rowChunk(s), s.runtime_rows, s.io_elem, rowOrder(s),
-                                       s.target.gpu);
+                                       s.target.gpu, s.row_parts);
                       },
                       [](const Spec& s, const std::vector<host::ParamData>& in) {
                         return cutRows(s, in, reference::softmax(s.shape[0], s.shape[1], in[0].data));
@@ -920,6 +960,22 @@ std::optional<std::string> libraryChoices(const LibraryRequest& request, std::ma
                                : fmt::format("{} ({} programs per row block){}", spec.merge_columns,
                                              (spec.shape[6] + spec.merge_columns - 1) / spec.merge_columns, mhow);
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> libraryAllowance(const LibraryRequest& request, const std::vector<host::ParamData>& params,
+                                            std::vector<std::vector<double>>& allowances) {
+  const Entry* e = nullptr;
+  Spec spec;
+  if (auto err = parse(request, e, spec)) return err;
+  allowances.assign(params.size(), {});
+  if (request.name != "gemm") return std::nullopt;
+  if (params.size() < 3) return "gemm: the allowance needs parameters a, b and c";
+  const GemmShape g{spec.shape[0], spec.shape[1], spec.shape[2]};
+  const double scale = 2.0 * std::sqrt(double(g.K)) * std::ldexp(1.0, -24);
+  std::vector<double> bound = reference::gemmAbs(g, spec.trans_b, params[0].data, params[1].data);
+  for (double& x : bound) x *= scale;
+  allowances[2] = std::move(bound);
   return std::nullopt;
 }
 

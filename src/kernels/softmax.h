@@ -20,9 +20,13 @@ namespace kiln::kernels {
 // position of the chunk (element-wise: no reduction inside the loop) and reduces them over the
 // chunk once after it, in `order` — a different order of the same math, for GPUs, where a
 // reduction per trip is a barrier per trip.
+// parts > 1 (static rows, at least two chunks): each row in up to `parts` parts of whole chunks,
+// a program per (row block, part) in two phases — the parts' max and sum (per column, as
+// above), then each program merges its rows' partials in `order` and writes its part — so a few
+// long rows fill many programs (a GPU's SMs). Another IR of the same math, its own bits.
 dsl::BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows = 4,
                          int64_t chunk = std::numeric_limits<int64_t>::max(), bool runtime_rows = false,
                          dsl::FloatElem io = dsl::FloatElem::F32, dsl::ReduceOrder order = dsl::ordered,
-                         bool per_column = false);
+                         bool per_column = false, int64_t parts = 0);
 
 }  // namespace kiln::kernels

@@ -19,7 +19,8 @@
 // and nested domains have no block form yet: such a program keeps the lane realization, and the report says why.
 //
 // Size rule (target model): with an mma, threads_y = the largest power of two dividing the
-// rows' extent, at most mma_threads_y, then threads_x likewise for every column dim with what
+// rows' extent, at most mma_threads_y (or the largest divisor, where that gives a block of more
+// threads in whole warps), then threads_x likewise for every column dim with what
 // is left of the most threads: the knob gpu_threads, else block_threads or, with at least a
 // block per SM, as many as give a thread of the largest mma output a full microtile (at least
 // mma_min_block_threads); without an mma and with fewer blocks than SMs, few_blocks_threads (a thread's register tile
@@ -58,6 +59,13 @@ int64_t largestPowerOfTwoDividing(int64_t n, int64_t cap) {
   int64_t t = 1;
   while (t * 2 <= cap && n % (t * 2) == 0) t *= 2;
   return t;
+}
+
+// The largest divisor of n that is at most cap (at least 1).
+int64_t largestDivisor(int64_t n, int64_t cap) {
+  for (int64_t d = std::min(n, cap); d > 1; --d)
+    if (n % d == 0) return d;
+  return 1;
 }
 
 class BlockPlanner {
@@ -303,9 +311,22 @@ class BlockPlanner {
     if (!staged_.empty()) {
       b_.threads_y = largestPowerOfTwoDividing(b_.extent_y, std::min(m_.mma_threads_y, most));
       b_.threads_x = largestPowerOfTwoDividing(columns, most / b_.threads_y);
+      // Rows of another extent (a GQA group of 3 or 7 query heads): as many threads along Y as
+      // the largest divisor allows, when the block is then more threads and whole warps (every
+      // shuffle's warp full). H200, tail 1,6,2,1,2053,80,96: 3 x 32 threads instead of 1 x 32.
+      // (A row of threads at least a warp where the columns allow, past the most unless the knob
+      // gpu_threads set it.)
+      const int64_t ty = largestDivisor(b_.extent_y, std::min(m_.mma_threads_y, most));
+      const int64_t tx = largestPowerOfTwoDividing(
+          columns, p_.knobs.gpu_threads > 0 ? most / ty : std::max(most / ty, m_.warp_threads));
+      if (ty > b_.threads_y && ty * tx > b_.threads_y * b_.threads_x && (ty * tx) % m_.warp_threads == 0)
+        b_.threads_y = ty, b_.threads_x = tx;
     } else {
       b_.threads_x = largestPowerOfTwoDividing(columns, most);
       b_.threads_y = largestPowerOfTwoDividing(b_.extent_y, most / b_.threads_x);
+      if (const int64_t ty = largestDivisor(b_.extent_y, most / b_.threads_x);
+          ty > b_.threads_y && (ty * b_.threads_x) % m_.warp_threads == 0)
+        b_.threads_y = ty;
     }
     b_.threads = b_.threads_x * b_.threads_y;
     if (b_.threads < m_.warp_threads)
@@ -458,6 +479,8 @@ class BlockPlanner {
       // short batch held more live values than it saved waits (an H200: a 7-row merge took
       // twice as long in batches of 3).
       if (loads.empty() || elements == 0 || kLoadDepth * elements > m_.microtile_elements) return;
+      // (Batches of 16 where they fit, H200 paired: decode 1,32,8,1,4096,128,128 24.0 us against
+      // 23.7, 1,8,2,1,2053,80,96 19.4 against 18.9, a 7-row decode 32.0 against 33.7: not taken.)
       for (const Op* op : loads) b_.load_prefetch[op] = kLoadDepth;
     });
   }

@@ -26,7 +26,8 @@ nlohmann::json Model::toJson() const {
           {"microtile_elements", microtile_elements},
           {"shared_bytes_per_block", shared_bytes_per_block},
           {"static_shared_bytes", static_shared_bytes},
-          {"shared_vector_lanes", shared_vector_lanes}};
+          {"shared_vector_lanes", shared_vector_lanes},
+          {"thread_registers", thread_registers}};
 }
 
 }  // namespace kiln::target

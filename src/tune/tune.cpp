@@ -264,6 +264,9 @@ std::optional<std::string> run(const TuneOptions& o, TuneResult& out,
         co.f64_reference = [&req](const std::vector<host::ParamData>& in, std::vector<std::vector<double>>& ref) {
           return kernels::libraryReference(req, in, ref);
         };
+      co.f64_allowance = [&req](const std::vector<host::ParamData>& in, std::vector<std::vector<double>>& a) {
+        return kernels::libraryAllowance(req, in, a);
+      };
       driver::CheckResult cr;
       std::optional<std::string> checked = driver::check(*cand.kernel, knobs, co, cr);
       if (checked && o.file && checked->find("bitexact is refused") != std::string::npos) {

@@ -4,10 +4,13 @@
 // runs where a driver is present and is skipped, visibly, where none is.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -141,8 +144,8 @@ TEST(Gpu, LanesSpreadWhateverTheIsaAndSayWhyWhenNot) {
 // form keeps the lane realization and says why; forcing the knob there is an error naming it.
 // A library kernel built for an H200 (132 SMs) and compiled for it: its IR in `k`.
 void compileForGpu(const char* name, const char* shape, std::unique_ptr<kiln::ir::Kernel>& k,
-                   kiln::driver::Compilation& c) {
-  ASSERT_FALSE(kiln::kernels::buildLibraryKernel({name, shape, {}, {true, 132}}, k));
+                   kiln::driver::Compilation& c, std::map<std::string, std::string> options = {}) {
+  ASSERT_FALSE(kiln::kernels::buildLibraryKernel({name, shape, options, {true, 132}}, k));
   auto err = kiln::driver::compile(*k, gpuKnobs(), c, kiln::driver::Stage::Report);
   ASSERT_FALSE(err.has_value()) << *err;
 }
@@ -215,11 +218,15 @@ TEST(Gpu, GemmRunsAProgramPerThreadBlockWithStagedOperands) {
 // row fold a partition each) run a program per block with a scratch area for the folds; an
 // ordered reduction takes one partition per line (one thread folds it, as the IR says).
 TEST(Gpu, RowKernelsRunAProgramPerThreadBlock) {
+  // (softmax whole: with fewer rows than SMs its rows are otherwise split, see below.)
   for (const char* name : {"softmax", "rmsnorm", "layernorm"}) {
     SCOPED_TRACE(name);
     std::unique_ptr<kiln::ir::Kernel> k;
     kiln::driver::Compilation c;
-    ASSERT_NO_FATAL_FAILURE(compileForGpu(name, "33,5000", k, c));
+    const std::map<std::string, std::string> whole = std::string(name) == "softmax"
+                                                         ? std::map<std::string, std::string>{{"parts", "off"}}
+                                                         : std::map<std::string, std::string>{};
+    ASSERT_NO_FATAL_FAILURE(compileForGpu(name, "33,5000", k, c, whole));
     const nlohmann::json& b = c.report["phases"][0]["block"];
     EXPECT_EQ(c.report["phases"][0]["realization"], "block");
     EXPECT_EQ(b["threads"], 512);                // 33 blocks, fewer than the SMs: up to 512 threads
@@ -233,7 +240,9 @@ TEST(Gpu, RowKernelsRunAProgramPerThreadBlock) {
   for (const char* name : {"softmax", "layernorm"}) {
     SCOPED_TRACE(name);
     std::unique_ptr<kiln::ir::Kernel> k;
-    ASSERT_FALSE(kiln::kernels::buildLibraryKernel({name, "33,5000", {}, {true, 132}}, k));
+    std::map<std::string, std::string> whole;
+    if (std::string(name) == "softmax") whole["parts"] = "off";
+    ASSERT_FALSE(kiln::kernels::buildLibraryKernel({name, "33,5000", whole, {true, 132}}, k));
     const std::string text = kiln::ir::print(*k);
     int reductions = 0;
     for (size_t at = text.find("reduce "); at != std::string::npos; at = text.find("reduce ", at + 1)) ++reductions;
@@ -250,6 +259,76 @@ TEST(Gpu, RowKernelsRunAProgramPerThreadBlock) {
   auto err = kiln::driver::compile(*rms, gpuKnobs(), c, kiln::driver::Stage::Report);
   ASSERT_FALSE(err.has_value()) << *err;
   EXPECT_EQ(c.report["phases"][0]["realization"], "block");
+}
+
+// softmax with at most a quarter as many rows as SMs (parts auto): each row in parts of one
+// 256-column chunk over programs, two phases of a block each. More rows, a runtime row count or
+// rows of one chunk (1024 columns) stay one phase.
+TEST(Gpu, SoftmaxSplitsFewLongRowsOverTheSms) {
+  struct Case {
+    const char* shape;
+    int64_t chunk, parts;
+  };
+  for (const Case& t : {Case{"33,5000", 256, 20}, Case{"5,7000", 256, 28}, Case{"9,12345", 256, 49},
+                        Case{"3,8191", 256, 32}, Case{"1,100000", 256, 196}}) {  // 391 chunks: parts of 2
+    SCOPED_TRACE(t.shape);
+    std::unique_ptr<kiln::ir::Kernel> k;
+    kiln::driver::Compilation c;
+    ASSERT_NO_FATAL_FAILURE(compileForGpu("softmax", t.shape, k, c));
+    ASSERT_EQ(c.report["phases"].size(), 2u);
+    const int64_t rows = std::stoll(std::string(t.shape).substr(0, std::string(t.shape).find(',')));
+    for (const nlohmann::json& ph : c.report["phases"]) {
+      ASSERT_EQ(ph["realization"], "block") << ph.dump();
+      EXPECT_EQ(ph["block"]["columns"][0]["extent"], t.chunk);
+      EXPECT_EQ(ph["block"]["threads"], 256);
+    }
+    const std::string text = kiln::ir::print(*k);
+    EXPECT_NE(text.find(fmt::format("%part_m: view<f32>[{}, {}]", rows, t.parts)), std::string::npos) << text;
+    expectPrecisePtx(c.object, "softmax");
+  }
+  for (const char* shape : {"34,5000", "33,1024"}) {
+    std::unique_ptr<kiln::ir::Kernel> k;
+    ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"softmax", shape, {}, {true, 132}}, k));
+    EXPECT_EQ(kiln::ir::print(*k).find("part_m"), std::string::npos) << shape;
+  }
+  std::unique_ptr<kiln::ir::Kernel> k;
+  ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"softmax", "5,7000", {{"runtime-rows", ""}}, {true, 132}}, k));
+  EXPECT_EQ(kiln::ir::print(*k).find("part_m"), std::string::npos);
+  // A CPU keeps its rows whole unless asked.
+  ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"softmax", "5,7000", {}}, k));
+  EXPECT_EQ(kiln::ir::print(*k).find("part_m"), std::string::npos);
+}
+
+// A GQA group of 3 or 7 query heads (rows not a power of two): the rows over as many threads
+// (3 x 32, 7 x 32: whole warps), not one row of 32 threads; every block kernel states the
+// target's register cap (.maxnreg 255), without which ptxas held the 96-thread blocks to 168.
+TEST(Gpu, RowsOfAnyExtentSpreadOverWholeWarps) {
+  struct Case {
+    const char* shape;
+    int64_t rows;
+  };
+  for (const Case& t : {Case{"1,6,2,1,2053,80,96", 3}, Case{"2,28,4,1,3001,128,128", 7}}) {
+    SCOPED_TRACE(t.shape);
+    std::unique_ptr<kiln::ir::Kernel> k;
+    kiln::driver::Compilation c;
+    ASSERT_NO_FATAL_FAILURE(compileForGpu("attention", t.shape, k, c, {{"mask", "none"}}));
+    const nlohmann::json& b = c.report["phases"][0]["block"];
+    ASSERT_EQ(c.report["phases"][0]["realization"], "block");
+    EXPECT_EQ(b["grid"], nlohmann::json({t.rows, 32}));
+    EXPECT_EQ(b["threads"], t.rows * 32);
+    EXPECT_EQ(b["rows"]["microtile"], 1);
+    EXPECT_NE(c.object.find(fmt::format(".maxntid {}\n.maxnreg 255", t.rows * 32)), std::string::npos);
+    expectPrecisePtx(c.object, t.shape);
+  }
+  // The knob gpu_threads caps it (32: a row of 32 threads, as before).
+  std::unique_ptr<kiln::ir::Kernel> k;
+  ASSERT_FALSE(
+      kiln::kernels::buildLibraryKernel({"attention", "1,6,2,1,2053,80,96", {{"mask", "none"}}, {true, 132}}, k));
+  kiln::plan::Knobs knobs = gpuKnobs();
+  knobs.gpu_threads = 32;
+  kiln::driver::Compilation c;
+  ASSERT_FALSE(kiln::driver::compile(*k, knobs, c, kiln::driver::Stage::Report).has_value());
+  EXPECT_EQ(c.report["phases"][0]["block"]["grid"], nlohmann::json({1, 32}));
 }
 
 // Attention in the block realization: rows (g, m) of stacked heads, two column dims (the keys n

@@ -108,6 +108,12 @@ TEST(Library, BadRequestsAreErrorsNamingTheParameter) {
       {req("attention", "1,8,2,1,16,8,8", {{"eps", "1e-5"}}),
        "option --eps does not apply to attention (its options: --block, --mask, --scale, --heads, --fma, --split, "
        "--merge-columns, --lanes, --qk, --kv-cache, --capacity, --page, --pages, --varlen, --kv-dtype)"},
+      {req("softmax", "3,5000", {{"parts", "1"}}),
+       "softmax: --parts '1' is not a number of parts per row >= 2, auto or off"},
+      {req("softmax", "3,500", {{"parts", "2"}}),
+       "softmax: --parts needs rows of more than one column chunk (500 columns, chunks of 1024)"},
+      {req("softmax", "3,5000", {{"parts", "2"}, {"runtime-rows", ""}}),
+       "softmax: --parts needs a static row count (not with --runtime-rows)"},
       {req("attention", "1,8,2,1,300,16,24", {{"merge-columns", "4"}, {"split", "off"}}),
        "attention: --merge-columns needs a split"},
       {req("attention", "1,8,2,1,300,16,24", {{"merge-columns", "25"}, {"split", "3"}}),
@@ -154,7 +160,7 @@ TEST(Library, BadRequestsAreErrorsNamingTheParameter) {
       {req("softmax", "5,0"), "softmax: cols=0 must be at least 1"},
       {req("softmax", "5"), "softmax: --shape '5' has 1 field; expected 2: rows,cols"},
       {req("softmax", "3,4", {{"trans-b", "true"}}),
-       "option --trans-b does not apply to softmax (its options: --runtime-rows, --dtype)"},
+       "option --trans-b does not apply to softmax (its options: --runtime-rows, --dtype, --parts)"},
       {req("swiglu", "3,4", {{"trans-b", "true"}}),
        "option --trans-b does not apply to swiglu (its options: --runtime-rows, --dtype)"},
       {req("rmsnorm", "3,4", {{"runtime-rows", "yes"}}), "--runtime-rows takes no value (got 'yes')"},
@@ -285,6 +291,9 @@ void expectNativePasses(const LibraryRequest& r) {
     o.seed = 11;
     o.f64_reference = [&r](const std::vector<host::ParamData>& in, std::vector<std::vector<double>>& out) {
       return libraryReference(r, in, out);
+    };
+    o.f64_allowance = [&r](const std::vector<host::ParamData>& in, std::vector<std::vector<double>>& out) {
+      return libraryAllowance(r, in, out);
     };
     driver::CheckResult res;
     auto err = driver::check(*k, plan::Knobs{}, o, res);
@@ -421,6 +430,42 @@ TEST(LibraryNative, GpuRowKernelsOnTheCpu) {
       expectNativePasses(r);
       r.options["dtype"] = "bf16";
       expectNativePasses(r);
+    }
+}
+
+// softmax's rows in parts (two phases) on the CPU: parts of several chunks with a ragged last
+// one (5 chunks of 1024 in 2, 3 or 5 parts), 16-bit storage; each its own IR, checked bit for bit
+// against the interpreter and against FP64.
+// gemm's f64 check allows its K-term dot product's rounding bound, 2·sqrt(K)·u·(|A||B|)[i,j]:
+// with K = 65536 the FP32 sums are off by more than 5e-5 + 5e-5·|ref| (and fail without it), yet
+// well inside the bound; an error of ten bounds still fails.
+TEST(LibraryNative, GemmLongKIsCheckedWithItsRoundingBound) {
+  const LibraryRequest r = req("gemm", "4,3,65536");
+  auto k = build(r);
+  ASSERT_TRUE(k);
+  std::vector<host::ParamData> in;
+  ASSERT_FALSE(host::makeInputs(*k, 11, {}, in));
+  std::vector<std::vector<double>> ref, allow;
+  ASSERT_FALSE(libraryReference(r, in, ref));
+  ASSERT_FALSE(libraryAllowance(r, in, allow));
+  ASSERT_EQ(allow.size(), 3u);
+  EXPECT_TRUE(allow[0].empty() && allow[1].empty());
+  ASSERT_EQ(allow[2].size(), 12u);
+  std::vector<float> got = runNative(*k, in).at(2).data;
+  EXPECT_FALSE(host::compareF64(got, ref[2], 5e-5, 5e-5, ir::Elem::F32).pass);
+  EXPECT_TRUE(host::compareF64(got, ref[2], 5e-5, 5e-5, ir::Elem::F32, &allow[2]).pass);
+  got[5] += static_cast<float>(10 * allow[2][5]);
+  EXPECT_FALSE(host::compareF64(got, ref[2], 5e-5, 5e-5, ir::Elem::F32, &allow[2]).pass);
+  std::vector<std::vector<double>> none;
+  ASSERT_FALSE(libraryAllowance(req("softmax", "2,3"), {}, none));
+  for (const auto& v : none) EXPECT_TRUE(v.empty());
+}
+
+TEST(LibraryNative, SoftmaxInParts) {
+  for (const char* parts : {"2", "4", "7"})
+    for (const char* dtype : {"f32", "bf16"}) {
+      SCOPED_TRACE(std::string(parts) + " " + dtype);
+      expectNativePasses(req("softmax", "3,5000", {{"parts", parts}, {"dtype", dtype}}));
     }
 }
 

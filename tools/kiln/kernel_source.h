@@ -64,6 +64,9 @@ struct KernelSource {
         {"b-dtype", "gemm: f32 | f16 | bf16, the storage of B (weights)"},
         {"tile", "gemm: TMxTNxTK, outputs per program and K per step (the bits do not depend on it)"},
         {"split-k", "gemm: N | auto | off, K chunks summed in order by a second phase (a different result)"},
+        {"parts",
+         "softmax: N | auto | off, each row in N parts of whole column chunks over programs, two phases (a "
+         "different result)"},
         {"dtype",
          "softmax, rmsnorm, layernorm, swiglu, rope, gelu: f32 | f16 | bf16, the storage of inputs and outputs"},
     };
@@ -159,6 +162,10 @@ struct KernelSource {
     options.f64_reference = [r = request()](const std::vector<host::ParamData>& inputs,
                                             std::vector<std::vector<double>>& outputs) {
       return kernels::libraryReference(r, inputs, outputs);
+    };
+    options.f64_allowance = [r = request()](const std::vector<host::ParamData>& inputs,
+                                            std::vector<std::vector<double>>& allowances) {
+      return kernels::libraryAllowance(r, inputs, allowances);
     };
   }
 };

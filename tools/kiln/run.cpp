@@ -34,7 +34,8 @@ Command addRun(CLI::App& parent) {
   app->add_option("--arg", a->scalar_args, "Scalar parameter value, NAME=VALUE (repeatable)");
   app->add_option("--check", a->check,
                   "f64: |got - ref| <= 5e-5 + 5e-5*|ref| against the FP64 interpreter (a --kernel: against the "
-                  "library's FP64 reference); bitexact: identical bytes to the strict-f32 interpreter (precise mode "
+                  "library's FP64 reference; gemm also allows 2 sqrt(K) u (|A||B|)[i,j], docs/kernels.md); bitexact: "
+                  "identical bytes to the strict-f32 interpreter (precise mode "
                   "only)")
       ->check(CLI::IsMember({"f64", "bitexact"}));
   app->add_flag("--json", a->json, "Print the verdict as JSON");
