@@ -251,8 +251,7 @@ llvm::Function* emitGpuBlockEntry(llvm::Module& m, const ir::Op& root, const pla
     return std::make_pair(b.CreateICmpSLT(program, domainPrograms(b, params, root)), program);
   });
   f->addFnAttr("nvvm.maxntid", std::to_string(p.block.threads));
-  const target::Model& model = target::of(p.knobs.target).model(p.knobs.isa);
-  if (model.thread_registers > 0) f->addFnAttr("nvvm.maxnreg", std::to_string(model.thread_registers));
+  if (p.block.registers > 0) f->addFnAttr("nvvm.maxnreg", std::to_string(p.block.registers));
   return f;
 }
 

@@ -88,6 +88,7 @@ nlohmann::json blockJson(const plan::Plan& p) {
     columns.push_back({{"dim", x.name}, {"extent", x.extent}, {"microtile", x.micro}, {"group", x.group}});
   return {{"model", b.model},
           {"threads", b.threads},
+          {"registers", b.registers},
           {"grid", {b.threads_y, b.threads_x}},
           {"rows", {{"dims", rowDims}, {"extent", b.extent_y}, {"microtile", b.micro_y}, {"group", b.group_y}}},
           {"columns", columns},

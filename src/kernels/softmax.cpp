@@ -14,7 +14,7 @@ BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows, int64_t chun
     kb.error("bad-shape", "softmax needs rows, cols, block_rows and chunk >= 1");
     return kb.finish();
   }
-  const int64_t nChunks = (cols + chunk - 1) / chunk;
+  const int64_t nChunks = cols / chunk + (cols % chunk != 0);  // (chunk may be INT64_MAX)
   if (parts > 1 && (runtime_rows || nChunks < 2)) {
     kb.error("bad-shape", "softmax: rows in parts need a static row count and at least two column chunks");
     return kb.finish();

@@ -329,6 +329,18 @@ class BlockPlanner {
         b_.threads_y = ty;
     }
     b_.threads = b_.threads_x * b_.threads_y;
+    // With at most a block per SM, a thread may take every register its block leaves it (the
+    // register file over the block's warps, whole granules, at most thread_registers), stated to
+    // ptxas: left to itself it aims for several blocks per SM (a 96-thread block got 168
+    // registers and spilled; H200, paired: the 3-row tail decode 28.5 -> 20.8 us). With more
+    // blocks, ptxas's choice (stated there, gemm took more registers and one block per SM: 1024^3
+    // 3-5% slower).
+    if (programs <= m_.multiprocessors && m_.thread_registers > 0 && m_.block_registers > 0 &&
+        m_.register_granule > 0) {
+      const int64_t lanes = (b_.threads + m_.warp_threads - 1) / m_.warp_threads * m_.warp_threads;
+      b_.registers =
+          std::min(m_.thread_registers, m_.block_registers / lanes / m_.register_granule * m_.register_granule);
+    }
     if (b_.threads < m_.warp_threads)
       return fmt::format("a grid of {} x {} threads (the {} give less than a warp)", b_.threads_y, b_.threads_x,
                          programDims());

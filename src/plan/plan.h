@@ -241,6 +241,8 @@ struct BlockStage {
 struct BlockPlan {
   std::string model;  // the target model's name
   int64_t threads = 0, threads_y = 1, threads_x = 1;
+  // Registers a thread may take, stated to ptxas (.maxnreg); 0: ptxas's own choice.
+  int64_t registers = 0;
   std::vector<BlockDim> ys;  // the rows' dims, outermost first (empty: tiles of columns only)
   std::vector<BlockDim> xs;  // the column dims
   int64_t extent_y = 1, micro_y = 1, group_y = 1;

@@ -27,7 +27,9 @@ nlohmann::json Model::toJson() const {
           {"shared_bytes_per_block", shared_bytes_per_block},
           {"static_shared_bytes", static_shared_bytes},
           {"shared_vector_lanes", shared_vector_lanes},
-          {"thread_registers", thread_registers}};
+          {"thread_registers", thread_registers},
+          {"block_registers", block_registers},
+          {"register_granule", register_granule}};
 }
 
 }  // namespace kiln::target

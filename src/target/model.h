@@ -42,7 +42,9 @@ struct Model {
   int64_t shared_bytes_per_block = 0;  // shared memory the planner gives one block (at most)
   int64_t static_shared_bytes = 0;     // what a block may declare statically (more is sized at launch)
   int64_t shared_vector_lanes = 0;     // f32 lanes of the widest shared-memory load (ld.shared.v4)
-  int64_t thread_registers = 0;        // 32-bit registers a thread may use (the kernel's stated cap)
+  int64_t thread_registers = 0;        // 32-bit registers a thread may use (at most)
+  int64_t block_registers = 0;         // 32-bit registers of one block's threads together (at most)
+  int64_t register_granule = 0;        // a thread's registers are allocated in multiples of this
 
   // Lanes of one machine register for W-lane vectors (a wider access is split into pieces).
   int64_t registerLanes(int64_t w) const { return register_lanes > 0 ? register_lanes : w; }

@@ -40,9 +40,12 @@ const Model& NvptxTarget::model(const std::string& isa) const {
     n.shared_bytes_per_block = 112 * 1024;
     n.static_shared_bytes = 48 * 1024;
     n.shared_vector_lanes = 4;
-    // Stated in every block kernel (.maxnreg): without it ptxas may cap a thread lower (168 for
-    // the tail decode's 96-thread blocks, spilling 756 bytes where 255 spill 352).
+    // A grid of at most a block per SM states its registers per thread (.maxnreg: plan/block.cpp):
+    // 255, or what 64K registers give each of its threads (in multiples of 8; 128 for 512
+    // threads: with 255 stated, a 512-thread block got 170 and could not launch).
     n.thread_registers = 255;
+    n.block_registers = 64 * 1024;
+    n.register_granule = 8;
     return n;
   }();
   return m;

@@ -229,7 +229,9 @@ TEST(Gpu, RowKernelsRunAProgramPerThreadBlock) {
     ASSERT_NO_FATAL_FAILURE(compileForGpu(name, "33,5000", k, c, whole));
     const nlohmann::json& b = c.report["phases"][0]["block"];
     EXPECT_EQ(c.report["phases"][0]["realization"], "block");
-    EXPECT_EQ(b["threads"], 512);                // 33 blocks, fewer than the SMs: up to 512 threads
+    EXPECT_EQ(b["threads"], 512);  // 33 blocks, fewer than the SMs: up to 512 threads
+    // 64K registers over 512 threads: 128 each (255 let ptxas take 170, past what launches).
+    EXPECT_NE(c.object.find(".maxntid 512\n.maxnreg 128"), std::string::npos);
     EXPECT_EQ(b["columns"][0]["extent"], 1024);  // column chunks of 1024
     EXPECT_GE(b["shared_bytes"].get<int64_t>(), 1024 * 4);
     EXPECT_NE(kiln::ir::print(*k).find("unordered_tree(16)"), std::string::npos);
@@ -300,14 +302,15 @@ TEST(Gpu, SoftmaxSplitsFewLongRowsOverTheSms) {
 }
 
 // A GQA group of 3 or 7 query heads (rows not a power of two): the rows over as many threads
-// (3 x 32, 7 x 32: whole warps), not one row of 32 threads; every block kernel states the
-// target's register cap (.maxnreg 255), without which ptxas held the 96-thread blocks to 168.
+// (3 x 32, 7 x 32: whole warps), not one row of 32 threads. A grid of at most a block per SM
+// states its threads' registers (.maxnreg 255 here), without which ptxas held the 96-thread
+// blocks to 168; a larger grid leaves them to ptxas.
 TEST(Gpu, RowsOfAnyExtentSpreadOverWholeWarps) {
   struct Case {
     const char* shape;
-    int64_t rows;
+    int64_t rows, registers;
   };
-  for (const Case& t : {Case{"1,6,2,1,2053,80,96", 3}, Case{"2,28,4,1,3001,128,128", 7}}) {
+  for (const Case& t : {Case{"1,6,2,1,2053,80,96", 3, 255}, Case{"2,28,4,1,3001,128,128", 7, 0}}) {
     SCOPED_TRACE(t.shape);
     std::unique_ptr<kiln::ir::Kernel> k;
     kiln::driver::Compilation c;
@@ -317,7 +320,9 @@ TEST(Gpu, RowsOfAnyExtentSpreadOverWholeWarps) {
     EXPECT_EQ(b["grid"], nlohmann::json({t.rows, 32}));
     EXPECT_EQ(b["threads"], t.rows * 32);
     EXPECT_EQ(b["rows"]["microtile"], 1);
-    EXPECT_NE(c.object.find(fmt::format(".maxntid {}\n.maxnreg 255", t.rows * 32)), std::string::npos);
+    EXPECT_EQ(b["registers"], t.registers);
+    const std::string bound = fmt::format(".maxntid {}\n", t.rows * 32);
+    EXPECT_NE(c.object.find(t.registers ? bound + ".maxnreg 255" : bound + "{"), std::string::npos);
     expectPrecisePtx(c.object, t.shape);
   }
   // The knob gpu_threads caps it (32: a row of 32 threads, as before).
