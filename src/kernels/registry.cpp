@@ -970,8 +970,9 @@ std::optional<std::string> libraryAllowance(const LibraryRequest& request, const
   if (auto err = parse(request, e, spec)) return err;
   allowances.assign(params.size(), {});
   if (request.name != "gemm") return std::nullopt;
-  if (params.size() < 3) return "gemm: the allowance needs parameters a, b and c";
   const GemmShape g{spec.shape[0], spec.shape[1], spec.shape[2]};
+  if (params.size() < 3 || params[0].data.size() != size_t(g.M * g.K) || params[1].data.size() != size_t(g.K * g.N))
+    return fmt::format("gemm: the allowance needs a [{}, {}] and b of {} elements", g.M, g.K, g.K * g.N);
   const double scale = 2.0 * std::sqrt(double(g.K)) * std::ldexp(1.0, -24);
   std::vector<double> bound = reference::gemmAbs(g, spec.trans_b, params[0].data, params[1].data);
   for (double& x : bound) x *= scale;

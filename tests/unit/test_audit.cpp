@@ -192,5 +192,34 @@ TEST_F(Audit, TamperedNumbersAreCaughtEvenWhenResealed) {
   EXPECT_TRUE(caught) << reportText(r);
 }
 
+// A gemm of a long K (16 x 16 x 65536): its FP32 sums drift past 5e-5 + 5e-5·|ref|, within gemm's
+// own rounding allowance (kernels::libraryAllowance); the bench capture's oracle and the audit's
+// re-check both apply it, so the archive validates and audits clean.
+TEST(AuditGemm, LongKPassesWithItsRoundingAllowance) {
+  std::string tmpl = (fs::temp_directory_path() / "kiln-audit-gemm-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const fs::path dir = fs::path(tmpl) / "archive";
+  bench::Experiment e;
+  e.name = "gemm-long-k";
+  e.arms = {bench::Arm{"cap0", {{"max_unrolled_mma_terms", "0"}}},
+            bench::Arm{"cap8", {{"max_unrolled_mma_terms", "8"}}}};
+  bench::Case c;
+  c.id = "long_k";
+  c.label = "gemm 16x16x65536";
+  c.request = {"gemm", "16,16,65536", {}};
+  e.cases = {c};
+  e.protocol.cycles = 1;
+  e.protocol.samples = 2;
+  e.protocol.warmup_ms = 0.2;
+  e.protocol.target_ms = 0.2;
+  bench::BenchOutcome out;
+  ASSERT_FALSE(bench::runBench(e, dir.string(), {}, out));
+  for (const bench::CaseResult& r : out.results.cases) EXPECT_TRUE(r.ok) << r.reason;
+  const Report r = auditArchive(dir.string());
+  for (const Check& k : r.checks) EXPECT_TRUE(k.pass) << k.name << ": " << k.detail;
+  EXPECT_TRUE(r.pass());
+  fs::remove_all(tmpl);
+}
+
 }  // namespace
 }  // namespace kiln::audit
