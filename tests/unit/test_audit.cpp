@@ -19,26 +19,32 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Two arms (max_unrolled_mma_terms 0 and 8) over one case, the shortest protocol.
+bench::Experiment tinyExperiment(const std::string& name, const bench::Case& c) {
+  bench::Experiment e;
+  e.name = name;
+  e.arms = {bench::Arm{"cap0", {{"max_unrolled_mma_terms", "0"}}},
+            bench::Arm{"cap8", {{"max_unrolled_mma_terms", "8"}}}};
+  e.cases = {c};
+  e.protocol.cycles = 1;
+  e.protocol.samples = 2;
+  e.protocol.warmup_ms = 0.2;
+  e.protocol.target_ms = 0.2;
+  return e;
+}
+
 class Audit : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     std::string tmpl = (fs::temp_directory_path() / "kiln-audit-XXXXXX").string();
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     root_ = new fs::path(tmpl);
-    bench::Experiment e;
-    e.name = "tiny";
-    e.arms = {bench::Arm{"cap0", {{"max_unrolled_mma_terms", "0"}}},
-              bench::Arm{"cap8", {{"max_unrolled_mma_terms", "8"}}}};
     bench::Case c;
     c.id = "gqa";
     c.label = "GQA tiny";
     c.request = {"attention", "1,2,1,1,33,16,16", {{"mask", "causal"}, {"block", "1x16"}}};
     c.knobs = {{"mma_indexable_snapshot", "off"}};
-    e.cases = {c};
-    e.protocol.cycles = 1;
-    e.protocol.samples = 2;
-    e.protocol.warmup_ms = 0.2;
-    e.protocol.target_ms = 0.2;
+    const bench::Experiment e = tinyExperiment("tiny", c);
     bench::BenchOutcome out;
     auto err = bench::runBench(e, archive().string(), {}, out);
     ASSERT_FALSE(err) << *err;
@@ -199,21 +205,12 @@ TEST(AuditGemm, LongKPassesWithItsRoundingAllowance) {
   std::string tmpl = (fs::temp_directory_path() / "kiln-audit-gemm-XXXXXX").string();
   ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
   const fs::path dir = fs::path(tmpl) / "archive";
-  bench::Experiment e;
-  e.name = "gemm-long-k";
-  e.arms = {bench::Arm{"cap0", {{"max_unrolled_mma_terms", "0"}}},
-            bench::Arm{"cap8", {{"max_unrolled_mma_terms", "8"}}}};
   bench::Case c;
   c.id = "long_k";
   c.label = "gemm 16x16x65536";
   c.request = {"gemm", "16,16,65536", {}};
-  e.cases = {c};
-  e.protocol.cycles = 1;
-  e.protocol.samples = 2;
-  e.protocol.warmup_ms = 0.2;
-  e.protocol.target_ms = 0.2;
   bench::BenchOutcome out;
-  ASSERT_FALSE(bench::runBench(e, dir.string(), {}, out));
+  ASSERT_FALSE(bench::runBench(tinyExperiment("gemm-long-k", c), dir.string(), {}, out));
   for (const bench::CaseResult& r : out.results.cases) EXPECT_TRUE(r.ok) << r.reason;
   const Report r = auditArchive(dir.string());
   for (const Check& k : r.checks) EXPECT_TRUE(k.pass) << k.name << ": " << k.detail;
