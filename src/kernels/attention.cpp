@@ -136,11 +136,19 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
                                        : std::vector<Dim>{{"g", G}, {"m", BQ}, {"dv", s.Dv}};
 
   // The online softmax over KV blocks [lo, hi) of one program: its m, l and unnormalised acc.
+  // Causal: the blocks past the last key the program's last row sees are left out (every score
+  // there is masked: with finite V such a block changes nothing, it only costs a full block).
   auto kvLoop = [&](Idx b, Idx kvh, Idx h0, Idx q0, IdxArg lo, IdxArg hi) {
     Tile qt = load(q, {b, h0, q0, 0}, {_, {"g", G}, {"m", BQ}, {"d", s.D}}).as("qt");
     // Query row i sees key j iff j < K and (causal) j <= i + K - Q, i.e. j < min(K, i + K - Q + 1).
     Tile limit =
         (opt.causal ? min(kb.iota({{"m", BQ}}, "m") + (q0 + (s.K - s.Q + 1)), s.K) : kb.index(s.K)).as("limit");
+    if (opt.causal) {
+      // Row q0 + BQ - 1 sees keys [0, q0 + BQ + K - Q): that many blocks, at least none.
+      Idx seen = maxIndex((q0 + (BQ + s.K - s.Q)).as("seen"), 0);
+      Idx visible = ((seen + (BK - 1)) / BK).as("visible");
+      hi = hi.is_constant ? minIndex(visible, hi.constant) : minIndex(visible, hi.idx);
+    }
 
     Carry m0{"m", kb.full(gm, -inf)}, l0{"l", kb.zeros(gm)};
     Carry acc0{"acc", kb.zeros(gmdv)};

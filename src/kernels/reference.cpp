@@ -18,7 +18,7 @@ double maxNaN(double a, double b) {
 }  // namespace
 
 std::vector<double> attention(const AttentionShape& s, bool causal, double scale, std::span<const float> q,
-                              std::span<const float> k, std::span<const float> v) {
+                              std::span<const float> k, std::span<const float> v, int64_t block_q, int64_t block_k) {
   std::vector<double> o(s.B * s.Hq * s.Q * s.Dv, 0.0);
   const int64_t group = s.Hq / s.Hkv;
   std::vector<double> score(s.K), w(s.K);
@@ -44,9 +44,15 @@ std::vector<double> attention(const AttentionShape& s, bool causal, double scale
         }
         for (int64_t j = 0; j < s.K; ++j)
           if (sum != 0.0) w[j] /= sum;
-        // Every key enters the sum, a masked one with weight 0 (so 0 * NaN = NaN).
+        // Every key (of the blocks the row's query block visits) enters the sum, a masked one
+        // with weight 0 (so 0 * NaN = NaN).
+        int64_t summed = s.K;
+        if (causal && block_q > 0 && block_k > 0) {
+          const int64_t seen = std::max<int64_t>(0, i / block_q * block_q + block_q + s.K - s.Q);
+          summed = std::min(s.K, (seen + block_k - 1) / block_k * block_k);
+        }
         double* oi = &o[((b * s.Hq + h) * s.Q + i) * s.Dv];
-        for (int64_t j = 0; j < s.K; ++j) {
+        for (int64_t j = 0; j < summed; ++j) {
           const float* vj = &v[(kv + j) * s.Dv];
           for (int64_t e = 0; e < s.Dv; ++e) oi[e] += w[j] * double(vj[e]);
         }

@@ -19,8 +19,12 @@ namespace kiln::kernels::reference {
 // w[i,j] = exp(s[i,j] - M_i) / sum_j' exp(s[i,j'] - M_i) for visible keys, 0 for masked keys
 // and 0 for every key of a row whose M_i is -inf (no visible key, or only -inf scores);
 // s = scale * q.k, M_i = max over visible keys (NaN if any visible score is NaN).
+// Causal with blocks (block_q, block_k > 0: the stacked-heads kernel): the V sum of row i runs
+// over the keys of the KV blocks its query block visits, [0, min(K, block_k * ceil(max(0, q0 +
+// block_q + K - Q) / block_k))) with q0 = block_q * floor(i / block_q), not over all of [0, K).
 std::vector<double> attention(const AttentionShape& s, bool causal, double scale, std::span<const float> q,
-                              std::span<const float> k, std::span<const float> v);
+                              std::span<const float> k, std::span<const float> v, int64_t block_q = 0,
+                              int64_t block_k = 0);
 
 // The same over a KV cache (options.kv_cache Dense or Paged; s.K is the capacity): for each
 // sequence b, attention of its Q queries over its first lens[b] positions (rows of k[b], or of

@@ -369,7 +369,8 @@ const std::vector<Entry>& entries() {
           const AttentionShape a = attentionShape(s);
           const float scale = attentionScale(a, attentionOpts(s));
           if (s.kv_cache == KvCache::None)
-            return reference::attention(a, s.causal, scale, in[0].data, in[1].data, in[2].data);
+            return reference::attention(a, s.causal, scale, in[0].data, in[1].data, in[2].data,
+                                        s.stack_heads ? s.block_q : 0, s.block_k);
           const bool paged = s.kv_cache == KvCache::Paged;
           const auto none = std::span<const int64_t>();
           return reference::cachedAttention(a, attentionOpts(s), scale, in[0].data, in[1].data, in[2].data, in[3].ints,

@@ -613,6 +613,15 @@ TEST(LibraryNaN, AttentionRules) {
   runPoisoned(r, [](auto& in) {
     for (int d = 0; d < 8; ++d) in[1].data[5 * 8 + d] = kInf;
   });
+  {  // Causal, block 2x2, Q = K = 8: the program of rows q0, q0+1 visits keys [0, q0 + 2). NaN in
+     // v at key 5, column 1 reaches rows 4..7 (row 4 with weight 0), not rows 0..3, whose
+     // programs stop before key 5's block.
+    const LibraryRequest c = req("attention", "1,2,1,8,8,4,4", {{"block", "2x2"}});
+    Poisoned p = runPoisoned(c, [](auto& in) { in[2].data[5 * 4 + 1] = kNaN; });
+    for (int h = 0; h < 2; ++h)
+      for (int i = 0; i < 8; ++i) EXPECT_EQ(std::isnan(p.got[3].data[(h * 8 + i) * 4 + 1]), i >= 4) << h << " " << i;
+    EXPECT_EQ(countNaN(p.ref), 2 * 4);
+  }
   // A row with no visible key stays 0 (Q > K) as long as v is finite; a score of -inf acts
   // like a masked key.
   runPoisoned(req("attention", "1,2,1,9,4,4,4", {{"block", "4x2"}}), [](auto& in) { in[1].data[0] = kNaN; });
