@@ -1,6 +1,8 @@
 // The in-process timing loop, the registry of peers, and the two hand-written peers.
 #include "peers/impl.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 
 namespace kiln::peers {
@@ -31,7 +33,7 @@ class NativeImpl : public LocalImpl {
   std::string name() const override { return "native"; }
   std::string detail() const override {
     return std::string("hand-written online softmax, GQA-aware, ") + (isa_ ? isa_->name : options_.native_isa) + " (" +
-           std::to_string(isa_ ? isa_->lanes : 0) + " lanes), " + std::to_string(threads()) + " thread(s)";
+           std::to_string(isa_ ? isa_->lanes : 0) + " lanes), " + kv_ + std::to_string(threads()) + " thread(s)";
   }
   int threads() const override { return options_.threads; }
   std::optional<std::string> prepare(const Problem& p) override {
@@ -39,6 +41,9 @@ class NativeImpl : public LocalImpl {
     isa_ = isaKernels(options_.native_isa);
     if (!isa_)
       return "this CPU lacks " + (options_.native_isa == "auto" ? std::string("AVX2+FMA") : options_.native_isa);
+    if (p.kv_elem == KvElem::F16 && !__builtin_cpu_supports("f16c")) return "this CPU lacks F16C (f16 K/V)";
+    // 16-bit K/V are read as such and widened to f32 on load.
+    kv_ = p.kv_elem == KvElem::F32 ? "" : fmt::format("K/V {} widened on load, ", kvElemName(p.kv_elem));
     team_ = std::make_unique<ThreadTeam>(options_.threads);
     out_.assign(p.outputSize(), 0.0f);
     args_ = p.args(out_.data());
@@ -51,6 +56,7 @@ class NativeImpl : public LocalImpl {
  private:
   ImplOptions options_;
   const IsaKernels* isa_ = nullptr;
+  std::string kv_;
   std::unique_ptr<ThreadTeam> team_;
   AttentionArgs args_;
 };
@@ -116,7 +122,7 @@ const std::vector<std::string>& implNames(Workload w) {
 }
 
 bool takesHalfKv(const std::string& name) {
-  return name.rfind("kiln", 0) == 0 || name == "onednn";
+  return name.rfind("kiln", 0) == 0 || name == "onednn" || name == "native";
 }
 
 std::unique_ptr<Impl> makeImpl(const std::string& name, const ImplOptions& o) {

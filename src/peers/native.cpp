@@ -80,7 +80,8 @@ void ThreadTeam::run(int64_t n, int64_t scratch_floats, void (*call)(void*, int6
 void nativeAttention(const IsaKernels& isa, ThreadTeam& team, const AttentionArgs& args) {
   static const double l3 = lastLevelCacheBytes();
   AttentionArgs a = args;
-  a.prefetch = 4.0 * a.B * a.Hkv * a.K * double(a.D + a.Dv) > l3 / 2;
+  const double elemBytes = a.kv == KvStorage::F32 ? 4.0 : 2.0;
+  a.prefetch = elemBytes * a.B * a.Hkv * a.K * double(a.D + a.Dv) > l3 / 2;
   team.forEach(isa.items(a), isa.scratchFloats(a), [&](int64_t item, float* scratch) { isa.item(a, item, scratch); });
 }
 

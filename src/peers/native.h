@@ -2,8 +2,10 @@
 // "native reference": how fast hand-tuned code gets), plain C++ loops compiled with
 // -O3 -march=native (what a user writes first), and the vector helpers the other peers and the
 // machine probes share (a row softmax, an FMA peak loop, a read-bandwidth loop).
-// Expects: row-major f32 views q [B,Hq,Q,D], k [B,Hkv,K,D], v [B,Hkv,K,Dv], o [B,Hq,Q,Dv] with
-// Hq a multiple of Hkv. Guarantees: o written in full; rows with no visible key are zeros.
+// Expects: row-major views q [B,Hq,Q,D], k [B,Hkv,K,D], v [B,Hkv,K,Dv], o [B,Hq,Q,Dv] with
+// Hq a multiple of Hkv; q and o f32, k and v f32 or 16-bit (bf16 or IEEE f16 bits, each
+// element widened to f32 exactly on load). Guarantees: o written in full; rows with no visible
+// key are zeros.
 #pragma once
 
 #include <cstdint>
@@ -12,10 +14,16 @@
 
 namespace kiln::peers {
 
+// How K and V are stored: f32 (k, v) or 16-bit bits (k16, v16).
+enum class KvStorage : int { F32, BF16, F16 };
+
 struct AttentionArgs {
   const float* q = nullptr;
-  const float* k = nullptr;
+  const float* k = nullptr;  // KvStorage::F32
   const float* v = nullptr;
+  const uint16_t* k16 = nullptr;  // KvStorage::BF16 / F16
+  const uint16_t* v16 = nullptr;
+  KvStorage kv = KvStorage::F32;
   float* o = nullptr;
   int64_t B = 1, Hq = 1, Hkv = 1, Q = 1, K = 1, D = 1, Dv = 1;
   float scale = 1.0f;

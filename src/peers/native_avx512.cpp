@@ -1,8 +1,8 @@
 // The hand-written attention for AVX-512 (F, BW, VL, DQ): 16 f32 lanes of __m512, and for
 // the dot strategy with 3 rows per tile, 8-lane __m256 with AVX-512's 32 registers
 // (native_v256.h): measured faster there on Zen 4, slower for 1, 2 or 4 rows.
-// Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma (CMakeLists.txt); called
-// only after native.cpp checked the CPU.
+// Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c (CMakeLists.txt);
+// called only after native.cpp checked the CPU.
 #include <immintrin.h>
 
 #include <cmath>
@@ -60,7 +60,17 @@ struct V512 {
     const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(fold(a), fold(b)), _mm256_hadd_ps(fold(c), fold(d)));
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
   }
-  static void prefetch(const float* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1); }
+  // 16-bit K/V: 16 elements widened to f32 exactly (bf16: bits << 16; f16: vcvtph2ps).
+  static __m256i halves(const uint16_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static __m256i firstHalves(const uint16_t* p, int64_t n) { return _mm256_maskz_loadu_epi16(firstMask(n), p); }
+  static T fromBf16(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+  static T loadBf16(const uint16_t* p) { return fromBf16(halves(p)); }
+  static T loadFirstBf16(const uint16_t* p, int64_t n) { return fromBf16(firstHalves(p, n)); }
+  static T loadF16(const uint16_t* p) { return _mm512_cvtph_ps(halves(p)); }
+  static T loadFirstF16(const uint16_t* p, int64_t n) { return _mm512_cvtph_ps(firstHalves(p, n)); }
+  static T set1Bf16(uint16_t x) { return _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(uint32_t{x} << 16))); }
+  static T set1F16(uint16_t x) { return _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(x))); }
+  static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1); }
   static void keep(T& x) { asm volatile("" : "+v"(x)); }
 };
 

@@ -17,7 +17,9 @@
 //   broadcast(p) x v[j][dv..] into rows x up to 6 vectors of registers. When K/V exceed half
 //   the L3, K/V rows 64 keys ahead are prefetched into L2 (from L3 that only costs time).
 // Both read each K/V block once per panel (resp. once per KV head) and keep it in L1 while
-// every row of the panel uses it.
+// every row of the panel uses it. K and V are f32 or 16-bit (Attention<V, KvStorage>): a 16-bit
+// element is widened to f32 exactly where it is loaded (bf16: its bits at the top of a float;
+// f16: the hardware's conversion), so the arithmetic is the f32 kernel's on the same values.
 #pragma once
 
 #include <cmath>
@@ -34,13 +36,25 @@ struct Split {
   int64_t panel = 1, panels = 1;  // rows per work item, items per KV head
 };
 
-template <class V>
+// The element type of K and V as stored.
+template <KvStorage S>
+struct KvElemOf {
+  using E = uint16_t;
+};
+template <>
+struct KvElemOf<KvStorage::F32> {
+  using E = float;
+};
+
+template <class V, KvStorage S = KvStorage::F32>
 struct Attention {
   using T = typename V::T;
+  using E = typename KvElemOf<S>::E;
   static constexpr int L = V::L;
-  static constexpr int kLaneBlock = 64;     // keys per block, lanes strategy
-  static constexpr int kDotBlock = 64;      // keys per block, dot strategy
-  static constexpr int kPrefetchKeys = 64;  // dot strategy: how far ahead to prefetch K/V rows
+  static constexpr int kLaneBlock = 64;                  // keys per block, lanes strategy
+  static constexpr int kDotBlock = 64;                   // keys per block, dot strategy
+  static constexpr int kPrefetchKeys = 64;               // dot strategy: how far ahead to prefetch K/V rows
+  static constexpr int64_t kLineElems = 64 / sizeof(E);  // K/V elements per 64-byte cache line
   static_assert(kLaneBlock % V::kLaneKeys == 0 && kDotBlock % 8 == 0 && kDotBlock % L == 0);
 
   static int64_t lo(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -70,6 +84,44 @@ struct Attention {
     return V::zeroWhereLess(x, floor, V::mul(p, V::pow2i(n)));
   }
   static float sexp(float x) { return V::first(vexp(V::set1(x))); }
+
+  // ---- K/V elements as f32 ----------------------------------------------------------------
+  static const E* kData(const AttentionArgs& a) {
+    if constexpr (S == KvStorage::F32)
+      return a.k;
+    else
+      return a.k16;
+  }
+  static const E* vData(const AttentionArgs& a) {
+    if constexpr (S == KvStorage::F32)
+      return a.v;
+    else
+      return a.v16;
+  }
+  static T loadKv(const E* p) {
+    if constexpr (S == KvStorage::F32)
+      return V::load(p);
+    else if constexpr (S == KvStorage::BF16)
+      return V::loadBf16(p);
+    else
+      return V::loadF16(p);
+  }
+  static T loadKvFirst(const E* p, int64_t n) {
+    if constexpr (S == KvStorage::F32)
+      return V::loadFirst(p, n);
+    else if constexpr (S == KvStorage::BF16)
+      return V::loadFirstBf16(p, n);
+    else
+      return V::loadFirstF16(p, n);
+  }
+  static T setKv(E x) {
+    if constexpr (S == KvStorage::F32)
+      return V::set1(x);
+    else if constexpr (S == KvStorage::BF16)
+      return V::set1Bf16(x);
+    else
+      return V::set1F16(x);
+  }
 
   // ---- work split -------------------------------------------------------------------------
   static Split split(const AttentionArgs& a) {
@@ -136,13 +188,13 @@ struct Attention {
     }
     for (int64_t e = 0; e < Dv * P; e += L) V::store(accT + e, V::zero());
 
-    const float* kh = a.k + (b * a.Hkv + kvh) * K * D;
-    const float* vh = a.v + (b * a.Hkv + kvh) * K * Dv;
+    const E* kh = kData(a) + (b * a.Hkv + kvh) * K * D;
+    const E* vh = vData(a) + (b * a.Hkv + kvh) * K * Dv;
     for (int64_t j0 = 0; j0 < kmax; j0 += BK) {
       const int64_t jn = lo(BK, kmax - j0);
       // Scores sT[j][p] = sum_d k[j][d] * qT[d][p]: KS keys x RV vectors of rows per step.
       for (int64_t jj = 0; jj < jn; jj += KS) {
-        const float* kp[KS];
+        const E* kp[KS];
         for (int t = 0; t < KS; ++t) kp[t] = kh + lo(j0 + jj + t, K - 1) * D;
         T acc[KS][RV];
         for (int t = 0; t < KS; ++t)
@@ -151,7 +203,7 @@ struct Attention {
           T qv[RV];
           for (int rv = 0; rv < RV; ++rv) qv[rv] = V::load(qT + d * P + rv * L);
           for (int t = 0; t < KS; ++t) {
-            const T kb = V::set1(kp[t][d]);
+            const T kb = setKv(kp[t][d]);
             for (int rv = 0; rv < RV; ++rv) acc[t][rv] = V::fma(kb, qv[rv], acc[t][rv]);
           }
         }
@@ -193,11 +245,11 @@ struct Attention {
         for (int c = 0; c < DC; ++c)
           for (int rv = 0; rv < RV; ++rv) acc[c][rv] = V::mul(V::load(accT + col[c] * P + rv * L), alpha[rv]);
         for (int64_t j = 0; j < jn; ++j) {
-          const float* vr = vh + (j0 + j) * Dv;
+          const E* vr = vh + (j0 + j) * Dv;
           T pv[RV];
           for (int rv = 0; rv < RV; ++rv) pv[rv] = V::load(sT + j * P + rv * L);
           for (int c = 0; c < DC; ++c) {
-            const T vb = V::set1(vr[col[c]]);
+            const T vb = setKv(vr[col[c]]);
             for (int rv = 0; rv < RV; ++rv) acc[c][rv] = V::fma(vb, pv[rv], acc[c][rv]);
           }
         }
@@ -239,8 +291,8 @@ struct Attention {
       kmax = hi(kmax, lim[r]);
     }
     for (int64_t e = 0; e < rowsPad * DvPad; e += L) V::store(acc + e, V::zero());
-    const float* kh = a.k + (b * a.Hkv + kvh) * a.K * a.D;
-    const float* vh = a.v + (b * a.Hkv + kvh) * a.K * a.Dv;
+    const E* kh = kData(a) + (b * a.Hkv + kvh) * a.K * a.D;
+    const E* vh = vData(a) + (b * a.Hkv + kvh) * a.K * a.Dv;
     for (int64_t j0 = 0; j0 < kmax; j0 += kDotBlock) {
       const int64_t jn = lo(kDotBlock, kmax - j0);
       for (int64_t r0 = 0; r0 < rows; r0 += R) {
@@ -270,19 +322,18 @@ struct Attention {
   }
 
   template <int R>
-  static void dotTile(const AttentionArgs& a, const DotState& st, const float* kh, const float* vh, int64_t j0,
-                      int64_t jn) {
+  static void dotTile(const AttentionArgs& a, const DotState& st, const E* kh, const E* vh, int64_t j0, int64_t jn) {
     constexpr int KS = V::dotKeys(R);
     const int64_t D = a.D, Dv = a.Dv, K = a.K;
     // Scores: R rows x KS keys of dot products over D, four reduced at a time.
     for (int64_t jj = 0; jj < jn; jj += KS) {
-      const float* kp[KS];
+      const E* kp[KS];
       for (int t = 0; t < KS; ++t) kp[t] = kh + lo(j0 + jj + t, K - 1) * D;
       if (st.prefetch) {  // K and V rows kPrefetchKeys ahead into L2, once per KV head (first row tile)
         const int64_t ahead = lo(j0 + jj + kPrefetchKeys, K - 1);
         for (int t = 0; t < KS && ahead + t < K; ++t) {
-          for (int64_t e = 0; e < D; e += 16) V::prefetch(kh + (ahead + t) * D + e);
-          for (int64_t e = 0; e < Dv; e += 16) V::prefetch(vh + (ahead + t) * Dv + e);
+          for (int64_t e = 0; e < D; e += kLineElems) V::prefetch(kh + (ahead + t) * D + e);
+          for (int64_t e = 0; e < Dv; e += kLineElems) V::prefetch(vh + (ahead + t) * Dv + e);
         }
       }
       T acc[R][KS];
@@ -291,7 +342,7 @@ struct Attention {
       int64_t d = 0;
       for (; d + L <= D; d += L) {
         T kv[KS];
-        for (int t = 0; t < KS; ++t) kv[t] = V::load(kp[t] + d);
+        for (int t = 0; t < KS; ++t) kv[t] = loadKv(kp[t] + d);
         for (int r = 0; r < R; ++r) {
           const T qv = V::load(st.q[r] + d);
           for (int t = 0; t < KS; ++t) acc[r][t] = V::fma(qv, kv[t], acc[r][t]);
@@ -299,7 +350,7 @@ struct Attention {
       }
       if (d < D) {
         T kv[KS];
-        for (int t = 0; t < KS; ++t) kv[t] = V::loadFirst(kp[t] + d, D - d);
+        for (int t = 0; t < KS; ++t) kv[t] = loadKvFirst(kp[t] + d, D - d);
         for (int r = 0; r < R; ++r) {
           const T qv = V::loadFirst(st.q[r] + d, D - d);
           for (int t = 0; t < KS; ++t) acc[r][t] = V::fma(qv, kv[t], acc[r][t]);
@@ -342,7 +393,7 @@ struct Attention {
 
   // dotPV<R, n, full> for a run-time n in 1..dotDv(R).
   template <int R, int C = 1>
-  static void dotPVChunk(int64_t n, bool full, const AttentionArgs& a, const DotState& st, const float* vh, int64_t j0,
+  static void dotPVChunk(int64_t n, bool full, const AttentionArgs& a, const DotState& st, const E* vh, int64_t j0,
                          int64_t jn, const float* alpha, int64_t dv0) {
     if constexpr (C < V::dotDv(R))
       if (n > C) return dotPVChunk<R, C + 1>(n, full, a, st, vh, j0, jn, alpha, dv0);
@@ -353,8 +404,8 @@ struct Attention {
   }
 
   template <int R, int C, bool Full>
-  static void dotPV(const AttentionArgs& a, const DotState& st, const float* vh, int64_t j0, int64_t jn,
-                    const float* alpha, int64_t dv0) {
+  static void dotPV(const AttentionArgs& a, const DotState& st, const E* vh, int64_t j0, int64_t jn, const float* alpha,
+                    int64_t dv0) {
     const int64_t Dv = a.Dv;
     int64_t left[C];
     for (int c = 0; c < C; ++c) left[c] = Dv - dv0 - c * L;
@@ -362,9 +413,9 @@ struct Attention {
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < C; ++c) acc[r][c] = V::mul(V::load(st.acc[r] + dv0 + c * L), V::set1(alpha[r]));
     for (int64_t j = 0; j < jn; ++j) {
-      const float* vr = vh + (j0 + j) * Dv + dv0;
+      const E* vr = vh + (j0 + j) * Dv + dv0;
       T vv[C];
-      for (int c = 0; c < C; ++c) vv[c] = Full ? V::load(vr + c * L) : V::loadFirst(vr + c * L, left[c]);
+      for (int c = 0; c < C; ++c) vv[c] = Full ? loadKv(vr + c * L) : loadKvFirst(vr + c * L, left[c]);
       for (int r = 0; r < R; ++r) {
         const T pb = V::set1(st.s[r * kDotBlock + j]);
         for (int c = 0; c < C; ++c) acc[r][c] = V::fma(pb, vv[c], acc[r][c]);
@@ -437,11 +488,19 @@ struct Kernels {
            : narrow(s) ? Attention<VN>::dotScratchFloats(a, s)
                        : Attention<V>::dotScratchFloats(a, s);
   }
-  static void item(const AttentionArgs& a, int64_t it, float* scratch) {
+  template <KvStorage S>
+  static void itemOf(const AttentionArgs& a, int64_t it, float* scratch) {
     const Split s = Attention<V>::split(a);
-    if (s.lanes) return Attention<V>::lanesItem(a, s, it, scratch);
-    if (narrow(s)) return Attention<VN>::dotHead(a, s, it / a.Hkv, it % a.Hkv, scratch);
-    Attention<V>::dotHead(a, s, it / a.Hkv, it % a.Hkv, scratch);
+    if (s.lanes) return Attention<V, S>::lanesItem(a, s, it, scratch);
+    if (narrow(s)) return Attention<VN, S>::dotHead(a, s, it / a.Hkv, it % a.Hkv, scratch);
+    Attention<V, S>::dotHead(a, s, it / a.Hkv, it % a.Hkv, scratch);
+  }
+  static void item(const AttentionArgs& a, int64_t it, float* scratch) {
+    switch (a.kv) {
+      case KvStorage::BF16: return itemOf<KvStorage::BF16>(a, it, scratch);
+      case KvStorage::F16: return itemOf<KvStorage::F16>(a, it, scratch);
+      default: return itemOf<KvStorage::F32>(a, it, scratch);
+    }
   }
   static constexpr IsaKernels table(const char* name) {
     return IsaKernels{name,

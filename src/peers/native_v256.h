@@ -112,8 +112,43 @@ struct V256 {
     const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
   }
-  static void prefetch(const float* p) {
-    _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
+  // 16-bit K/V: 8 elements widened to f32 exactly (bf16: bits << 16; f16: F16C's vcvtph2ps).
+  static __m128i halves(const uint16_t* p) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  }
+  static __m128i firstHalves(const uint16_t* p, int64_t n) {
+#if defined(__AVX512VL__) && defined(__AVX512BW__)
+    const int c = n <= 0 ? 0 : n >= 8 ? 8 : static_cast<int>(n);
+    return _mm_maskz_loadu_epi16(static_cast<__mmask8>((1u << c) - 1), p);
+#else
+    alignas(16) uint16_t t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t i = 0; i < n && i < 8; ++i) t[i] = p[i];
+    return _mm_load_si128(reinterpret_cast<const __m128i*>(t));
+#endif
+  }
+  static T fromBf16(__m128i h) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  static T loadBf16(const uint16_t* p) {
+    return fromBf16(halves(p));
+  }
+  static T loadFirstBf16(const uint16_t* p, int64_t n) {
+    return fromBf16(firstHalves(p, n));
+  }
+  static T loadF16(const uint16_t* p) {
+    return _mm256_cvtph_ps(halves(p));
+  }
+  static T loadFirstF16(const uint16_t* p, int64_t n) {
+    return _mm256_cvtph_ps(firstHalves(p, n));
+  }
+  static T set1Bf16(uint16_t x) {
+    return _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(uint32_t{x} << 16)));
+  }
+  static T set1F16(uint16_t x) {
+    return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(x)));
+  }
+  static void prefetch(const void* p) {
+    _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1);
   }
   static void keep(T& x) {
     asm volatile("" : "+x"(x));

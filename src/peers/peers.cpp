@@ -77,7 +77,7 @@ std::optional<std::string> checkOptions(const PeersOptions& o, std::vector<Shape
     for (const std::string& name : o.impls)
       if (!takesHalfKv(name))
         return "implementation '" + name + "' reads f32 K/V only; with --kv-dtype " + kvElemName(o.kv_elem) +
-               " there are the kiln ones and onednn";
+               " there are the kiln ones, onednn and native";
   if (o.threads < 1) return "--threads must be at least 1";
   return std::nullopt;
 }

@@ -132,6 +132,11 @@ AttentionArgs Problem::args(float* o) const {
   a.B = shape.B, a.Hq = shape.Hq, a.Hkv = shape.Hkv, a.Q = shape.Q, a.K = shape.K, a.D = shape.D, a.Dv = shape.Dv;
   a.scale = scale;
   a.causal = causal;
+  if (kv_elem != KvElem::F32) {  // the 16-bit bits of the same values
+    a.k16 = k16.data();
+    a.v16 = v16.data();
+    a.kv = kv_elem == KvElem::BF16 ? KvStorage::BF16 : KvStorage::F16;
+  }
   return a;
 }
 

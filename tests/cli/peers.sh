@@ -87,15 +87,16 @@ import json, sys
 doc = json.load(open(sys.argv[1]))
 assert doc["kv_dtype"] == sys.argv[2], doc["kv_dtype"]
 rows = {e["impl"]: e for e in doc["entries"]}
-assert set(rows) == {"kiln", "kiln-f32", "kiln-seed", "onednn"}, sorted(rows)
-for n in ("kiln", "kiln-f32", "kiln-seed"):
+assert set(rows) == {"kiln", "kiln-f32", "kiln-seed", "onednn", "native"}, sorted(rows)
+for n in ("kiln", "kiln-f32", "kiln-seed", "native"):
     assert rows[n]["correct"] is True and rows[n]["median_us"] > 0, rows[n]
 assert rows["kiln"]["tolerance"] == 5e-5
 assert "K/V " + sys.argv[2] in rows["kiln"]["detail"] and "K/V f32" in rows["kiln-f32"]["detail"], rows["kiln"]["detail"]
+assert "K/V " + sys.argv[2] in rows["native"]["detail"], rows["native"]["detail"]
 assert rows["onednn"]["status"] in ("ok", "unavailable"), rows["onednn"]
 assert doc["shapes"][0]["kv_bytes"] == 2 * 2 * 70 * 32, doc["shapes"][0]["kv_bytes"]
 PY
-    pass "--kv-dtype $t: kiln, kiln-f32, kiln-seed correct; onednn ok or unavailable"
+    pass "--kv-dtype $t: kiln, kiln-f32, kiln-seed, native correct; onednn ok or unavailable"
   else
     fail "--kv-dtype $t" "exit $rc: $(tail -c 400 "$tmp/err") $(tail -2 "$tmp/py")"
   fi

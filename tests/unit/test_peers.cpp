@@ -18,12 +18,12 @@
 namespace kiln::peers {
 namespace {
 
-Problem problemFor(const std::string& shape, bool causal, uint64_t seed = 7) {
+Problem problemFor(const std::string& shape, bool causal, uint64_t seed = 7, KvElem kv = KvElem::F32) {
   Shape s;
   auto e = parseShape(shape, s);
   EXPECT_FALSE(e) << *e;
   Problem p;
-  e = makeProblem(s, causal, seed, p);
+  e = makeProblem(s, causal, seed, p, kv);
   EXPECT_FALSE(e) << *e;
   computeReference(p);
   return p;
@@ -63,6 +63,18 @@ TEST(Peers, NativeMatchesReferenceOnEveryIsa) {
           ThreadTeam team(threads);
           nativeAttention(*isa, team, p.args(o.data()));
           expectClose(o, p, std::string(isa_name) + " threads " + std::to_string(threads));
+        }
+    // K and V as 16-bit bits (read as such, widened on load): the reference of their values.
+    for (KvElem kv : {KvElem::BF16, KvElem::F16})
+      for (bool causal : {false, true})
+        for (const char* shape : kShapes) {
+          const Problem p = problemFor(shape, causal, 7, kv);
+          std::vector<float> o(p.outputSize(), NAN);
+          ThreadTeam team(1);
+          const AttentionArgs a = p.args(o.data());
+          ASSERT_TRUE(a.k16 && a.v16 && a.kv != KvStorage::F32);
+          nativeAttention(*isa, team, a);
+          expectClose(o, p, std::string(isa_name) + " K/V " + kvElemName(kv));
         }
   }
 }
