@@ -42,7 +42,8 @@ class V {
   }
 
   llvm::Value* exp(llvm::Value* x) {
-    llvm::Value* xc = sel(gt(x, f(km::kExpMinInput)), x, f(km::kExpMinInput));
+    llvm::Value* in = gt(x, f(km::kExpMinInput));
+    llvm::Value* xc = sel(in, x, f(0.0f));
     xc = sel(lt(xc, f(km::kExpMaxInput)), xc, f(km::kExpMaxInput));
     llvm::Value* z = mul(xc, f(km::kExpLog2e));
     llvm::Value* t = add(z, f(km::kExpRoundMagic));
@@ -63,6 +64,7 @@ class V {
     llvm::Value* s2 = flt(b_.CreateShl(b_.CreateAdd(k2, i(km::kExpBias)), i(23)));
     llvm::Value* y = mul(p, s1);
     y = mul(y, s2);
+    y = sel(in, y, f(0.0f));
     return sel(isNaN(x), x, y);
   }
 

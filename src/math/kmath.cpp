@@ -27,7 +27,8 @@ inline int32_t sel(bool c, int32_t a, int32_t b) {
 }  // namespace
 
 float exp(float x) {
-  float xc = sel(x > kExpMinInput, x, kExpMinInput);
+  const bool in = x > kExpMinInput;
+  float xc = sel(in, x, 0.0f);
   xc = sel(xc < kExpMaxInput, xc, kExpMaxInput);
   float z = xc * kExpLog2e;
   float t = z + kExpRoundMagic;
@@ -55,6 +56,7 @@ float exp(float x) {
   float s2 = fromBits(static_cast<uint32_t>(k2 + kExpBias) << 23);
   float y = p * s1;
   y = y * s2;
+  y = sel(in, y, 0.0f);
   y = sel(x != x, x, y);
   return y;
 }

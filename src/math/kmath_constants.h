@@ -22,8 +22,10 @@ namespace kiln::math {
 // exp(x). Range reduction x = k ln2 + r, |r| <= ln2/2 (a hair more: k comes from the rounded
 // x*log2e), e^r by a degree-6 polynomial, scaling by 2^k in two exact-exponent steps so that
 // subnormal results get a single rounding and large k overflows to inf.
-//   xc = (x > kExpMinInput) ? x : kExpMinInput     // NaN -> kExpMinInput (fixed at the end)
-//   xc = (xc < kExpMaxInput) ? xc : kExpMaxInput
+//   in = x > kExpMinInput                          // false for x <= -104, -inf and NaN
+//   xc = in ? x : 0.0f                              // there the result is +0 (NaN: fixed at the
+//   xc = (xc < kExpMaxInput) ? xc : kExpMaxInput    //   end); 0 keeps every step normal
+
 //   z  = xc * kExpLog2e
 //   t  = z + kExpRoundMagic                         // round to nearest integer ...
 //   kf = t - kExpRoundMagic                         // ... kf in [-150, 130]
@@ -50,7 +52,11 @@ namespace kiln::math {
 //   s2 = float((k2 + 127) << 23)                    // 2^k2
 //   y  = p * s1                                     // exact
 //   y  = y * s2                                     // the only rounding of the scaling
+//   y  = in ? y : 0.0f                              // e^x < 2^-150 for x <= -104: rounds to +0
 //   y  = (x != x) ? x : y                           // NaN in -> NaN out
+// (Until 2026-12-04 the sequence clamped x <= -104 to -104 and computed 2^-150 * 0.97, which
+// rounds to the same +0; but that underflowing multiply costs a microcode assist per vector
+// on Intel cores, and masked attention scores are -inf in every causal diagonal block.)
 // Results: exp(-inf) = +0, exp(+inf) = +inf, exp(x > 88.72...) = +inf, exp(+-0) = 1.
 inline constexpr float kExpMinInput = -104.0f;       // e^-104 < 2^-150: rounds to +0
 inline constexpr float kExpMaxInput = 90.0f;         // e^90 > FLT_MAX: overflows to +inf

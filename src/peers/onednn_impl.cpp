@@ -81,6 +81,8 @@ class OneDnnImpl : public LocalImpl {
       return;
     }
     qk_.execute(stream_, qk_args_);
+    if (masked_)
+      mask_add_.execute(stream_, {{DNNL_ARG_SRC_0, scores_}, {DNNL_ARG_SRC_1, mask_mem_}, {DNNL_ARG_DST, scores_}});
     softmax_.execute(stream_, {{DNNL_ARG_SRC, scores_}, {DNNL_ARG_DST, scores_}});
     pv_.execute(stream_, {{DNNL_ARG_SRC, scores_}, {DNNL_ARG_WEIGHTS, v_}, {DNNL_ARG_DST, o_}});
     stream_.wait();
@@ -121,17 +123,28 @@ class OneDnnImpl : public LocalImpl {
 
     dnnl::primitive_attr qk_attr;
     qk_attr.set_output_scales(0, {p.scale});
-    memory mask;
-    if (p.causal) {
-      const memory::desc mask_md({1, M, K}, dt::f32, {M * K, K, 1});
-      mask_.assign(M * K, 0.0f);
+    // Causal: scores += mask (0 or -inf, broadcast over the KV heads) by a binary primitive in
+    // place. As a binary post-op of the matmul, oneDNN 2.6 falls back to its reference matmul
+    // (`ref:any`, some 300x slower) for this broadcast.
+    masked_ = p.causal;
+    std::string mask_info;
+    if (masked_) {
+      const memory::desc mask_md({1, M, K}, kv, {M * K, K, 1});
+      const uint16_t negInf16 = kv == dt::bf16 ? 0xFF80 : 0xFC00;  // -inf as bf16 / f16 bits
+      mask_.assign(half_ ? (M * K + 1) / 2 : M * K, 0.0f);
       for (int64_t r = 0; r < M; ++r)  // row r = g * Q + i
         for (int64_t j = 0; j < K; ++j)
-          if (j > r % s.Q + s.K - s.Q) mask_[r * K + j] = -INFINITY;
-      dnnl::post_ops ops;
-      ops.append_binary(dnnl::algorithm::binary_add, mask_md);
-      qk_attr.set_post_ops(ops);
-      mask = memory(mask_md, engine_, mask_.data());
+          if (j > r % s.Q + s.K - s.Q) {
+            if (half_)
+              reinterpret_cast<uint16_t*>(mask_.data())[r * K + j] = negInf16;
+            else
+              mask_[r * K + j] = -INFINITY;
+          }
+      const dnnl::binary::primitive_desc add_pd(dnnl::binary::desc(dnnl::algorithm::binary_add, s_md, mask_md, s_md),
+                                                engine_);
+      mask_add_ = dnnl::binary(add_pd);
+      mask_mem_ = memory(mask_md, engine_, mask_.data());
+      mask_info = fmt::format(" / mask add {}", add_pd.impl_info_str());
     }
     const dnnl::matmul::primitive_desc qk_pd(dnnl::matmul::desc(q_md, kt_md, s_md), qk_attr, engine_);
     const dnnl::softmax_forward::primitive_desc sm_pd(
@@ -147,14 +160,13 @@ class OneDnnImpl : public LocalImpl {
     qk_args_ = {{DNNL_ARG_SRC, memory(q_md, engine_, qData)},
                 {DNNL_ARG_WEIGHTS, memory(kt_md, engine_, kData)},
                 {DNNL_ARG_DST, scores_}};
-    if (p.causal) qk_args_[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = mask;
 
     const dnnl_version_t* ver = dnnl_version();
     detail_ =
-        fmt::format("oneDNN {}.{}.{} ({}), {}matmul {} / softmax {} / matmul {}, OpenMP threads {}", ver->major,
+        fmt::format("oneDNN {}.{}.{} ({}), {}matmul {}{} / softmax {} / matmul {}, OpenMP threads {}", ver->major,
                     ver->minor, ver->patch, isaName(dnnl::get_effective_cpu_isa()),
                     half_ ? fmt::format("{} Q, K, V, scores and P, f32 accumulation: ", kvElemName(p.kv_elem)) : "",
-                    qk_pd.impl_info_str(), sm_pd.impl_info_str(), pv_pd.impl_info_str(), ompThreads(0));
+                    qk_pd.impl_info_str(), mask_info, sm_pd.impl_info_str(), pv_pd.impl_info_str(), ompThreads(0));
     return std::nullopt;
   }
 
@@ -186,7 +198,9 @@ class OneDnnImpl : public LocalImpl {
   dnnl::stream stream_;
   dnnl::matmul qk_, pv_;
   dnnl::softmax_forward softmax_;
-  memory scores_, v_, o_;
+  dnnl::binary mask_add_;
+  memory scores_, v_, o_, mask_mem_;
+  bool masked_ = false;
   std::unordered_map<int, memory> qk_args_;
   std::vector<float> scratch_, mask_;
   std::vector<uint16_t> q16_;
