@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "driver/check.h"
 #include "driver/compile.h"
@@ -188,6 +189,28 @@ TEST(Lanes, PrefillQueriesInLanesPlan) {
   for (const auto& r : lanes["reductions"]) EXPECT_EQ(r["direction"], "vertical") << r.dump();
   EXPECT_EQ(lanes["code_per_program"]["predicted"]["gathers"], 0);
   EXPECT_GT(lanes["code_per_program"]["predicted"]["scatters"], 0);
+}
+
+// K and V tiles an mma splats element by element (queries in the lanes) are read from their
+// view at each use when f32, but widened once into an f32 panel when 16-bit; a decode's K and V
+// (vectors along their rows) are read from their 16-bit view directly.
+TEST(Lanes, SixteenBitSplatOperandsAreWidenedOnce) {
+  auto reps = [](const std::string& shape, const std::string& dtype) {
+    std::unique_ptr<kiln::ir::Kernel> k;
+    EXPECT_FALSE(kiln::kernels::buildLibraryKernel({"attention", shape, {{"mask", "none"}, {"kv-dtype", dtype}}}, k));
+    kiln::driver::Compilation c;
+    EXPECT_FALSE(kiln::driver::compile(*k, Knobs{}, c, kiln::driver::Stage::Plan).has_value());
+    std::map<std::string, std::string> out;
+    for (const auto& l : c.report["phases"][0]["lanes"]["layouts"])
+      if (l["value"] == "%kt" || l["value"] == "%vt") out[l["value"]] = l["rep"];
+    return out;
+  };
+  using Reps = std::map<std::string, std::string>;
+  EXPECT_EQ(reps("1,4,2,32,65,32,32", "f32"), (Reps{{"%kt", "direct"}, {"%vt", "direct"}}));
+  for (const char* t : {"f16", "bf16"}) {
+    EXPECT_EQ(reps("1,4,2,32,65,32,32", t), (Reps{{"%kt", "panel"}, {"%vt", "panel"}})) << t;
+    EXPECT_EQ(reps("1,8,2,1,2053,80,96", t), (Reps{{"%kt", "direct"}, {"%vt", "direct"}})) << t;
+  }
 }
 
 // MHA decode: Q.K^T in the partitions(16) order as a dot product along D, K read as it lies in
