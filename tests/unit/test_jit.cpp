@@ -7,8 +7,11 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <vector>
 
 #include "host/isa.h"
@@ -213,6 +216,25 @@ TEST(Jit, EveryIsaCompilesAnywhereAndLoadsOnlyWhereItRuns) {
   EXPECT_EQ(cannotRunHere("avx512").has_value(), !kiln::host::cpuHasAvx512());
   EXPECT_FALSE(cannotRunHere("native").has_value());
   EXPECT_TRUE(cannotRunHere("sse2").has_value());
+}
+
+// KILN_PERF_MAP=1: the functions of a loaded object in /tmp/perf-PID.map at their linked
+// addresses (kiln_blocks placed from its offset to kiln_launch in the object).
+TEST(Jit, PerfMapNamesTheLinkedFunctions) {
+  const std::string path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
+  std::remove(path.c_str());
+  setenv("KILN_PERF_MAP", "1", 1);
+  auto session = load(compile(kDoubleIR).object_bytes);
+  unsetenv("KILN_PERF_MAP");
+  ASSERT_TRUE(session);
+  std::ifstream in(path);
+  std::map<std::string, uint64_t> at;
+  std::string address, size, name;
+  while (in >> address >> size >> name) at[name] = std::stoull(address, nullptr, 16);
+  std::remove(path.c_str());
+  ASSERT_TRUE(at.count("kiln_blocks") && at.count("kiln_launch")) << at.size() << " functions in the map";
+  EXPECT_EQ(at["kiln_blocks"], reinterpret_cast<uintptr_t>(session->blocks()));
+  EXPECT_EQ(at["kiln_launch"], reinterpret_cast<uintptr_t>(session->launch()));
 }
 
 TEST(Jit, CompileLoadAndRunThroughTheRuntime) {
