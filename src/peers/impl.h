@@ -27,6 +27,9 @@ class Impl {
   // The check against the FP64 reference: |got - ref| <= t + t * |ref|. 5e-5 for everything
   // that computes in f32; a peer that rounds intermediates to 16 bits says how far that goes.
   virtual double tolerance() const { return 5e-5; }
+  // An implementation that rounds A to 16 bits (a 16-bit GEMM pipeline): its unit roundoff u,
+  // so each element is also allowed u * (|A||B|)[i,j] (Problem::abs_product); 0 otherwise.
+  virtual double roundsA() const { return 0.0; }
   // After a failed prepare(): the library has no implementation of this problem on this
   // machine (a fact to report, not a failure of the run).
   virtual bool unavailable() const { return false; }

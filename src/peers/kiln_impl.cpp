@@ -120,6 +120,8 @@ class KilnImpl : public LocalImpl {
     if (seed_) return "the seed preset has no GEMM";
     const GemmShape& g = p.gemm;
     kernels::LibraryRequest req{"gemm", fmt::format("{},{},{}", g.M, g.N, g.K), {}};
+    const bool halfB = p.b_elem != KvElem::F32;
+    if (halfB) req.options["b-dtype"] = kvElemName(p.b_elem);
     plan::Knobs knobs;
     knobs.threads = options_.threads;
     knobs.isa = options_.isa;
@@ -133,13 +135,20 @@ class KilnImpl : public LocalImpl {
     args_ = {runtime::Arg::view(params_[0], 4 * int64_t(p.a.size())),
              runtime::Arg::view(params_[1], 4 * int64_t(p.b.size())),
              runtime::Arg::view(params_[2], 4 * int64_t(out_.size()))};
+    if (halfB) {  // B as the problem's 16-bit bits
+      params_[1] = const_cast<uint16_t*>(p.b16.data());
+      args_[1] = runtime::Arg::halves({const_cast<uint16_t*>(p.b16.data()), p.b16.size()},
+                                      p.b_elem == KvElem::BF16 ? runtime::ViewElem::BF16 : runtime::ViewElem::F16);
+    }
     if (auto e = loaded_->checkArgs(args_)) return "arguments: " + *e;
     launch_ = loaded_->entry().launch;
     const nlohmann::json& r = c.report;
     const kernels::GemmTiles t = kernels::defaultGemmTiles(g);
-    detail_ = fmt::format("{} knobs, tiles {}x{}x{} (library default), compile {:.0f} ms, object {} B, {} thread(s){}",
-                          tuning_, t.TM, t.TN, t.TK, r["compile_ms"].get<double>(), r["object"]["bytes"].get<int64_t>(),
-                          options_.threads, options_.threads == 1 ? " (native entry kiln_launch)" : " (runtime pool)");
+    detail_ =
+        fmt::format("{}{} knobs, tiles {}x{}x{} (library default), compile {:.0f} ms, object {} B, {} thread(s){}",
+                    halfB ? fmt::format("B {}, ", kvElemName(p.b_elem)) : "", tuning_, t.TM, t.TN, t.TK,
+                    r["compile_ms"].get<double>(), r["object"]["bytes"].get<int64_t>(), options_.threads,
+                    options_.threads == 1 ? " (native entry kiln_launch)" : " (runtime pool)");
     return std::nullopt;
   }
 

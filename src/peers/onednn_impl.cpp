@@ -57,7 +57,9 @@ class OneDnnImpl : public LocalImpl {
   // The 16-bit pipeline rounds Q, the scores and P to 8 (bf16) or 11 (f16) significant bits:
   // two units of bf16 (measured on the decode shapes with inputs in [-1, 1]: 1.1e-4 at most,
   // Kiln 5e-8).
-  double tolerance() const override { return half_ ? 8e-3 : Impl::tolerance(); }
+  double tolerance() const override { return half_ && !gemm_ ? 8e-3 : Impl::tolerance(); }
+  // 16-bit GEMM: A rounded to bf16 (u = 2^-8) or f16 (2^-11).
+  double roundsA() const override { return half_ && gemm_ ? (bf16_ ? 0x1p-8 : 0x1p-11) : 0.0; }
 
   std::optional<std::string> prepare(const Problem& p) override {
     try {
@@ -66,7 +68,8 @@ class OneDnnImpl : public LocalImpl {
       if (half_ && e.status == dnnl_unimplemented) {
         unavailable_ = true;
         return fmt::format("oneDNN {}.{} has no {} matmul for {} ({})", dnnl_version()->major, dnnl_version()->minor,
-                           kvElemName(p.kv_elem), isaName(dnnl::get_effective_cpu_isa()), e.what());
+                           kvElemName(p.workload == Workload::Gemm ? p.b_elem : p.kv_elem),
+                           isaName(dnnl::get_effective_cpu_isa()), e.what());
       }
       return std::string("oneDNN: ") + e.what();
     }
@@ -170,22 +173,37 @@ class OneDnnImpl : public LocalImpl {
     return std::nullopt;
   }
 
-  // GEMM: one matmul primitive, C[M,N] = A[M,K] . B[K,N].
+  // GEMM: one matmul primitive, C[M,N] = A[M,K] . B[K,N]. With 16-bit B (--b-dtype) oneDNN's
+  // matmul takes A in the same type: A is rounded to it once (untimed), C accumulates in f32.
   std::optional<std::string> buildGemm(const Problem& p) {
     const GemmShape& g = p.gemm;
     gemm_ = true;
+    half_ = p.b_elem != KvElem::F32;
+    bf16_ = p.b_elem == KvElem::BF16;
+    const dt in = p.b_elem == KvElem::BF16 ? dt::bf16 : p.b_elem == KvElem::F16 ? dt::f16 : dt::f32;
     out_.assign(p.outputSize(), 0.0f);
-    const memory::desc a_md({g.M, g.K}, dt::f32, {g.K, 1});
-    const memory::desc b_md({g.K, g.N}, dt::f32, {g.N, 1});
+    void* aData = const_cast<float*>(p.a.data());
+    void* bData = const_cast<float*>(p.b.data());
+    if (half_) {
+      q16_.resize(p.a.size());
+      for (size_t i = 0; i < p.a.size(); ++i)
+        q16_[i] = in == dt::bf16 ? host::f32ToBf16(p.a[i]) : host::f32ToF16(p.a[i]);
+      aData = q16_.data();
+      bData = const_cast<uint16_t*>(p.b16.data());
+    }
+    const memory::desc a_md({g.M, g.K}, in, {g.K, 1});
+    const memory::desc b_md({g.K, g.N}, in, {g.N, 1});
     const memory::desc c_md({g.M, g.N}, dt::f32, {g.N, 1});
     const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), engine_);
     mm_ = dnnl::matmul(pd);
-    a_ = memory(a_md, engine_, const_cast<float*>(p.a.data()));
-    b_ = memory(b_md, engine_, const_cast<float*>(p.b.data()));
+    a_ = memory(a_md, engine_, aData);
+    b_ = memory(b_md, engine_, bData);
     o_ = memory(c_md, engine_, out_.data());
     const dnnl_version_t* ver = dnnl_version();
-    detail_ = fmt::format("oneDNN {}.{}.{} ({}), matmul {}, OpenMP threads {}", ver->major, ver->minor, ver->patch,
-                          isaName(dnnl::get_effective_cpu_isa()), pd.impl_info_str(), ompThreads(0));
+    detail_ = fmt::format("oneDNN {}.{}.{} ({}), {}matmul {}, OpenMP threads {}", ver->major, ver->minor, ver->patch,
+                          isaName(dnnl::get_effective_cpu_isa()),
+                          half_ ? fmt::format("{} A and B, f32 accumulation: ", kvElemName(p.b_elem)) : "",
+                          pd.impl_info_str(), ompThreads(0));
     return std::nullopt;
   }
 
@@ -204,7 +222,7 @@ class OneDnnImpl : public LocalImpl {
   std::unordered_map<int, memory> qk_args_;
   std::vector<float> scratch_, mask_;
   std::vector<uint16_t> q16_;
-  bool half_ = false, unavailable_ = false;
+  bool half_ = false, bf16_ = false, unavailable_ = false;
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -73,6 +74,12 @@ std::optional<std::string> checkOptions(const PeersOptions& o, std::vector<Shape
     }
   if (gemm && o.causal) return "--mask applies to attention only, not to --kernel gemm";
   if (gemm && o.kv_elem != KvElem::F32) return "--kv-dtype applies to attention only, not to --kernel gemm";
+  if (!gemm && o.b_elem != KvElem::F32) return "--b-dtype applies to --kernel gemm only (attention: --kv-dtype)";
+  if (o.b_elem != KvElem::F32)
+    for (const std::string& name : o.impls)
+      if (!takesHalfKv(name))
+        return "implementation '" + name + "' reads f32 B only; with --b-dtype " + kvElemName(o.b_elem) +
+               " there are the kiln ones and onednn";
   if (o.kv_elem != KvElem::F32)
     for (const std::string& name : o.impls)
       if (!takesHalfKv(name))
@@ -87,8 +94,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The library request the Kiln implementations build for a shape (the tuning database's key).
-kernels::LibraryRequest libraryRequest(const ShapeSpec& s, bool causal, KvElem kv) {
-  if (s.workload == Workload::Gemm) return {"gemm", s.text(), {}};
+kernels::LibraryRequest libraryRequest(const ShapeSpec& s, bool causal, KvElem kv, KvElem b_elem) {
+  if (s.workload == Workload::Gemm) {
+    kernels::LibraryRequest r{"gemm", s.text(), {}};
+    if (b_elem != KvElem::F32) r.options["b-dtype"] = kvElemName(b_elem);
+    return r;
+  }
   kernels::LibraryRequest r{"attention", s.text(), {{"mask", causal ? "causal" : "none"}}};
   if (kv != KvElem::F32) r.options["kv-dtype"] = kvElemName(kv);
   return r;
@@ -102,7 +113,7 @@ std::string inputDigest(const Problem& p) {
   return host::sha256Hex(p.q.data(), 4 * p.q.size()) + host::sha256Hex(p.k.data(), 4 * p.k.size()) +
          host::sha256Hex(p.v.data(), 4 * p.v.size()) + host::sha256Hex(p.a.data(), 4 * p.a.size()) +
          host::sha256Hex(p.b.data(), 4 * p.b.size()) + host::sha256Hex(p.k16.data(), 2 * p.k16.size()) +
-         host::sha256Hex(p.v16.data(), 2 * p.v16.size());
+         host::sha256Hex(p.v16.data(), 2 * p.v16.size()) + host::sha256Hex(p.b16.data(), 2 * p.b16.size());
 }
 
 // Compares one call's output with the reference; fills the row's errors, returns pass.
@@ -114,7 +125,15 @@ bool check(Impl& impl, const Problem& p, RowResult& row, const char* when) {
     return false;
   }
   const double t = impl.tolerance();
-  const host::CompareResult c = host::compareF64(out, p.reference, t, t);
+  // GEMM: every element is also allowed its K-term rounding bound 2 sqrt(K) u (|A||B|)[i,j] (as
+  // `kiln run` allows: docs/kernels.md), plus the rounding of A where a peer rounds it.
+  std::vector<double> allowance;
+  if (p.workload == Workload::Gemm && !p.abs_product.empty()) {
+    const double bound = 2.0 * std::sqrt(double(p.gemm.K)) * 0x1p-24 + impl.roundsA();
+    for (double x : p.abs_product) allowance.push_back(bound * x);
+  }
+  const host::CompareResult c =
+      host::compareF64(out, p.reference, t, t, ir::Elem::F32, allowance.empty() ? nullptr : &allowance);
   row.max_abs_err = std::max(row.max_abs_err, c.max_abs_err);
   row.max_rel_err = std::max(row.max_rel_err, c.max_rel_err);
   if (c.pass) return true;
@@ -138,18 +157,19 @@ std::optional<std::string> runPeers(const PeersOptions& options, PeersResult& re
   // kiln-untuned only when the tuning database has an entry for one of the shapes.
   bool tuned = false;
   for (const ShapeSpec& s : shapes) {
-    kernels::LibraryRequest req = libraryRequest(s, options.causal, options.kv_elem);
+    kernels::LibraryRequest req = libraryRequest(s, options.causal, options.kv_elem, options.b_elem);
     plan::Knobs k;
     k.threads = options.threads;
     tuned = tuned || tune::lookup(tune::tuningKey(req, k)).has_value();
   }
   // With --kv-dtype: kiln-f32 beside kiln, and only the peers that read 16-bit K/V.
-  const bool half = options.kv_elem != KvElem::F32;
+  const bool half = options.kv_elem != KvElem::F32 || options.b_elem != KvElem::F32;
   std::vector<std::string> names = options.impls;
   if (names.empty())
     for (const std::string& n : implNames(options.workload))
       if ((n != "kiln-1t" || options.threads > 1) && (n != "kiln-untuned" || tuned || options.runtime_lengths) &&
-          (n != "kiln-lengths" || options.runtime_lengths) && (n != "kiln-f32" || half) && (!half || takesHalfKv(n)))
+          (n != "kiln-lengths" || options.runtime_lengths) && (n != "kiln-f32" || options.kv_elem != KvElem::F32) &&
+          (!half || takesHalfKv(n)))
         names.push_back(n);
   ImplOptions io = options.impl;
   io.threads = options.threads;
@@ -168,7 +188,8 @@ std::optional<std::string> runPeers(const PeersOptions& options, PeersResult& re
     sr.spec = shape;
     const std::string label = shape.text();
     Problem p;
-    if (auto e = makeProblem(shape, options.causal, options.seed, p, options.kv_elem)) return label + ": " + *e;
+    if (auto e = makeProblem(shape, options.causal, options.seed, p, options.kv_elem, options.b_elem))
+      return label + ": " + *e;
     auto t0 = Clock::now();
     computeReference(p);
     sr.reference_s = since(t0);

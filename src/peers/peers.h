@@ -34,6 +34,9 @@ struct PeersOptions {
   // --kv-dtype: K and V stored as f16 or bf16 (values of that type); adds kiln-f32 (the same
   // values as f32) and leaves out the peers that read f32 K/V only.
   KvElem kv_elem = KvElem::F32;
+  // --b-dtype (gemm): B, the weights, stored as f16 or bf16 (values of that type), A and C f32;
+  // leaves out the peers that read f32 B only.
+  KvElem b_elem = KvElem::F32;
   ProtocolOptions protocol;
   std::string protocol_name = "default";  // or "quick"
   ImplOptions impl;                       // threads and seed are copied in from above

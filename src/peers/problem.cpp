@@ -118,7 +118,8 @@ double Problem::flops() const {
 }
 
 double Problem::kvBytes() const {
-  if (workload == Workload::Gemm) return 4.0 * (double(gemm.M) * gemm.K + double(gemm.K) * gemm.N);
+  if (workload == Workload::Gemm)
+    return 4.0 * double(gemm.M) * gemm.K + (b_elem == KvElem::F32 ? 4.0 : 2.0) * double(gemm.K) * gemm.N;
   const Shape& s = shape;
   return (kv_elem == KvElem::F32 ? 4.0 : 2.0) * s.B * s.Hkv * s.K * double(s.D + s.Dv);
 }
@@ -167,8 +168,9 @@ std::optional<std::string> makeProblem(const Shape& shape, bool causal, uint64_t
   return std::nullopt;
 }
 
-std::optional<std::string> makeGemmProblem(const GemmShape& shape, uint64_t seed, Problem& out) {
-  dsl::BuildResult built = kernels::gemm(shape, kernels::defaultGemmTiles(shape));
+std::optional<std::string> makeGemmProblem(const GemmShape& shape, uint64_t seed, Problem& out, KvElem b_elem) {
+  dsl::BuildResult built =
+      kernels::gemm(shape, kernels::defaultGemmTiles(shape), false, true, false, KvElem::F32, b_elem);
   if (!built) return "the gemm kernel does not build for this shape:\n" + built.message();
   std::vector<host::ParamData> params;
   if (auto e = host::makeInputs(*built.kernel, seed, {}, params)) return e;
@@ -177,11 +179,18 @@ std::optional<std::string> makeGemmProblem(const GemmShape& shape, uint64_t seed
   out.gemm = shape;
   out.a = std::move(params[0].data);
   out.b = std::move(params[1].data);
+  out.b_elem = b_elem;
+  if (b_elem != KvElem::F32) {
+    out.b16.resize(out.b.size());
+    for (size_t i = 0; i < out.b.size(); ++i)
+      out.b16[i] = b_elem == KvElem::BF16 ? host::f32ToBf16(out.b[i]) : host::f32ToF16(out.b[i]);
+  }
   return std::nullopt;
 }
 
-std::optional<std::string> makeProblem(const ShapeSpec& spec, bool causal, uint64_t seed, Problem& out, KvElem kv) {
-  return spec.workload == Workload::Gemm ? makeGemmProblem(spec.gemm, seed, out)
+std::optional<std::string> makeProblem(const ShapeSpec& spec, bool causal, uint64_t seed, Problem& out, KvElem kv,
+                                       KvElem b_elem) {
+  return spec.workload == Workload::Gemm ? makeGemmProblem(spec.gemm, seed, out, b_elem)
                                          : makeProblem(spec.attention, causal, seed, out, kv);
 }
 
@@ -190,12 +199,14 @@ namespace {
 void gemmReference(Problem& p) {
   const GemmShape& g = p.gemm;
   p.reference.assign(p.outputSize(), 0.0);
+  p.abs_product.assign(p.outputSize(), 0.0);
   for (int64_t i = 0; i < g.M; ++i)
     for (int64_t k = 0; k < g.K; ++k) {
       const double a = p.a[i * g.K + k];
       const float* b = &p.b[k * g.N];
       double* c = &p.reference[i * g.N];
       for (int64_t j = 0; j < g.N; ++j) c[j] += a * double(b[j]);
+      for (int64_t j = 0; j < g.N; ++j) p.abs_product[i * g.N + j] += std::abs(a * double(b[j]));
     }
 }
 

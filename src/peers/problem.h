@@ -65,12 +65,15 @@ struct Problem {
   std::vector<uint16_t> k16, v16;  // a 16-bit kv_elem: the bits of k and v
   GemmShape gemm;                  // gemm: C[M,N] = A[M,K] . B[K,N], all row-major
   std::vector<float> a, b;
-  std::vector<double> reference;  // o (or c) in FP64 (empty until computeReference)
+  KvElem b_elem = KvElem::F32;      // gemm: B as f32, or a 16-bit type whose values b then are
+  std::vector<uint16_t> b16;        // a 16-bit b_elem: the bits of b
+  std::vector<double> reference;    // o (or c) in FP64 (empty until computeReference)
+  std::vector<double> abs_product;  // gemm: (|A||B|)[i,j] (computeReference)
 
   // attention: 2 * B * Hq * Q * K * (D + Dv) (every key, mask or not); gemm: 2 * M * N * K
   double flops() const;
   // The bytes the roofline's memory side reads: attention K and V, B * Hkv * K * (D + Dv)
-  // elements of kv_elem; gemm A and B, 4 * (M * K + K * N).
+  // elements of kv_elem; gemm A and B, 4 * M * K + (4 or 2 for 16-bit B) * K * N.
   double kvBytes() const;
   const char* bytesName() const { return workload == Workload::Gemm ? "A+B" : "K/V"; }
   int64_t outputSize() const {
@@ -86,9 +89,11 @@ struct Problem {
 std::optional<std::string> makeProblem(const Shape& shape, bool causal, uint64_t seed, Problem& out,
                                        KvElem kv = KvElem::F32);
 // GEMM inputs from `seed` (host::makeInputs on the library's gemm kernel of the shape).
-std::optional<std::string> makeGemmProblem(const GemmShape& shape, uint64_t seed, Problem& out);
+// With a 16-bit b_elem, B's values are of that type and b16 holds their bits.
+std::optional<std::string> makeGemmProblem(const GemmShape& shape, uint64_t seed, Problem& out,
+                                           KvElem b_elem = KvElem::F32);
 std::optional<std::string> makeProblem(const ShapeSpec& spec, bool causal, uint64_t seed, Problem& out,
-                                       KvElem kv = KvElem::F32);
+                                       KvElem kv = KvElem::F32, KvElem b_elem = KvElem::F32);
 void computeReference(Problem& problem);
 
 }  // namespace kiln::peers

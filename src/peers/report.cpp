@@ -23,7 +23,9 @@ std::string kvNote(const PeersResult& run) {
 
 std::string header(const PeersResult& run, const ShapeResult& s) {
   if (s.spec.workload == Workload::Gemm)
-    return fmt::format("gemm {} (M,N,K), {} thread(s)", s.spec.text(), run.options.threads);
+    return fmt::format("gemm {} (M,N,K), {}{} thread(s)", s.spec.text(),
+                       run.options.b_elem == KvElem::F32 ? "" : fmt::format("B {}, ", kvElemName(run.options.b_elem)),
+                       run.options.threads);
   return fmt::format("{} (B,Hq,Hkv,Q,K,D,Dv), mask {}, {}{} thread(s)", s.spec.text(),
                      run.options.causal ? "causal" : "none", kvNote(run), run.options.threads);
 }
@@ -96,6 +98,7 @@ nlohmann::ordered_json toJson(const PeersResult& run) {
   j["threads"] = run.options.threads;
   j["mask"] = run.options.causal ? "causal" : "none";
   j["kv_dtype"] = kvElemName(run.options.kv_elem);
+  if (run.options.workload == Workload::Gemm) j["b_dtype"] = kvElemName(run.options.b_elem);
   j["seed"] = run.options.seed;
   j["protocol"] = {{"name", run.options.protocol_name},
                    {"warmup_ms", p.warmup_s * 1e3},

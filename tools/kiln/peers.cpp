@@ -52,6 +52,7 @@ Command addPeers(CLI::App& parent) {
     std::string serve;
     std::string isa = "native";
     std::string kv_dtype = "f32";
+    std::string b_dtype = "f32";
   };
   auto a = std::make_shared<Args>();
   std::string impl_names;
@@ -75,6 +76,11 @@ Command addPeers(CLI::App& parent) {
                   "Attention's K and V stored as f32 (default), f16 or bf16: Kiln's kernel reads them as such "
                   "(kiln-f32 beside it reads the same values as f32), oneDNN runs its 16-bit pipeline; the peers "
                   "that read f32 K/V only are left out")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  app->add_option("--b-dtype", a->b_dtype,
+                  "GEMM's B (the weights) stored as f32 (default), f16 or bf16, A and C f32: Kiln's GEMM reads B as "
+                  "such, oneDNN runs its 16-bit matmul (A rounded to B's type); the peers that read f32 B only are "
+                  "left out")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
   app->add_flag("--quick", a->quick, "Short protocol: warmup 5 ms, sample target 2 ms, 3 samples, 3 rounds");
   app->add_option("--budget", a->budget, "Seconds of timing per shape before samples and rounds are cut (default 45)")
@@ -114,6 +120,7 @@ Command addPeers(CLI::App& parent) {
             o.workload = a->kernel == "gemm" ? peers::Workload::Gemm : peers::Workload::Attention;
             o.impls = a->impls;
             dsl::floatElemNamed(a->kv_dtype, o.kv_elem);  // one of them (checked by CLI11)
+            dsl::floatElemNamed(a->b_dtype, o.b_elem);
             if (a->quick) {
               o.protocol = peers::ProtocolOptions::quick();
               o.protocol_name = "quick";
