@@ -213,6 +213,25 @@ TEST(Lanes, SixteenBitSplatOperandsAreWidenedOnce) {
   }
 }
 
+// A GEMM's B tile is a strip of B's rows read by several register tiles of rows: copied once
+// into a panel. One row of outputs (1 x 4096 x 4096), or K/V tiles of whole rows (attention):
+// read from the view.
+TEST(Lanes, StripsReadByRowTilesArePanels) {
+  auto rep = [](const char* kernel, const char* shape, const char* value) {
+    std::unique_ptr<kiln::ir::Kernel> k;
+    EXPECT_FALSE(kiln::kernels::buildLibraryKernel({kernel, shape, {}}, k));
+    kiln::driver::Compilation c;
+    EXPECT_FALSE(kiln::driver::compile(*k, Knobs{}, c, kiln::driver::Stage::Plan).has_value());
+    for (const auto& l : c.report["phases"][0]["lanes"]["layouts"])
+      if (l["value"] == value) return l["rep"].get<std::string>();
+    return std::string("missing");
+  };
+  EXPECT_EQ(rep("gemm", "512,512,512", "%bt"), "panel");
+  EXPECT_EQ(rep("gemm", "300,200,129", "%bt"), "panel");
+  EXPECT_EQ(rep("gemm", "1,4096,4096", "%bt"), "direct");
+  EXPECT_EQ(rep("attention", "1,32,8,512,512,128,128", "%vt"), "direct");
+}
+
 // MHA decode: Q.K^T in the partitions(16) order as a dot product along D, K read as it lies in
 // memory (no transpose), the 16 partitions of 16 scores merged after one in-register transpose.
 TEST(Lanes, MhaDecodeQkIsADotProduct) {
