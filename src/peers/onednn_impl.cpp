@@ -104,14 +104,12 @@ class OneDnnImpl : public LocalImpl {
     out_.assign(p.outputSize(), 0.0f);
     scratch_.assign(BH * M * K, 0.0f);
     half_ = p.kv_elem != KvElem::F32;
-    const dt kv = p.kv_elem == KvElem::BF16 ? dt::bf16 : p.kv_elem == KvElem::F16 ? dt::f16 : dt::f32;
+    const dt kv = dtypeOf(p.kv_elem);
     void* qData = const_cast<float*>(p.q.data());
     void* kData = const_cast<float*>(p.k.data());
     void* vData = const_cast<float*>(p.v.data());
     if (half_) {
-      q16_.resize(p.q.size());
-      for (size_t i = 0; i < p.q.size(); ++i)
-        q16_[i] = kv == dt::bf16 ? host::f32ToBf16(p.q[i]) : host::f32ToF16(p.q[i]);
+      roundTo16(p.q, p.kv_elem);
       scratch_.assign((BH * M * K + 1) / 2, 0.0f);  // 16-bit scores
       qData = q16_.data();
       kData = const_cast<uint16_t*>(p.k16.data());
@@ -173,6 +171,13 @@ class OneDnnImpl : public LocalImpl {
     return std::nullopt;
   }
 
+  static dt dtypeOf(KvElem e) { return e == KvElem::BF16 ? dt::bf16 : e == KvElem::F16 ? dt::f16 : dt::f32; }
+  // q16_ = x rounded to the 16-bit type e (the operand oneDNN's 16-bit matmul takes in e).
+  void roundTo16(const std::vector<float>& x, KvElem e) {
+    q16_.resize(x.size());
+    for (size_t i = 0; i < x.size(); ++i) q16_[i] = e == KvElem::BF16 ? host::f32ToBf16(x[i]) : host::f32ToF16(x[i]);
+  }
+
   // GEMM: one matmul primitive, C[M,N] = A[M,K] . B[K,N]. With 16-bit B (--b-dtype) oneDNN's
   // matmul takes A in the same type: A is rounded to it once (untimed), C accumulates in f32.
   std::optional<std::string> buildGemm(const Problem& p) {
@@ -180,14 +185,12 @@ class OneDnnImpl : public LocalImpl {
     gemm_ = true;
     half_ = p.b_elem != KvElem::F32;
     bf16_ = p.b_elem == KvElem::BF16;
-    const dt in = p.b_elem == KvElem::BF16 ? dt::bf16 : p.b_elem == KvElem::F16 ? dt::f16 : dt::f32;
+    const dt in = dtypeOf(p.b_elem);
     out_.assign(p.outputSize(), 0.0f);
     void* aData = const_cast<float*>(p.a.data());
     void* bData = const_cast<float*>(p.b.data());
     if (half_) {
-      q16_.resize(p.a.size());
-      for (size_t i = 0; i < p.a.size(); ++i)
-        q16_[i] = in == dt::bf16 ? host::f32ToBf16(p.a[i]) : host::f32ToF16(p.a[i]);
+      roundTo16(p.a, p.b_elem);
       aData = q16_.data();
       bData = const_cast<uint16_t*>(p.b16.data());
     }
