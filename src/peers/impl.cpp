@@ -125,6 +125,10 @@ bool takesHalfKv(const std::string& name) {
   return name.rfind("kiln", 0) == 0 || name == "onednn" || name == "native";
 }
 
+bool takesHalfB(const std::string& name) {
+  return name.rfind("kiln", 0) == 0 || name == "onednn";
+}
+
 std::unique_ptr<Impl> makeImpl(const std::string& name, const ImplOptions& o) {
   if (name == "kiln") return makeKilnDefault(o);
   if (name == "kiln-1t") return makeKilnOneThread(o);

@@ -95,6 +95,8 @@ const std::vector<std::string>& implNames(Workload w);
 std::unique_ptr<Impl> makeImpl(const std::string& name, const ImplOptions& options);
 // Whether the implementation reads K/V of a 16-bit type (the others refuse such a problem).
 bool takesHalfKv(const std::string& name);
+// Whether the GEMM implementation reads B of a 16-bit type (--b-dtype).
+bool takesHalfB(const std::string& name);
 
 // The OpenBLAS 0.3.21 DYNAMIC_ARCH core family for this CPU: Cooperlake (AVX-512 + BF16),
 // SkylakeX (AVX-512), Haswell (AVX2), or "" when none applies.

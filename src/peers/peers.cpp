@@ -77,7 +77,7 @@ std::optional<std::string> checkOptions(const PeersOptions& o, std::vector<Shape
   if (!gemm && o.b_elem != KvElem::F32) return "--b-dtype applies to --kernel gemm only (attention: --kv-dtype)";
   if (o.b_elem != KvElem::F32)
     for (const std::string& name : o.impls)
-      if (!takesHalfKv(name))
+      if (!takesHalfB(name))
         return "implementation '" + name + "' reads f32 B only; with --b-dtype " + kvElemName(o.b_elem) +
                " there are the kiln ones and onednn";
   if (o.kv_elem != KvElem::F32)
@@ -162,14 +162,15 @@ std::optional<std::string> runPeers(const PeersOptions& options, PeersResult& re
     k.threads = options.threads;
     tuned = tuned || tune::lookup(tune::tuningKey(req, k)).has_value();
   }
-  // With --kv-dtype: kiln-f32 beside kiln, and only the peers that read 16-bit K/V.
-  const bool half = options.kv_elem != KvElem::F32 || options.b_elem != KvElem::F32;
+  // With --kv-dtype: kiln-f32 beside kiln, and only the peers that read 16-bit K/V; with
+  // --b-dtype only those that read 16-bit B.
+  const bool halfKv = options.kv_elem != KvElem::F32, halfB = options.b_elem != KvElem::F32;
   std::vector<std::string> names = options.impls;
   if (names.empty())
     for (const std::string& n : implNames(options.workload))
       if ((n != "kiln-1t" || options.threads > 1) && (n != "kiln-untuned" || tuned || options.runtime_lengths) &&
-          (n != "kiln-lengths" || options.runtime_lengths) && (n != "kiln-f32" || options.kv_elem != KvElem::F32) &&
-          (!half || takesHalfKv(n)))
+          (n != "kiln-lengths" || options.runtime_lengths) && (n != "kiln-f32" || halfKv) &&
+          (!halfKv || takesHalfKv(n)) && (!halfB || takesHalfB(n)))
         names.push_back(n);
   ImplOptions io = options.impl;
   io.threads = options.threads;

@@ -443,15 +443,22 @@ class LanePlanner {
     });
   }
 
-  // Whether an outer-product mma reads `x` one element per K step, splat over the lanes.
-  bool splatByMma(const Value* x) const {
+  // Whether some mma has `x` as operand i (a or b) where pred(mma op, its plan, i) holds.
+  template <class Pred>
+  bool anyMmaOperandUse(const Value* x, Pred pred) const {
     for (const Op* u : users_[x->id]) {
       auto it = lp_.mma.find(u);
-      if (it == lp_.mma.end() || it->second.form != MmaForm::OuterProduct) continue;
+      if (it == lp_.mma.end()) continue;
       for (int i = 0; i < 2; ++i)
-        if (u->operands[i] == x && it->second.broadcast[i]) return true;
+        if (u->operands[i] == x && pred(u, it->second, i)) return true;
     }
     return false;
+  }
+
+  // Whether an outer-product mma reads `x` one element per K step, splat over the lanes.
+  bool splatByMma(const Value* x) const {
+    return anyMmaOperandUse(
+        x, [](const Op*, const LaneMma& m, int i) { return m.form == MmaForm::OuterProduct && m.broadcast[i]; });
   }
 
   // A load of a strip of its view's rows (fewer columns than the view's last dim) that an
@@ -473,34 +480,20 @@ class LanePlanner {
   // Whether an outer-product mma reads `x` as lane vectors (the operand with its lane dim, not
   // transposed) from more than one register tile of rows.
   bool laneOperandOfRowTiles(const Value* x) const {
-    for (const Op* u : users_[x->id]) {
-      auto it = lp_.mma.find(u);
-      if (it == lp_.mma.end() || it->second.form != MmaForm::OuterProduct) continue;
-      for (int i = 0; i < 2; ++i)
-        if (u->operands[i] == x && !it->second.broadcast[i] && it->second.conversion[i] < 0) {
-          const ir::Type& at = u->operands[2]->type;
-          const int64_t rows = at.numElements() / std::max<int64_t>(1, at.dims.back().extent);
-          if (rows > it->second.block_rows) return true;
-        }
-    }
-    return false;
+    return anyMmaOperandUse(x, [](const Op* u, const LaneMma& m, int i) {
+      if (m.form != MmaForm::OuterProduct || m.broadcast[i] || m.conversion[i] >= 0) return false;
+      const ir::Type& at = u->operands[2]->type;
+      return at.numElements() / std::max<int64_t>(1, at.dims.back().extent) > m.block_rows;
+    });
   }
 
   // Whether an mma reads `x` a strip of columns at a time: transposed (W rows per block), or as
   // the lane operand of register tiles narrower than its rows.
   bool readInStrips(const Value* x) const {
-    for (const Op* u : users_[x->id]) {
-      auto it = lp_.mma.find(u);
-      if (it == lp_.mma.end()) continue;
-      const LaneMma& m = it->second;
-      for (int i = 0; i < 2; ++i) {
-        if (u->operands[i] != x) continue;
-        if (m.conversion[i] >= 0) return true;
-        if (m.form == MmaForm::OuterProduct && !m.broadcast[i] && m.block_chunks < lp_.layout[x->id].chunks)
-          return true;
-      }
-    }
-    return false;
+    return anyMmaOperandUse(x, [&](const Op*, const LaneMma& m, int i) {
+      return m.conversion[i] >= 0 ||
+             (m.form == MmaForm::OuterProduct && !m.broadcast[i] && m.block_chunks < lp_.layout[x->id].chunks);
+    });
   }
 
   // Prefetch rule (LanePrefetch): a tile loaded inside a serial loop from a view of more than
