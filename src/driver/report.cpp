@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 
 #include "ir/printer.h"
 #include "jit/compile.h"
@@ -135,6 +136,9 @@ nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
                     {"vectors", c.rows * c.chunks},
                     {"method", "in-register WxW transposes"}});
   j["conversions"] = conv;
+  std::set<const ir::Op*> inPlace;  // mmas whose result is written in their loop's carried panel
+  for (const auto& [loop, lo] : lp.loops)
+    for (size_t i : lo.in_place) inPlace.insert(loop->regions[0]->ops.back()->operands[i]->def);
   nlohmann::json mmas = nlohmann::json::array();
   ir::walk(kernel.body, [&](const ir::Op* op) {
     if (op->kind != ir::OpKind::Mma) return;
@@ -146,15 +150,17 @@ nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
                         ? "lane vectors (transposed in registers, consumed at once)"
                     : m.conversion[i] >= 0 ? "lane vectors (transposed)"
                                            : "lane vectors");
-    mmas.push_back({{"at", where(op->loc)},
-                    {"form", plan::toString(m.form)},
-                    {"lane_dim", m.lane_dim},
-                    {"operands", ops},
-                    {"register_tile", fmt::format("{}x{}", m.block_rows, m.block_chunks)},
-                    {"register_tiles", m.blocks},
-                    {"k_rolled", m.k_rolled},
-                    {"k_reason", m.k_reason},
-                    {"step", op->mma_policy.fused ? "fma" : "mul+add"}});
+    mmas.push_back(
+        {{"at", where(op->loc)},
+         {"form", plan::toString(m.form)},
+         {"lane_dim", m.lane_dim},
+         {"operands", ops},
+         {"register_tile", fmt::format("{}x{}", m.block_rows, m.block_chunks)},
+         {"register_tiles", m.blocks},
+         {"k_rolled", m.k_rolled},
+         {"k_reason", m.k_reason},
+         {"accumulator", inPlace.count(op) ? "the loop's carried panel, updated in place" : "its own storage"},
+         {"step", op->mma_policy.fused ? "fma" : "mul+add"}});
   });
   j["mma"] = mmas;
   nlohmann::json reds = nlohmann::json::array();

@@ -166,7 +166,7 @@ class CodeModel {
     for (size_t i = 0; i < op->results.size(); ++i) {
       const Layout& l = L(body->args[i + 1]);
       const Value* y = yield->operands[i];
-      if (l.rep != LaneRep::Panel || y == body->args[i + 1]) continue;
+      if (l.rep != LaneRep::Panel || y == body->args[i + 1] || plan::inPlace(lo, i)) continue;
       const bool staged = std::find(lo.staged.begin(), lo.staged.end(), i) != lo.staged.end();
       walk(l, [&](int64_t) {
         if (!staged) read(y);

@@ -597,12 +597,28 @@ class LanePlanner {
           const Value* y = yield->operands[i];
           if (L(body->args[i + 1]).rep != LaneRep::Panel || y == body->args[i + 1]) continue;
           if (y->origin == ir::Value::Origin::RegionArg && y->region == body) lo.staged.push_back(i);
+          if (accumulatesInPlace(body->args[i + 1], y)) lo.in_place.push_back(i);
         }
       lp_.loops[op] = lo;
     });
   }
 
+  // A carried panel whose next value is an outer-product mma over it, its only use (a GEMM's
+  // or attention's accumulator): the mma reads each register tile's accumulators before it
+  // writes them, so it writes into the carried storage and the trip ends without a copy.
+  bool accumulatesInPlace(const Value* arg, const Value* y) const {
+    const Op* mma = y->def;
+    if (!mma || mma->kind != OpKind::Mma || mma->operands[2] != arg || users_[arg->id].size() != 1) return false;
+    if (mma->operands[0] == arg || mma->operands[1] == arg) return false;
+    const Layout &al = lp_.layout[arg->id], &rl = lp_.layout[y->id];
+    return lp_.mma.at(mma).form == MmaForm::OuterProduct && rl.rep == LaneRep::Panel && rl.rows == al.rows &&
+           rl.chunks == al.chunks && y->type.elem == arg->type.elem;
+  }
+
   void assignSlots() {
+    std::map<const Value*, const Value*> inPlace;  // mma result -> the carried panel it updates
+    for (const auto& [op, lo] : lp_.loops)
+      for (size_t i : lo.in_place) inPlace[op->regions[0]->ops.back()->operands[i]] = op->regions[0]->args[i + 1];
     auto slot = [&](int64_t vectors, ir::Elem e) {
       lp_.slot_vectors.push_back(std::max<int64_t>(vectors, 1));
       lp_.slot_elem.push_back(e);
@@ -619,6 +635,8 @@ class LanePlanner {
         if (L(r).rep != LaneRep::Panel) continue;
         if (ir::isLoop(op->kind))
           L(r).slot = L(op->regions[0]->args[i + 1]).slot;
+        else if (auto it = inPlace.find(r); it != inPlace.end())
+          L(r).slot = L(it->second).slot;  // assigned already: the loop is walked before its body
         else
           L(r).slot = slot(L(r).vectors(), r->type.elem);
       }

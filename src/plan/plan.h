@@ -4,6 +4,7 @@
 // Guarantees: either a complete Plan, or an error naming the knob / limit that failed.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -156,8 +157,12 @@ struct LaneReduce {
 // A serial/pipeline loop's carried panels yielded from another carried panel of the same loop
 // (a swap): staged through a private temporary so that no copy reads overwritten storage.
 struct LaneLoop {
-  std::vector<size_t> staged;  // carried indices
+  std::vector<size_t> staged;    // carried indices
+  std::vector<size_t> in_place;  // carried indices whose next value is written in the carried panel
 };
+inline bool inPlace(const LaneLoop& lo, size_t i) {
+  return std::find(lo.in_place.begin(), lo.in_place.end(), i) != lo.in_place.end();
+}
 
 enum class LaneAccess : uint8_t { Vector, Gather };
 

@@ -232,6 +232,54 @@ TEST(Lanes, StripsReadByRowTilesArePanels) {
   EXPECT_EQ(rep("attention", "1,32,8,512,512,128,128", "%vt"), "direct");
 }
 
+// A loop's carried accumulator that only its mma reads is updated in place: each register tile
+// reads its accumulators before it writes them, so the trip ends without copying the panel. An
+// accumulator read elsewhere too keeps its own storage (and the copy).
+TEST(Lanes, CarriedAccumulatorsAreUpdatedInPlace) {
+  const char* text = R"(
+kernel @acc(%a: view<f32>[40, 64], %b: view<f32>[64, 48], %c: view<f32>[40, 48], %d: view<f32>[40, 48]) {
+  parallel (%p) in (1) {
+    %z = const 0 : f32[m:40, n:48]
+    %r = serial %k = 0 to 4 step 1 iter(%acc = %z) : f32[m:40, n:48] {
+      %k0 = mul %k, 16
+      %at = load %a[0, %k0] as [m:40, e:16] : f32[m:40, e:16]
+      %bt = load %b[%k0, 0] as [e:16, n:48] : f32[e:16, n:48]
+      %next = mma %at, %bt, %acc contract [e] fused : f32[m:40, n:48]
+      yield %next
+    }
+    store %r, %c[0, 0] as [m:40, n:48]
+    %r2 = serial %k = 0 to 4 step 1 iter(%acc = %z) : f32[m:40, n:48] {
+      %k0 = mul %k, 16
+      %at = load %a[0, %k0] as [m:40, e:16] : f32[m:40, e:16]
+      %bt = load %b[%k0, 0] as [e:16, n:48] : f32[e:16, n:48]
+      %next = mma %at, %bt, %acc contract [e] fused : f32[m:40, n:48]
+      %sum = add %next, %acc
+      yield %sum
+    }
+    store %r2, %d[0, 0] as [m:40, n:48]
+  }
+})";
+  kiln::ir::DiagEngine diag;
+  auto k = kiln::ir::parseKernel(text, "acc.tile", diag);
+  ASSERT_TRUE(k) << diag.str();
+  for (const Knobs& kn : {Knobs{}, knobs({"isa=avx2", "packet_width=8"})}) {
+    kiln::driver::Compilation c;
+    ASSERT_FALSE(kiln::driver::compile(*k, kn, c).has_value());
+    const auto& lanes = c.report["phases"][0]["lanes"];
+    ASSERT_EQ(lanes["mma"].size(), 2u);
+    EXPECT_EQ(lanes["mma"][0]["accumulator"], "the loop's carried panel, updated in place") << lanes["mma"].dump();
+    EXPECT_EQ(lanes["mma"][1]["accumulator"], "its own storage");
+    EXPECT_EQ(lanes["code_per_program"]["predicted"], lanes["code_per_program"]["realized"]);
+    expectBitexact(*k, kn, describe(kn));
+  }
+  // The library's GEMM: its K loop's accumulator.
+  std::unique_ptr<kiln::ir::Kernel> g;
+  ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"gemm", "70,90,200", {}}, g).has_value());
+  kiln::driver::Compilation c;
+  ASSERT_FALSE(kiln::driver::compile(*g, Knobs{}, c, kiln::driver::Stage::Plan).has_value());
+  EXPECT_EQ(c.report["phases"][0]["lanes"]["mma"][0]["accumulator"], "the loop's carried panel, updated in place");
+}
+
 // MHA decode: Q.K^T in the partitions(16) order as a dot product along D, K read as it lies in
 // memory (no transpose), the 16 partitions of 16 scores merged after one in-register transpose.
 TEST(Lanes, MhaDecodeQkIsADotProduct) {

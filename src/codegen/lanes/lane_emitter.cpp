@@ -453,7 +453,7 @@ void LaneEmitter::emitLoop(const Op* op) {
     for (size_t i = 0; i < nc; ++i) {
       const plan::Layout& l = layoutOf(i);
       const ir::Value* y = yield->operands[i];
-      if (l.rep != LaneRep::Panel || y == body->args[i + 1]) continue;
+      if (l.rep != LaneRep::Panel || y == body->args[i + 1] || plan::inPlace(lp_.loops.at(op), i)) continue;
       auto it = std::find_if(staged.begin(), staged.end(), [&](const auto& s) { return s.first == i; });
       if (it == staged.end()) {
         copyPanel(body->args[i + 1], [&](Ix row, Ix chunk) { return vec(y, row, chunk); });
