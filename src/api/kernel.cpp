@@ -22,6 +22,7 @@
 #include "kiln/dsl.h"
 #include "plan/knobs.h"
 #include "runtime/runtime.h"
+#include "target/target.h"
 
 namespace kiln {
 
@@ -266,6 +267,12 @@ Result<Kernel> Kernel::library(std::string_view name, std::string_view shape,
     request.name = name;
     request.shape = shape;
     request.options = library_options;
+    // What the library sizes programs for: the knobs' target and threads (as `kiln run`).
+    plan::Knobs knobs;
+    if (auto e = knobsFrom(options, knobs)) return Error(*e);
+    const target::Target& t = target::of(knobs.target);
+    const target::Model& m = t.model(knobs.isa);
+    request.target = kernels::LibraryTarget{t.gpuEntries(), m.multiprocessors, knobs.threads, m.l1d_bytes};
     std::unique_ptr<ir::Kernel> kernel;
     if (auto e = kernels::buildLibraryKernel(request, kernel)) return Error(*e);
     return fromImpl(build(*kernel, options, &request));

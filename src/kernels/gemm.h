@@ -14,6 +14,9 @@ struct GemmShape {
   int64_t M = 1, N = 1, K = 1;
 };
 
+// The most outputs (TM x TN) one program of the library's GEMM holds.
+constexpr int64_t kMaxGemmTileOutputs = 16384;
+
 struct GemmTiles {
   int64_t TM = 16, TN = 16, TK = 16;
 };
@@ -31,9 +34,13 @@ dsl::BuildResult gemm(const GemmShape& shape, const GemmTiles& tiles = {}, bool 
                       bool runtime_rows = false, dsl::FloatElem a_elem = dsl::FloatElem::F32,
                       dsl::FloatElem b_elem = dsl::FloatElem::F32, int64_t split_k = 1);
 
-// The library's tiles for a shape: up to 64 x 64 outputs per program (a 64-column row is four
-// 16-lane vectors), K in steps of up to 64.
-GemmTiles defaultGemmTiles(const GemmShape& shape);
+// The library's tiles for a shape on a CPU whose programs run on `threads` threads: up to
+// 64 x 64 outputs per program (a 64-column row is four 16-lane vectors), K in steps of up to 64.
+// A skinny GEMM (M <= 4, B as K x N: decode's projections) is bound by streaming B: B's rows
+// are split into as few strips as give every thread one and keep a strip's accumulators within
+// half of the L1 data cache (`l1d_bytes`, 32 KiB when 0), K in steps of 8, so that each
+// program reads B row after row.
+GemmTiles defaultGemmTiles(const GemmShape& shape, bool trans_b = false, int64_t threads = 1, int64_t l1d_bytes = 0);
 // On a GPU of `multiprocessors` SMs (the block realization: a program is a thread block of up
 // to 256 threads, each with a register tile of at most 8 x 8 outputs): the largest square tile
 // of 128, 64 or 32 outputs a side that still gives a block per multiprocessor (else 32), with

@@ -193,7 +193,8 @@ dsl::ReduceOrder rowOrder(const Spec& s) {
 GemmTiles gemmTiles(const Spec& s) {
   const GemmShape g{s.shape[0], s.shape[1], s.shape[2]};
   if (s.tiles) return *s.tiles;
-  return s.target.gpu ? defaultGpuGemmTiles(g, s.target.multiprocessors) : defaultGemmTiles(g);
+  return s.target.gpu ? defaultGpuGemmTiles(g, s.target.multiprocessors)
+                      : defaultGemmTiles(g, s.trans_b, s.target.threads, s.target.l1d_bytes);
 }
 
 // gemm's K chunks: --split-k, else the target's rule (a CPU: none).
@@ -222,7 +223,7 @@ Error gemmSplitOption(const LibraryRequest& r, Spec& s) {
 // gemm --tile TMxTNxTK: outputs per program (TM rows x TN columns) and K per step. Any tile
 // gives the same bits (K is accumulated in ascending order either way); the limits keep a
 // program's accumulator and operand tiles within what the planner holds per program.
-constexpr int64_t kMaxTileM = 256, kMaxTileN = 1024, kMaxTileK = 1024, kMaxTileElements = 16384;
+constexpr int64_t kMaxTileM = 256, kMaxTileN = 16384, kMaxTileK = 1024, kMaxTileElements = kMaxGemmTileOutputs;
 Error gemmTileOption(const LibraryRequest& r, Spec& s) {
   auto it = r.options.find("tile");
   if (it == r.options.end()) return std::nullopt;

@@ -22,6 +22,8 @@ namespace kiln::kernels {
 struct LibraryTarget {
   bool gpu = false;
   int64_t multiprocessors = 0;
+  int64_t threads = 1;    // a CPU: the threads programs run on (the knob `threads`)
+  int64_t l1d_bytes = 0;  // a CPU: one core's L1 data cache (0: unknown, taken as 32 KiB)
 };
 
 struct LibraryRequest {

@@ -9,6 +9,7 @@
 #include "driver/compile.h"
 #include "kernels/registry.h"
 #include "peers/impl.h"
+#include "target/target.h"
 #include "tune/tune.h"
 
 namespace kiln::peers {
@@ -56,6 +57,7 @@ class KilnImpl : public LocalImpl {
       kernels::LibraryRequest req{
           "attention", fmt::format("{},{},{},{},{},{},{}", s.B, s.Hq, s.Hkv, s.Q, s.K, s.D, s.Dv), {}};
       req.options["mask"] = p.causal ? "causal" : "none";
+      req.target = libraryTarget();
       if (!block.empty()) req.options["block"] = block;
       if (!options_.split.empty()) req.options["split"] = options_.split;
       if (lengths()) req.options["kv-cache"] = "dense";
@@ -115,11 +117,19 @@ class KilnImpl : public LocalImpl {
   }
 
  private:
+  // What the library sizes programs for: this CPU's model at the run's ISA, and its threads.
+  kernels::LibraryTarget libraryTarget() const {
+    plan::Knobs k;
+    k.isa = options_.isa;
+    return kernels::LibraryTarget{false, 0, options_.threads, target::of(k.target).model(k.isa).l1d_bytes};
+  }
+
   // The library's GEMM as `kiln run --kernel gemm --shape M,N,K` builds it.
   std::optional<std::string> prepareGemm(const Problem& p) {
     if (seed_) return "the seed preset has no GEMM";
     const GemmShape& g = p.gemm;
     kernels::LibraryRequest req{"gemm", fmt::format("{},{},{}", g.M, g.N, g.K), {}};
+    req.target = libraryTarget();
     const bool halfB = p.b_elem != KvElem::F32;
     if (halfB) req.options["b-dtype"] = kvElemName(p.b_elem);
     plan::Knobs knobs;
@@ -143,7 +153,7 @@ class KilnImpl : public LocalImpl {
     if (auto e = loaded_->checkArgs(args_)) return "arguments: " + *e;
     launch_ = loaded_->entry().launch;
     const nlohmann::json& r = c.report;
-    const kernels::GemmTiles t = kernels::defaultGemmTiles(g);
+    const kernels::GemmTiles t = kernels::defaultGemmTiles(g, false, req.target.threads, req.target.l1d_bytes);
     detail_ =
         fmt::format("{}{} knobs, tiles {}x{}x{} (library default), compile {:.0f} ms, object {} B, {} thread(s){}",
                     halfB ? fmt::format("B {}, ", kvElemName(p.b_elem)) : "", tuning_, t.TM, t.TN, t.TK,

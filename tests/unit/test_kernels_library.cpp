@@ -461,6 +461,34 @@ TEST(LibraryNative, GemmLongKIsCheckedWithItsRoundingBound) {
   for (const auto& v : none) EXPECT_TRUE(v.empty());
 }
 
+// A skinny GEMM (M <= 4, B as K x N) reads B's rows whole: one strip per thread, more where a
+// strip's accumulators would pass half of L1; K in steps of 8. The strips run bit for bit as the
+// interpreter (any tile gives the same bits).
+TEST(LibraryNative, SkinnyGemmStreamsWholeRowsOfB) {
+  auto tile = [](const char* shape, int64_t threads, int64_t l1, std::map<std::string, std::string> o = {}) {
+    LibraryRequest r = req("gemm", shape, std::move(o));
+    r.target.threads = threads;
+    r.target.l1d_bytes = l1;
+    std::map<std::string, std::string> c;
+    EXPECT_FALSE(libraryChoices(r, c));
+    return c["tile"];
+  };
+  EXPECT_EQ(tile("1,5632,2048", 1, 49152), "1x5632x8 (library default)");  // 22 KB of accumulators
+  EXPECT_EQ(tile("1,5632,2048", 2, 49152), "1x2816x8 (library default)");
+  EXPECT_EQ(tile("1,5632,2048", 1, 32768), "1x2816x8 (library default)");  // past 16 KB: two strips
+  EXPECT_EQ(tile("1,5632,2048", 1, 0), "1x2816x8 (library default)");      // unknown L1: 32 KiB
+  EXPECT_EQ(tile("4,5632,2048", 1, 49152), "4x1408x8 (library default)");
+  EXPECT_EQ(tile("1,32000,2048", 3, 49152), "1x5344x8 (library default)");
+  EXPECT_EQ(tile("2,100,5", 1, 49152), "2x112x5 (library default)");
+  EXPECT_EQ(tile("4,512,512", 1, 49152, {{"trans-b", ""}}), "4x64x64 (library default)");  // B as N x K
+  EXPECT_EQ(tile("5,512,512", 1, 49152), "5x64x64 (library default)");
+  for (int64_t threads : {1, 3}) {
+    LibraryRequest r = req("gemm", "3,1000,37");
+    r.target.threads = threads;
+    expectNativePasses(r);
+  }
+}
+
 TEST(LibraryNative, SoftmaxInParts) {
   for (const char* parts : {"2", "4", "7"})
     for (const char* dtype : {"f32", "bf16"}) {

@@ -92,7 +92,8 @@ struct KernelSource {
   // What the library sizes programs for: the target knob's model (set before load()).
   void setTarget(const plan::Knobs& knobs) {
     const target::Model& m = target::of(knobs.target).model(knobs.isa);
-    target = kernels::LibraryTarget{target::of(knobs.target).gpuEntries(), m.multiprocessors};
+    target =
+        kernels::LibraryTarget{target::of(knobs.target).gpuEntries(), m.multiprocessors, knobs.threads, m.l1d_bytes};
   }
   kernels::LibraryTarget target;
 
