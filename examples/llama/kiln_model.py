@@ -87,7 +87,7 @@ class KilnLlama:
         self.phases = {"prefill": self._phase(c["max_prefill_tokens"]), "decode": self._phase(B)}
         self.final = {
             "norm": final_norm,
-            "lm": self._gemm(B, V, d),
+            "lm": [(1, 1, 1.0, self._gemm(1, V, d))] * (B > 1) + [(B, B, 1.2 / B, self._gemm(B, V, d))],
             "x": np.zeros((B, d), np.float32),
             "y": np.zeros((B, d), np.float32),
             "logits": np.zeros((B, V), np.float32),
@@ -107,40 +107,50 @@ class KilnLlama:
     def _gemm(self, M, N, K, rows=None):
         """x W^T with W stored [K, N], for up to M rows, tiles of `rows` rows (default: the
         rule below). Tiles measured on this model's weights (256 to 5632 by 2048, 2048 by
-        5632; docs/llama.md; any tile gives the same bits). Decode (M <= 4 rows) streams wide
-        strips of B: 512 columns 8 rows at a time for f32 on one thread (0.6-0.75x the time of
-        B as N x K), else 256 columns 32 rows at a time (more programs for two threads, and
-        bf16's conversions); never wider than N. Prefill: 64 x 64 outputs with K in steps of
-        256 (0.80-0.90x the time of the library's 64x64x64), or 128 x 64 with K in steps of 128
+        5632; docs/llama.md; any tile gives the same bits). Decode (M <= 4 rows) streams B:
+        the library's tiles for the threads knob (whole rows of B, or one strip per thread,
+        the accumulators within half of L1). Prefill: 64 x 64 outputs with K in steps of 256
+        (0.80-0.90x the time of the library's 64x64x64), or 128 x 64 with K in steps of 128
         (0.88x again per row, 0.97x on two threads); on AVX2 code 64 or 128 rows x 128 columns,
         K in steps of 64 (0.75-0.85x the time of 64x64x256 there)."""
         b = "bf16" if self.weight_dtype == "bf16" else None
         if M <= 4:
-            wide = self.weight_dtype == "f32" and int(self.knobs.get("threads", 1)) == 1
-            TN, TK = (512, 8) if wide else (256, 32)
-            tile = f"{M}x{min(TN, -(-N // 16) * 16)}x{min(TK, K)}"
+            tile = None
         elif self.isa == "avx2":  # 16 ymm registers: wider column tiles, K in steps of 64
             tile = f"{min(rows or 64, M)}x128x{min(64, K)}"
         elif rows == 128:
             tile = f"128x64x{min(128, K)}"
         else:
             tile = f"{min(64, M)}x64x{min(256, K)}"
-        return self._kernel("gemm", (M, N, K), runtime_rows=True, b_dtype=b, tile=tile)
+        options = {"tile": tile} if tile else {}
+        return self._kernel("gemm", (M, N, K), runtime_rows=True, b_dtype=b, **options)
 
     def _gemms(self, T):
-        """The phase's projections for T rows: one set of kernels per row tile (prefill: 64
-        and 128 rows), each with the cost of a row relative to the others (measured, above)."""
+        """The phase's projections for up to T rows: one set of kernels per row tile, each
+        with its row capacity and the cost of a row relative to the others (prefill: 64 and
+        128 rows, measured, above). Decode also has a set for one row (one sequence): a
+        kernel of M = 1 reads each row of B whole, where M = T's strips of B cost about 1.2x
+        per read of B (docs/llama.md)."""
         c = self.cfg
         d, hd, H, KH, F = c["d_model"], c["head_dim"], c["n_heads"], c["n_kv_heads"], c["d_ff"]
+
+        def kernels(M, tm):
+            return {"q": self._gemm(M, H * hd, d, tm), "kv": self._gemm(M, KH * hd, d, tm),
+                    "o": self._gemm(M, d, H * hd, tm), "gate_up": self._gemm(M, F, d, tm),
+                    "down": self._gemm(M, d, F, tm)}
+        if T <= 4:
+            sets = [(1, 1, 1.0, kernels(1, 1))] if T > 1 else []
+            return sets + [(T, T, 1.2 / T, kernels(T, T))]
         tiles = [(min(64, T), 1.1)] + ([(128, 1.0)] if T >= 128 else [])
-        return [(tm, cost, {"q": self._gemm(T, H * hd, d, tm), "kv": self._gemm(T, KH * hd, d, tm),
-                            "o": self._gemm(T, d, H * hd, tm), "gate_up": self._gemm(T, F, d, tm),
-                            "down": self._gemm(T, d, F, tm)}) for tm, cost in tiles]
+        return [(tm, T, cost, kernels(T, tm)) for tm, cost in tiles]
 
     @staticmethod
     def _pick(gemms, T):
-        """The set whose padded rows cost least for T rows: ceil(T / tile) * tile * cost."""
-        return min(gemms, key=lambda g: -(-T // g[0]) * g[0] * g[1])[2]
+        """The set whose padded rows cost least for T rows, among those that hold T rows:
+        ceil(T / tile) * tile * cost. Returns (kernels, their row capacity)."""
+        fits = [g for g in gemms if g[1] >= T]
+        g = min(fits, key=lambda g: -(-T // g[0]) * g[0] * g[2])
+        return g[3], g[1]
 
     def _phase(self, T):
         c = self.cfg
@@ -236,11 +246,12 @@ class KilnLlama:
         lens_after[:B] += new
         self._glue(t0)
 
-        G = self._pick(P["gemms"], T)
+        G, R = self._pick(P["gemms"], T)  # the GEMMs, and the rows of their views
+        x, a, g, u, s, proj = (P[n].reshape(P["T"], -1)[:R] for n in ("x", "a", "g", "u", "s", "proj"))
         for i, lw in enumerate(self.layers):
             self._launch("rmsnorm", P["norm"], h, lw["attn_norm"], P["x"], T)
             for gemm, w, out in ((G["q"], lw["wq"], P["q_"]), (G["kv"], lw["wk"], P["k_"]), (G["kv"], lw["wv"], P["v_"])):
-                self._launch("gemm qkv", gemm, P["x"], w, out.reshape(P["T"], -1), T)
+                self._launch("gemm qkv", gemm, x, w, out.reshape(P["T"], -1)[:R], T)
             self._launch("rope", P["rope_q"], P["q_"], P["qr"], P["positions"], T)
             self._launch("rope", P["rope_k"], P["k_"], P["kr"], P["positions"], T)
             t0 = time.perf_counter()
@@ -249,15 +260,15 @@ class KilnLlama:
             self.v_cache[i][seq, :, positions, :] = P["v_"][:T]
             self._glue(t0)
             self._launch("attention", P["attention"], P["qr"], self.k_cache[i], self.v_cache[i], lens_after, cu, P["a"])
-            self._launch("gemm o", G["o"], P["a"].reshape(P["T"], -1), lw["wo"], P["proj"], T)
+            self._launch("gemm o", G["o"], a, lw["wo"], proj, T)
             t0 = time.perf_counter()
             h[:T] += P["proj"][:T]
             self._glue(t0)
             self._launch("rmsnorm", P["norm"], h, lw["mlp_norm"], P["x"], T)
-            self._launch("gemm mlp", G["gate_up"], P["x"], lw["wg"], P["g"], T)
-            self._launch("gemm mlp", G["gate_up"], P["x"], lw["wu"], P["u"], T)
+            self._launch("gemm mlp", G["gate_up"], x, lw["wg"], g, T)
+            self._launch("gemm mlp", G["gate_up"], x, lw["wu"], u, T)
             self._launch("swiglu", P["swiglu"], P["g"], P["u"], P["s"], T)
-            self._launch("gemm mlp", G["down"], P["s"], lw["wd"], P["proj"], T)
+            self._launch("gemm mlp", G["down"], s, lw["wd"], proj, T)
             t0 = time.perf_counter()
             h[:T] += P["proj"][:T]
             self._glue(t0)
@@ -268,7 +279,8 @@ class KilnLlama:
         Fn["x"][:B] = h[cu[1:B + 1] - 1]  # each sequence's last token
         self._glue(t0)
         self._launch("rmsnorm", Fn["norm"], Fn["x"], self.final_norm, Fn["y"], B)
-        self._launch("gemm logits", Fn["lm"], Fn["y"], self.lm_head, Fn["logits"], B)
+        lm, R = self._pick(Fn["lm"], B)
+        self._launch("gemm logits", lm, Fn["y"][:R], self.lm_head, Fn["logits"][:R], B)
         return Fn["logits"][:B].copy()
 
     def _glue(self, t0):

@@ -87,6 +87,10 @@ def test_small_model_matches_float64_for_32_decode_steps_and_compiles_each_kerne
     # The same model serves a second batch of another shape without compiling.
     kl2, rl2, _, _ = run_pair(model, ref, prompts_of(cfg, [1, 64, 7, 40], seed=9), 4)
     assert_close(kl2, rl2)
+    # One sequence alone decodes through the one-row GEMMs: the bits it has in the batch.
+    kl3, _, kt3, _ = run_pair(model, ref, prompts_of(cfg, [12, 5, 30])[:1], 8)
+    np.testing.assert_array_equal(kt3[0], kt[0][:9])
+    assert np.array_equal(kl3[:, 0].view(np.uint32), kl[:9, 0].view(np.uint32)), "alone, other logit bits"
     assert len(count_compiles) == built
 
 
