@@ -4,6 +4,8 @@
 // code emitted.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -16,6 +18,7 @@
 #include "ir/parser.h"
 #include "kernels/attention.h"
 #include "kernels/registry.h"
+#include "target/target.h"
 
 namespace {
 
@@ -278,6 +281,33 @@ kernel @acc(%a: view<f32>[40, 64], %b: view<f32>[64, 48], %c: view<f32>[40, 48],
   kiln::driver::Compilation c;
   ASSERT_FALSE(kiln::driver::compile(*g, Knobs{}, c, kiln::driver::Stage::Plan).has_value());
   EXPECT_EQ(c.report["phases"][0]["lanes"]["mma"][0]["accumulator"], "the loop's carried panel, updated in place");
+}
+
+// Prefetch (docs/backend.md, the target model): K and V each within L2 but not together. A
+// decode's programs each read their own keys, streamed from beyond L2: its strip-read K/V
+// loads prefetch the next tile. A prefill's query blocks share their head's K and V (from L2
+// after the first block): no prefetch. Sized from this host's L2, so it holds on any CPU.
+TEST(Lanes, PrefetchWhenTheLoopsViewsTogetherPassL2) {
+  Knobs kn;
+  const auto& model = kiln::target::of(kn.target).model(kn.isa);
+  const int64_t l2 = model.l2_bytes > 0 ? model.l2_bytes : int64_t{1} << 20;
+  const int64_t keys = l2 * 6 / 10 / (2 * 80 * 4);  // each of K and V: 0.6 of L2
+  auto reasons = [&](int64_t queries) {
+    std::unique_ptr<kiln::ir::Kernel> k;
+    const std::string shape = fmt::format("1,8,2,{},{},80,80", queries, keys);
+    EXPECT_FALSE(kiln::kernels::buildLibraryKernel({"attention", shape, {{"mask", "none"}}}, k).has_value());
+    kiln::driver::Compilation c;
+    EXPECT_FALSE(kiln::driver::compile(*k, kn, c, kiln::driver::Stage::Plan).has_value());
+    std::vector<std::string> out;
+    for (const auto& m : c.report["phases"][0]["lanes"]["memory"])
+      if (m.contains("prefetch")) out.push_back(m["prefetch"]["reason"].get<std::string>());
+    return out;
+  };
+  if (!model.prefetch) GTEST_SKIP() << "the target model has no prefetch";
+  const std::vector<std::string> decode = reasons(1);
+  ASSERT_FALSE(decode.empty());
+  for (const std::string& r : decode) EXPECT_NE(r.find("each part read by one program"), std::string::npos) << r;
+  EXPECT_TRUE(reasons(256).empty());
 }
 
 // MHA decode: Q.K^T in the partitions(16) order as a dot product along D, K read as it lies in
