@@ -87,7 +87,7 @@ class KilnLlama:
         self.phases = {"prefill": self._phase(c["max_prefill_tokens"]), "decode": self._phase(B)}
         self.final = {
             "norm": final_norm,
-            "lm": [(1, 1, 1.0, self._gemm(1, V, d))] * (B > 1) + [(B, B, 1.2 / B, self._gemm(B, V, d))],
+            "lm": self._row_sets(B, lambda M: self._gemm(M, V, d)),
             "x": np.zeros((B, d), np.float32),
             "y": np.zeros((B, d), np.float32),
             "logits": np.zeros((B, V), np.float32),
@@ -139,10 +139,15 @@ class KilnLlama:
                     "o": self._gemm(M, d, H * hd, tm), "gate_up": self._gemm(M, F, d, tm),
                     "down": self._gemm(M, d, F, tm)}
         if T <= 4:
-            sets = [(1, 1, 1.0, kernels(1, 1))] if T > 1 else []
-            return sets + [(T, T, 1.2 / T, kernels(T, T))]
+            return self._row_sets(T, lambda M: kernels(M, M))
         tiles = [(min(64, T), 1.1)] + ([(128, 1.0)] if T >= 128 else [])
         return [(tm, T, cost, kernels(T, tm)) for tm, cost in tiles]
+
+    @staticmethod
+    def _row_sets(T, make):
+        """A decode step's sets for up to T rows (T <= 4): make(T), and make(1) for one sequence
+        alone; as (row tile, row capacity, cost of a row, kernels) for _pick."""
+        return ([(1, 1, 1.0, make(1))] if T > 1 else []) + [(T, T, 1.2 / T, make(T))]
 
     @staticmethod
     def _pick(gemms, T):

@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "driver/compile.h"
+#include "driver/library_target.h"
 #include "host/data.h"
 #include "host/storage.h"
 #include "interp/interp.h"
@@ -22,7 +23,6 @@
 #include "kiln/dsl.h"
 #include "plan/knobs.h"
 #include "runtime/runtime.h"
-#include "target/target.h"
 
 namespace kiln {
 
@@ -270,9 +270,7 @@ Result<Kernel> Kernel::library(std::string_view name, std::string_view shape,
     // What the library sizes programs for: the knobs' target and threads (as `kiln run`).
     plan::Knobs knobs;
     if (auto e = knobsFrom(options, knobs)) return Error(*e);
-    const target::Target& t = target::of(knobs.target);
-    const target::Model& m = t.model(knobs.isa);
-    request.target = kernels::LibraryTarget{t.gpuEntries(), m.multiprocessors, knobs.threads, m.l1d_bytes};
+    request.target = driver::libraryTarget(knobs);
     std::unique_ptr<ir::Kernel> kernel;
     if (auto e = kernels::buildLibraryKernel(request, kernel)) return Error(*e);
     return fromImpl(build(*kernel, options, &request));

@@ -7,9 +7,9 @@
 #include <utility>
 
 #include "driver/compile.h"
+#include "driver/library_target.h"
 #include "kernels/registry.h"
 #include "peers/impl.h"
-#include "target/target.h"
 #include "tune/tune.h"
 
 namespace kiln::peers {
@@ -121,7 +121,8 @@ class KilnImpl : public LocalImpl {
   kernels::LibraryTarget libraryTarget() const {
     plan::Knobs k;
     k.isa = options_.isa;
-    return kernels::LibraryTarget{false, 0, options_.threads, target::of(k.target).model(k.isa).l1d_bytes};
+    k.threads = options_.threads;
+    return driver::libraryTarget(k);
   }
 
   // The library's GEMM as `kiln run --kernel gemm --shape M,N,K` builds it.

@@ -536,14 +536,15 @@ class LanePlanner {
   // Prefetch rule (LanePrefetch): a tile loaded inside a serial loop from a view of more than
   // the model's L2 (1 MiB when the OS does not say) streams from L3 or DRAM; so does one whose
   // view fits but whose loop's views together do not, when every program reads a part of its
-  // own (no reuse from L2 by the next program). Read row after row (a dot product, a whole-row register tile) the
-  // hardware prefetcher keeps up; read a strip of columns at a time (a transpose, an outer product's narrow tiles) it
-  // does not, so the next tile's lines are asked for one trip ahead. Paired (AOT objects, AVX2 code, 1 thread, AMD Zen
-  // 4, no prefetch / prefetch): 1,32,8,1,4096,128,128 0.49, 1,8,2,1,2053,80,96 0.85, 1,6,2,1,2053,80,96 0.88; the dot
-  // form's K of 1,8,8,1,2048,64,64 1.09, so not there. The views together: on the Intel Xeon (2 MB of L2) K (1.3 MB)
-  // and V (1.6 MB) of 1,8,2,1,2053,80,96 each fit, yet not both: with prefetch 0.93x the time (AVX2 0.84x),
-  // 1,6,2,1,2053,80,96 0.93x (0.89x); big prefill's query blocks share their head's K/V, and prefetching them there
-  // took 1.09x.
+  // own (no reuse from L2 by the next program). Read row after row (a dot product, a whole-row
+  // register tile) the hardware prefetcher keeps up; read a strip of columns at a time (a
+  // transpose, an outer product's narrow tiles) it does not, so the next tile's lines are asked
+  // for one trip ahead. Paired (AOT objects, AVX2 code, 1 thread, AMD Zen 4, no prefetch /
+  // prefetch): 1,32,8,1,4096,128,128 0.49, 1,8,2,1,2053,80,96 0.85, 1,6,2,1,2053,80,96 0.88;
+  // the dot form's K of 1,8,8,1,2048,64,64 1.09, so not there. The views together: on the
+  // Intel Xeon (2 MB of L2) K (1.3 MB) and V (1.6 MB) of 1,8,2,1,2053,80,96 each fit, yet not
+  // both: with prefetch 0.90x the time (AVX2 0.82x), 1,6,2,1,2053,80,96 0.91x (0.82x); big
+  // prefill's query blocks share their head's K/V, and prefetching them there took 1.09x.
   void planPrefetch() {
     const int64_t l2 = model_->l2_bytes > 0 ? model_->l2_bytes : int64_t{1} << 20;
     if (!model_->prefetch) return;
@@ -552,6 +553,7 @@ class LanePlanner {
         if (a->kind == OpKind::Serial) return a;
       return nullptr;
     };
+    auto bytesOf = [](const Value* v) { return v->type.numElements() * ir::elemBytes(v->type.elem); };
     auto vectorLoad = [&](const Op* op) {
       return op->kind == OpKind::Load && !op->results[0]->type.isScalar() && lp_.access[op] == LaneAccess::Vector;
     };
@@ -563,10 +565,11 @@ class LanePlanner {
       const Op* loop = vectorLoad(op) ? loopOf(op) : nullptr;
       if (!loop) return;
       const ir::Value* view = op->operands[0];
-      int64_t bytes = view->type.numElements() * ir::elemBytes(view->type.elem);
-      if (bytes <= l2 && ownPartPerProgram(op)) {
+      int64_t bytes = bytesOf(view);
+      const bool together = bytes <= l2 && ownPartPerProgram(op);
+      if (together) {
         bytes = 0;
-        for (const Value* v : read[loop]) bytes += v->type.numElements() * ir::elemBytes(v->type.elem);
+        for (const Value* v : read[loop]) bytes += bytesOf(v);
       }
       if (bytes <= l2 || !readInStrips(op->results[0])) return;
       // The tile's outermost dim of extent > 1 along the view: its extent times its stride.
@@ -577,9 +580,7 @@ class LanePlanner {
         if (!op->access[k].name.empty() && op->access[k].extent > 1 && k + 1 < vd.size()) {
           lp_.prefetch[op] = {op->access[k].extent * stride[k],
                               fmt::format("{} {} B > L2 {} B, in a serial loop: the next tile along {}",
-                                          bytes == view->type.numElements() * ir::elemBytes(view->type.elem)
-                                              ? "view of"
-                                              : "views its loop reads, each part read by one program,",
+                                          together ? "views its loop reads, each part read by one program," : "view of",
                                           bytes, l2, op->access[k].name)};
           return;
         }
@@ -662,8 +663,8 @@ class LanePlanner {
   }
 
   // A carried panel whose next value is an outer-product mma over it, its only use (a GEMM's
-  // or attention's accumulator): the mma reads each register tile's accumulators before it
-  // writes them, so it writes into the carried storage and the trip ends without a copy.
+  // accumulator; attention's is rescaled first, a use of its own): the mma reads each register tile's accumulators
+  // before it writes them, so it writes into the carried storage and the trip ends without a copy.
   bool accumulatesInPlace(const Value* arg, const Value* y) const {
     const Op* mma = y->def;
     if (!mma || mma->kind != OpKind::Mma || mma->operands[2] != arg || users_[arg->id].size() != 1) return false;

@@ -14,9 +14,9 @@
 
 #include "command.h"
 #include "driver/check.h"
+#include "driver/library_target.h"
 #include "kernels/registry.h"
 #include "plan/knobs.h"
-#include "target/target.h"
 #include "tune/tune.h"
 
 namespace kiln::cli {
@@ -90,11 +90,7 @@ struct KernelSource {
   std::string tuned_label;         // the database's choice, when there is an entry
 
   // What the library sizes programs for: the target knob's model (set before load()).
-  void setTarget(const plan::Knobs& knobs) {
-    const target::Model& m = target::of(knobs.target).model(knobs.isa);
-    target =
-        kernels::LibraryTarget{target::of(knobs.target).gpuEntries(), m.multiprocessors, knobs.threads, m.l1d_bytes};
-  }
+  void setTarget(const plan::Knobs& knobs) { target = driver::libraryTarget(knobs); }
   kernels::LibraryTarget target;
 
   kernels::LibraryRequest request() const {
