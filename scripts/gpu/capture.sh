@@ -81,14 +81,41 @@ if wanted kv_dense_causal; then
   "$kiln" gpu-capture --archive "$arch" --case kv_dense_causal --kernel attention --shape 5,8,2,3,1024,64,64 \
     --kv-cache dense --mask causal
 fi
-for v in kv_varlen:dense kv_varlen_paged:paged; do
-  name=${v%%:*}
+# Packed queries take their lengths and offsets given (generated offsets decrease, and such a
+# batch is of no sequence: zeros): sequences of 1, 5, 20, 1 and 37 queries at the ends of caches
+# of 1, 17, 300, 301 and 1024 positions, as the GPU plans them (16 queries a sequence on
+# average: one token per program) and in blocks of 16 queries: the paired comparison.
+varlen_args=(--varlen --arg lens=1,17,300,301,1024 --arg cu_seqlens=0,1,6,26,27,64)
+for v in kv_varlen:dense kv_varlen_paged:paged kv_varlen_blocks:dense:16x64 kv_varlen_paged_blocks:paged:16x64; do
+  IFS=: read -r name cache block <<<"$v"
   wanted "$name" || continue
   extra=()
-  [[ ${v#*:} == paged ]] && extra=(--page 64 --pages 83)
+  [[ $cache == paged ]] && extra=(--page 64 --pages 83)
+  [[ -n $block ]] && extra+=(--block "$block")
   "$kiln" gpu-capture --archive "$arch" --case "$name" --kernel attention --shape 5,8,2,80,1024,64,64 \
-    --kv-cache "${v#*:}" --varlen "${extra[@]}"
+    --kv-cache "$cache" "${varlen_args[@]}" "${extra[@]}"
 done
+# Causal varlen prefills (issue 31): fresh prompts of different lengths packed in one batch,
+# each sequence's cache holding just its prompt; flops counted over the visible pairs,
+# n (n + 1) / 2 per sequence of n queries.
+varlen_prefill() {  # NAME SHAPE PROMPTS(comma-separated) [OPTIONS...]
+  local name=$1 shape=$2 prompts=$3
+  shift 3
+  wanted "$name" || return 0
+  IFS=, read -r b hq hkv t k d dv <<<"$shape"
+  local cu=0 at=0 pairs=0 n
+  for n in ${prompts//,/ }; do
+    at=$((at + n))
+    cu+=",$at"
+    pairs=$((pairs + n * (n + 1) / 2))
+  done
+  "$kiln" gpu-capture --archive "$arch" --case "$name" --kernel attention --shape "$shape" --kv-cache dense \
+    --varlen --mask causal --arg "lens=$prompts" --arg "cu_seqlens=$cu" --flops $((2 * hq * pairs * (d + dv))) "$@"
+}
+varlen_prefill varlen_prefill_llama 4,32,4,1024,512,64,64 64,192,256,512
+varlen_prefill varlen_prefill_d128 2,32,8,1024,768,128,128 256,768 --digest-only
+# One token per program (the CPU's form): the paired comparison.
+varlen_prefill varlen_prefill_llama_tokens 4,32,4,1024,512,64,64 64,192,256,512 --block 1x64
 if wanted runtime_extents; then
   "$kiln" gpu-capture --archive "$arch" --case runtime_extents tests/ir/runtime_extents.tile
 fi

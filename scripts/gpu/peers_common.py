@@ -91,6 +91,15 @@ def load_view(np, torch, path, dims):
     return torch.from_numpy(data.copy()).reshape(dims).to(DEVICE)
 
 
+def load_int_view(np, torch, path, dims):
+    """A dumped integer view (its int32 words) as an int64 tensor of shape dims on DEVICE."""
+    count = math.prod(dims)
+    data = np.fromfile(path, dtype="<i4")
+    if data.size != count:
+        raise ValueError("%s: %d integers, expected %d" % (path, data.size, count))
+    return torch.from_numpy(data.astype("int64")).reshape(dims).to(DEVICE)
+
+
 # ---- the FP64 check ---------------------------------------------------------------------------
 
 

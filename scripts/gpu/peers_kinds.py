@@ -30,6 +30,7 @@ def flag(value):
 
 class Kind:
     name = ""
+    int_views = ()  # integer views (lengths, offsets): dumped as their int32 words
     fields = []     # --shape fields, in the registry's order
     neutral = ()    # options that change the schedule, never the math
     handled = ()    # options `params` reads
@@ -60,6 +61,10 @@ class Kind:
     def flops(self, s, p):
         return None  # not counted: the kernel is bound by its bytes
 
+    def finish(self, torch, x, s, p, out):
+        """A torch candidate's output as the kernel's output view (outside the timed call)."""
+        return out
+
 
 def configure(kind, shape_text, options):
     """(shape {field: int}, params) of a request, or Skip naming what is not modelled."""
@@ -87,9 +92,10 @@ def configure(kind, shape_text, options):
 class Attention(Kind):
     name = "attention"
     fields = ["B", "Hq", "Hkv", "Q", "K", "D", "Dv"]
-    neutral = ("block", "heads", "fma", "split", "merge-columns", "lanes", "qk")
-    handled = ("mask", "scale")
-    defaults = {"kv-cache": {"none"}, "kv-dtype": {"f32"}, "varlen": FLAG_OFF}
+    neutral = ("block", "heads", "fma", "split", "merge-columns", "lanes", "qk", "arg")
+    handled = ("mask", "scale", "kv-cache", "varlen", "page", "pages", "capacity")
+    defaults = {"kv-dtype": {"f32"}}
+    int_views = ("lens", "cu_seqlens")
     call = ("torch.nn.functional.scaled_dot_product_attention in FP32, the fastest backend that runs; GQA by "
             "enable_gqa or with K and V expanded before the timed call")
 
@@ -100,15 +106,137 @@ class Attention(Kind):
         if s["Hq"] % s["Hkv"] != 0:
             raise Skip("attention: Hq is not a multiple of Hkv")
         scale = f32(float(options["scale"])) if "scale" in options else f32(1.0 / math.sqrt(s["D"]))
-        return {"mask": mask, "scale": scale, "scale_given": "scale" in options}
+        cache = options.get("kv-cache", "none")
+        if cache not in ("none", "dense"):
+            raise Skip("attention --kv-cache %s is not modelled by this comparison" % cache)
+        varlen = flag(options.get("varlen", "false"))
+        if varlen and cache != "dense":
+            raise Skip("attention --varlen needs --kv-cache dense here")
+        return {"mask": mask, "scale": scale, "scale_given": "scale" in options, "cache": cache == "dense",
+                "varlen": varlen}
 
     def views(self, s, p):
         B, Hq, Hkv, Q, K, D, Dv = (s[f] for f in self.fields)
+        if p.get("varlen"):
+            return [("q", [Q, Hq, D]), ("k", [B, Hkv, K, D]), ("v", [B, Hkv, K, Dv]), ("lens", [B]),
+                    ("cu_seqlens", [B + 1]), ("o", [Q, Hq, Dv])]
+        if p.get("cache"):
+            return [("q", [B, Hq, Q, D]), ("k", [B, Hkv, K, D]), ("v", [B, Hkv, K, Dv]), ("lens", [B]),
+                    ("o", [B, Hq, Q, Dv])]
         return [("q", [B, Hq, Q, D]), ("k", [B, Hkv, K, D]), ("v", [B, Hkv, K, Dv]), ("o", [B, Hq, Q, Dv])]
+
+    # ---- a KV cache (docs/kernels.md, "KV caches"): sequence b's keys are positions [0, lens[b]);
+    # its n queries the positions lens[b] - n .. lens[b] - 1; query i sees key j iff j < lens[b]
+    # and (causal) j <= i + lens[b] - n. Packed (varlen): sequence b's queries are rows
+    # cu[b] .. cu[b+1] - 1 of q; a token of no sequence (offsets that decrease, before cu[0],
+    # from cu[B] on) is zeros.
+
+    @staticmethod
+    def sequences(s, p, x):
+        """[(b, first row of q, queries n)] of the cache cases."""
+        lens = [int(v) for v in x["lens"].tolist()]
+        if not p["varlen"]:
+            return [(b, 0, s["Q"]) for b in range(s["B"])], lens
+        cu = [int(v) for v in x["cu_seqlens"].tolist()]
+        if any(cu[i] > cu[i + 1] for i in range(s["B"])):
+            return [], lens
+        return [(b, cu[b], cu[b + 1] - cu[b]) for b in range(s["B"])], lens
+
+    def cache_reference(self, torch, x, s, p):
+        q, k, v = x["q"], x["k"], x["v"]
+        group = s["Hq"] // s["Hkv"]
+        out = torch.zeros(*self.views(s, p)[-1][1], dtype=torch.float64, device=q.device)
+        seqs, lens = self.sequences(s, p, x)
+        for b, first, n in seqs:
+            L = lens[b]
+            if n <= 0:
+                continue
+            i = torch.arange(n, device=q.device).unsqueeze(1)
+            j = torch.arange(L, device=q.device).unsqueeze(0)
+            visible = (j <= i + (L - n)) if p["mask"] == "causal" else torch.ones(n, L, dtype=torch.bool,
+                                                                                  device=q.device)
+            for h in range(s["Hq"]):
+                kv = h // group
+                qh = q[first:first + n, h] if p["varlen"] else q[b, h]
+                scores = (p["scale"] * (qh @ k[b, kv, :L].transpose(0, 1))).masked_fill(~visible, float("-inf"))
+                row_max = scores.max(dim=1, keepdim=True).values if L > 0 else torch.full(
+                    (n, 1), float("-inf"), dtype=torch.float64, device=q.device)
+                has_key = torch.isfinite(row_max)
+                w = torch.where(has_key, torch.exp(scores - torch.where(has_key, row_max, torch.zeros_like(row_max))),
+                                torch.zeros_like(scores))
+                total = w.sum(dim=1, keepdim=True)
+                w = torch.where(total > 0, w / torch.where(total > 0, total, torch.ones_like(total)), w)
+                o = w @ v[b, kv, :L]
+                if p["varlen"]:
+                    out[first:first + n, h] = o
+                else:
+                    out[b, h] = o
+        return out
+
+    def cache_candidates(self, torch, x, s, p):
+        """One SDPA call over the batch padded to its longest sequence (queries and keys; the
+        padding made before the timed call, the rows taken back after it), with a boolean mask
+        per sequence (True = attend), GQA by enable_gqa or K and V expanded beforehand."""
+        F = torch.nn.functional
+        seqs, lens = self.sequences(s, p, x)
+        B, Hq, D = s["B"], s["Hq"], s["D"]
+        L = max([lens[b] for b, _, n in seqs if n > 0] + [1])
+        n_max = max([n for _, _, n in seqs] + [1])
+        if p["varlen"]:
+            qp = torch.zeros(B, Hq, n_max, D, dtype=x["q"].dtype, device=x["q"].device)
+            for b, first, n in seqs:
+                if n > 0:
+                    qp[b, :, :n] = x["q"][first:first + n].transpose(0, 1)
+        else:
+            qp = x["q"]
+        i = torch.arange(qp.shape[2], device=qp.device).view(1, -1, 1)
+        j = torch.arange(L, device=qp.device).view(1, 1, -1)
+        n_b = torch.tensor([n if n > 0 else 0 for _, _, n in seqs] if p["varlen"] else [s["Q"]] * B,
+                           device=qp.device).view(-1, 1, 1) if seqs else torch.zeros(B, 1, 1, device=qp.device)
+        len_b = torch.tensor(lens, device=qp.device).view(-1, 1, 1)
+        visible = j < len_b
+        if p["mask"] == "causal":
+            visible = visible & (j <= i + (len_b - n_b))
+        mask = visible.unsqueeze(1)  # [B, 1, n, L]
+        k, v = x["k"][:, :, :L].contiguous(), x["v"][:, :, :L].contiguous()
+        group = Hq // s["Hkv"]
+        variants = ([("enable_gqa", {"enable_gqa": True}, k, v),
+                     ("repeat_kv", {}, k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1))]
+                    if group > 1 else [("mha", {}, k, v)])
+        try:
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+            backends = [(name.lower(), (lambda b=getattr(SDPBackend, name): sdpa_kernel(b)))
+                        for name in ["FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION", "MATH"]
+                        if hasattr(SDPBackend, name)]
+        except ImportError:
+            backends = [("default", contextlib.nullcontext)]
+        candidates = []
+        for backend, ctx in backends:
+            for label, kwargs, kk, vv in variants:
+                def fn(kk=kk, vv=vv, kwargs=kwargs):
+                    return F.scaled_dot_product_attention(qp, kk, vv, attn_mask=mask, scale=p["scale"], **kwargs)
+                candidates.append((backend + "/" + label, ctx, fn))
+        self._rows = (seqs, visible.any(dim=2))  # [B, n]: rows with a visible key
+        return candidates, {"mask_as": "bool_mask_padded", "padded_queries": int(qp.shape[2]), "padded_keys": L}
+
+    def finish(self, torch, x, s, p, out):
+        if not p.get("cache"):
+            return out
+        seqs, has_key = self._rows
+        out = torch.where(has_key.view(s["B"], 1, -1, 1), out, torch.zeros_like(out))  # SDPA: NaN there
+        if not p["varlen"]:
+            return out
+        packed = torch.zeros(*self.views(s, p)[-1][1], dtype=out.dtype, device=out.device)
+        for b, first, n in seqs:
+            if n > 0:
+                packed[first:first + n] = out[b, :, :n].transpose(0, 1)
+        return packed
 
     def reference(self, torch, x, s, p):
         """GQA: head h reads KV head h // (Hq/Hkv); causal = bottom-right aligned: key j is
         visible to query i iff j <= i + K - Q; rows with no visible key give 0."""
+        if p.get("cache"):
+            return self.cache_reference(torch, x, s, p)
         q, k, v = x["q"], x["k"], x["v"]
         B, Hq, Hkv, Q = s["B"], s["Hq"], s["Hkv"], s["Q"]
         group = Hq // Hkv
@@ -139,6 +267,8 @@ class Attention(Kind):
         """Every SDPA backend (flash, efficient, cudnn, math; or the default when torch lacks
         torch.nn.attention), with GQA done by SDPA itself (enable_gqa=True) and with K and V
         expanded to Hq heads beforehand (repeat_interleave outside the timed call)."""
+        if p.get("cache"):
+            return self.cache_candidates(torch, x, s, p)
         F = torch.nn.functional
         q, k, v = x["q"], x["k"], x["v"]
         group = s["Hq"] // s["Hkv"]
@@ -169,7 +299,10 @@ class Attention(Kind):
         return candidates, {"mask_as": mask_kind}
 
     def flops(self, s, p):
-        """2 (D + Dv) per visible (query, key) pair and head."""
+        """2 (D + Dv) per visible (query, key) pair and head (a cache: counted from the lengths
+        at launch, `flops_of`)."""
+        if p.get("cache"):
+            return None
         Q, K = s["Q"], s["K"]
         pairs = Q * K if p["mask"] == "none" else sum(max(0, min(K, i + K - Q + 1)) for i in range(Q))
         return 2 * s["B"] * s["Hq"] * pairs * (s["D"] + s["Dv"])

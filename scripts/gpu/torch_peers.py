@@ -78,11 +78,12 @@ def compare(np, torch, args, name, m, row):
         return None
     d = os.path.join(args.dump, name)
     try:
-        x = {view: load_view(np, torch, os.path.join(d, view + ".f32"), dims) for view, dims in views[:-1]}
+        x = {view: (common.load_int_view(np, torch, os.path.join(d, view + ".f32"), dims) if view in kind.int_views
+                    else load_view(np, torch, os.path.join(d, view + ".f32"), dims)) for view, dims in views[:-1]}
     except (OSError, ValueError) as e:
         row["problems"].append("inputs: %s" % e)
         return None
-    x64 = {view: t.double() for view, t in x.items()}
+    x64 = {view: (t if view in kind.int_views else t.double()) for view, t in x.items()}
     ref = kind.reference(torch, x64, s, p)
     bound = kind.bound(torch, x64, ref, s, p)
     digest_only = "--digest-only" in m["source"].split()
@@ -102,7 +103,7 @@ def compare(np, torch, args, name, m, row):
     chosen, tried, outputs = common.pick_candidate(torch, candidates)
     for t in tried:
         if t["supported"]:
-            t["fp64_check"] = fp64_check(torch, outputs[t["backend"]], ref, bound)
+            t["fp64_check"] = fp64_check(torch, kind.finish(torch, x, s, p, outputs[t["backend"]]), ref, bound)
     chosen_check = next((t["fp64_check"] for t in tried if chosen and t["backend"] == chosen[0]), None)
     row["torch"] = {"call": kind.call, "backend": chosen[0] if chosen else None, "backends_tried": tried,
                     "fp64_check": chosen_check, **facts}

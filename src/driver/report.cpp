@@ -73,7 +73,8 @@ nlohmann::json blockJson(const plan::Plan& p) {
                       {"out_dims", s.out_dims},
                       {"shape", {s.k_extent, s.pitch}},
                       {"buffers", s.buffers},
-                      {"offset_bytes", s.offset * 4}});
+                      {"offset_bytes", s.offset * 4},
+                      {"masked_by", s.mask ? nlohmann::json("%" + s.mask->results[0]->name) : nlohmann::json()}});
   }
   nlohmann::json shuffled = inSourceOrder(b.shuffle_reductions, [&](const ir::Op* op) { return where(op->loc); });
   nlohmann::json ahead = inSourceOrder(b.load_prefetch, [&](const auto& e) {

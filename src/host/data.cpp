@@ -119,6 +119,26 @@ std::optional<std::string> makeInputs(const ir::Kernel& kernel, uint64_t seed,
     const ir::Value* param = nullptr;
     for (const ir::Value* p : kernel.params)
       if (p->name == name) param = p;
+    if (param && param->type.isView() && ir::isIntegerStorage(param->type.elem)) {
+      // An integer view: its elements, comma-separated, each within the stated range.
+      std::vector<int64_t> values;
+      size_t at = 0;
+      while (at <= text.size()) {
+        const size_t comma = std::min(text.find(',', at), text.size());
+        auto v = parseI64(text.substr(at, comma - at));
+        if (!v) return fmt::format("override '{}': '{}' is not an integer", key, text.substr(at, comma - at));
+        if (param->range && !param->range->contains(*v))
+          return fmt::format("override '{}': {} is outside %{}'s range [{}, {}]", key, *v, name, param->range->lo,
+                             param->range->hi);
+        values.push_back(*v);
+        at = comma + 1;
+      }
+      if (static_cast<int64_t>(values.size()) != param->type.numElements())
+        return fmt::format("override '{}': {} integers for %{}, which has {} elements", key, values.size(), name,
+                           param->type.numElements());
+      out[param->index].ints = std::move(values);
+      continue;
+    }
     if (!param || param->type.isView())
       return fmt::format("override '{}': @{} has no scalar parameter %{}", key, kernel.name, name);
     ParamData& d = out[param->index];

@@ -97,9 +97,8 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
                               ", Hkv=" + std::to_string(s.Hkv) + ")");
   else if (opt.kv_cache != KvCache::None && !opt.stack_heads)
     kb.error("bad-options", "attention over a KV cache needs stacked heads");
-  else if (opt.varlen &&
-           (opt.kv_cache == KvCache::None || opt.block_q != 1 || opt.split_blocks != 0 || opt.queries_in_lanes))
-    kb.error("bad-options", "packed (varlen) queries need a KV cache, block_q 1, no split and the keys in the lanes");
+  else if (opt.varlen && (opt.kv_cache == KvCache::None || opt.split_blocks != 0 || opt.queries_in_lanes))
+    kb.error("bad-options", "packed (varlen) queries need a KV cache, no split and the keys in the lanes");
   else if (opt.kv_cache == KvCache::Paged && (opt.page < 1 || opt.pages < 1 || opt.page % BK != 0))
     kb.error("bad-options", "a paged KV cache needs page >= 1 positions, a multiple of block_k (" + std::to_string(BK) +
                                 "), and pages >= 1 (got page " + std::to_string(opt.page) + ", pages " +
@@ -128,12 +127,17 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
   if (varlen) cu = kb.intView("cu_seqlens", {s.B + 1}, IntElem::I32, Range{0, s.Q});
   View o = varlen ? kb.view("o", {s.Q, s.Hq, s.Dv}) : kb.view("o", {s.B, s.Hq, s.Q, s.Dv});
   // Score and accumulator dims: the last one lies along the vector lanes (keys n, or queries m).
+  // Packed queries are read as [m, g, d] (token, then head: the layout of q): their rows are
+  // (m, g), so that the q.k^T mma's rows are its operand's, as the GPU block form requires
+  // (the arithmetic of each row is the same in either order).
   const bool qLanes = opt.queries_in_lanes;
-  const std::vector<Dim> gm = {{"g", G}, {"m", BQ}};
-  const std::vector<Dim> gmn =
-      qLanes ? std::vector<Dim>{{"g", G}, {"n", BK}, {"m", BQ}} : std::vector<Dim>{{"g", G}, {"m", BQ}, {"n", BK}};
-  const std::vector<Dim> gmdv = qLanes ? std::vector<Dim>{{"g", G}, {"dv", s.Dv}, {"m", BQ}}
-                                       : std::vector<Dim>{{"g", G}, {"m", BQ}, {"dv", s.Dv}};
+  const std::vector<Dim> gm = varlen ? std::vector<Dim>{{"m", BQ}, {"g", G}} : std::vector<Dim>{{"g", G}, {"m", BQ}};
+  const std::vector<Dim> gmn = qLanes   ? std::vector<Dim>{{"g", G}, {"n", BK}, {"m", BQ}}
+                               : varlen ? std::vector<Dim>{{"m", BQ}, {"g", G}, {"n", BK}}
+                                        : std::vector<Dim>{{"g", G}, {"m", BQ}, {"n", BK}};
+  const std::vector<Dim> gmdv = qLanes   ? std::vector<Dim>{{"g", G}, {"dv", s.Dv}, {"m", BQ}}
+                                : varlen ? std::vector<Dim>{{"m", BQ}, {"g", G}, {"dv", s.Dv}}
+                                         : std::vector<Dim>{{"g", G}, {"m", BQ}, {"dv", s.Dv}};
 
   // The online softmax over KV blocks [lo, hi) of one program: its m, l and unnormalised acc.
   // Causal: the blocks past the last key the program's last row sees are left out (every score
@@ -224,24 +228,73 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
   auto normalise = [&](Tile l, Tile acc) { return (acc / select(eq(l, 0.0), 1.0, l).as("l_safe")).as("out"); };
 
   if (varlen) {
-    // Packed queries (FlashAttention's varlen): one program per (query token t, KV head), its
-    // rows the group's query heads. Token t belongs to sequence b = #{i in 1..B : cu[i] <= t}
-    // (b = B: past the batch, no key: zeros), at position t - cu[b] of its cu[b+1] - cu[b]
-    // queries.
-    kb.parallel({{"t", s.Q}, {"kvh", s.Hkv}}, [&](Idx t, Idx kvh) {
+    // Packed queries (FlashAttention's varlen): sequence b's queries are rows cu[b] .. cu[b+1]-1
+    // of q, at the ends of its cache. Token t belongs to sequence b = #{i in 1..B : cu[i] <= t}
+    // at position t - cu[b]. A token before cu[0] or from cu[B] on belongs to none, and offsets
+    // that are not nondecreasing make a batch of no sequence: their rows are zeros.
+    auto cuAt = [&](Idx i) { return extractIndex(load(cu, {i}, {{"one", 1}}).as("cu_t"), {0}); };
+    auto endsOf = [&] { return load(cu, {1}, {{"s", s.B}}).as("cu_ends"); };
+    auto orderedOf = [&] {  // 1: nondecreasing offsets, else 0
+      Tile begins = load(cu, {0}, {{"s", s.B}}).as("cu_begins");
+      Tile descent = select(lt(endsOf(), begins), kb.index(1), kb.index(0)).as("descent");
+      Idx descents = extractIndex(reduceSum(descent, {"s"}, kb.index(0)).as("descents_t"), {}).as("descents");
+      return (1 - minIndex(descents, 1)).as("ordered");
+    };
+    auto sequenceOf = [&](Idx t) {
+      Tile before = select(le(endsOf(), Tile(t)), kb.index(1), kb.index(0)).as("ended");
+      return extractIndex(reduceSum(before, {"s"}, kb.index(0)).as("seq_t"), {}).as("seq");
+    };
+    if (BQ == 1) {
+      // One program per (query token t, KV head), its rows the group's query heads.
+      kb.parallel({{"t", s.Q}, {"kvh", s.Hkv}}, [&](Idx t, Idx kvh) {
+        Idx h0 = (kvh * G).as("h0");
+        Idx b = sequenceOf(t);
+        Idx start = cuAt(b).as("start");
+        Idx stop = cuAt((b + 1).as("next")).as("stop");
+        Idx i = (t - start).as("pos");
+        // The token's keys: its sequence's len, none for a token of no sequence.
+        Idx member =
+            (orderedOf() * minIndex(maxIndex(i + 1, 0), 1) * minIndex(maxIndex((stop - start) - i, 0), 1)).as("member");
+        Idx len = (lengthOf(b) * member).as("len_in");
+        Tile qt = load(q, {t, h0, 0}, {{"m", 1}, {"g", G}, {"d", s.D}}).as("qt");
+        auto [m, l, acc] =
+            cacheLoopOf(b, kvh, qt, i, len, (len - ((stop - start) - 1)).as("shift"), kb.index(0), blocksOf(len));
+        store(normalise(l, acc), o, {t, h0, 0}, {{"m", 1}, {"g", G}, {"dv", s.Dv}});
+      });
+      return kb.finish();
+    }
+    // Blocks of BQ queries of one sequence (the GPU's default: a block's K/V tiles serve BQ
+    // tokens): phase 0, one program per (sequence b, block qb of its queries, KV head), stores
+    // its rows in a workspace by (sequence, position); phase 1 copies each token's row to o (a
+    // block's rows past its sequence are never read). Row for row the same arithmetic as one
+    // token per program: the same bits.
+    const int64_t nQB = (s.Q + BQ - 1) / BQ;
+    View rowsWs = kb.workspace("seq_rows", {s.B, s.Q, s.Hq, s.Dv});
+    kb.parallel({{"b", s.B}, {"qb", nQB}, {"kvh", s.Hkv}}, [&](Idx b, Idx qb, Idx kvh) {
       Idx h0 = (kvh * G).as("h0");
-      Tile ends = load(cu, {1}, {{"s", s.B}}).as("cu_ends");
-      Tile before = select(le(ends, Tile(t)), kb.index(1), kb.index(0)).as("ended");
-      Idx b = extractIndex(reduceSum(before, {"s"}, kb.index(0)).as("seq_t"), {}).as("seq");
-      auto cuAt = [&](Idx i) { return extractIndex(load(cu, {i}, {{"one", 1}}).as("cu_t"), {0}); };
+      Idx q0 = (qb * BQ).as("q0");
       Idx start = cuAt(b).as("start");
-      Idx stop = cuAt((b + 1).as("next")).as("stop");
-      Idx len = lengthOf(b);
-      Idx i = (t - start).as("pos");
-      Tile qt = load(q, {t, h0, 0}, {{"m", 1}, {"g", G}, {"d", s.D}}).as("qt");
-      auto [m, l, acc] =
-          cacheLoopOf(b, kvh, qt, i, len, (len - ((stop - start) - 1)).as("shift"), kb.index(0), blocksOf(len));
-      store(normalise(l, acc), o, {t, h0, 0}, {{"m", 1}, {"g", G}, {"dv", s.Dv}});
+      Idx nq = (cuAt((b + 1).as("next")) - start).as("nq");
+      // A block holding none of the sequence's queries (or of no sequence) reads no key.
+      Idx active = (orderedOf() * minIndex(maxIndex(nq - q0, 0), 1)).as("active");
+      Idx len = (lengthOf(b) * active).as("len_in");
+      Idx shift = (len - (nq - 1)).as("shift");
+      Tile qt = load(q, {(start + q0).as("t0"), h0, 0}, {{"m", BQ}, {"g", G}, {"d", s.D}}).as("qt");
+      Idx hi = blocksOf(len);
+      if (opt.causal) {  // past the block of the last key its last row sees, every score is masked
+        Idx seen = maxIndex((q0 + shift + (BQ - 1)).as("seen"), 0);
+        hi = minIndex(hi, ((seen + (BK - 1)) / BK).as("visible"));
+      }
+      auto [m, l, acc] = cacheLoopOf(b, kvh, qt, q0, len, shift, kb.index(0), hi);
+      store(normalise(l, acc), rowsWs, {b, q0, h0, 0}, {_, {"m", BQ}, {"g", G}, {"dv", s.Dv}});
+    });
+    kb.parallel({{"t", s.Q}}, [&](Idx t) {
+      Idx b = sequenceOf(t);
+      // No sequence: a row outside the workspace (it reads zeros).
+      Idx row = (b + (1 - orderedOf()) * (s.B + 1)).as("row_seq");
+      Idx pos = (t - cuAt(b)).as("pos");
+      Tile x = load(rowsWs, {row, pos, 0, 0}, {_, _, {"h", s.Hq}, {"dv", s.Dv}}).as("row");
+      store(x, o, {t, 0, 0}, {_, {"h", s.Hq}, {"dv", s.Dv}});
     });
     return kb.finish();
   }

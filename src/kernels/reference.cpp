@@ -91,12 +91,15 @@ std::vector<double> cachedAttention(const AttentionShape& s, const AttentionOpti
     return o;
   }
   // Packed queries, token by token: its sequence, its position there, that sequence's cache.
+  // A token of no sequence (before cu[0], from cu[B] on, or of offsets that decrease) is zeros.
   std::vector<double> o(s.Q * s.Hq * s.Dv, 0.0);
   const int64_t group = s.Hq / s.Hkv;
-  for (int64_t t = 0; t < s.Q; ++t) {
+  bool ordered = true;
+  for (int64_t i = 0; i < s.B; ++i) ordered = ordered && cu[i] <= cu[i + 1];
+  for (int64_t t = 0; t < s.Q && ordered; ++t) {
     int64_t b = 0;
     for (int64_t i = 1; i <= s.B; ++i) b += cu[i] <= t;
-    if (b >= s.B) continue;
+    if (b >= s.B || t < cu[b]) continue;
     const int64_t len = lens[b], nq = cu[b + 1] - cu[b], pos = t - cu[b];
     const std::vector<float> kb = gather(b, len, k, s.D), vb = gather(b, len, v, s.Dv);
     // Keys [0, visible) are visible: all len of them, or (causal) j <= pos + len - nq; the

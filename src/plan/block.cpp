@@ -8,15 +8,19 @@
 // but its last dim) and the one column dim. A tile value holds some of the row dims (in order)
 // and at most one column dim, last. Each mma contracts one dim in ascending K (no partitions);
 // each operand is [K, its output side]: the rows (all of them) or the accumulator's column dim.
-// An operand is staged in shared memory: a load used by the mma alone (in the mma's loop, or
-// before it: loaded once), or a tile the program computes, [rows, K] with K a column dim, put
-// there from the threads' registers before the mma. A reduction (f32) goes through shared
+// An operand is staged in shared memory: a load used by mmas alone (in the mma's loop, or
+// before it: loaded once; one stage for every mma that reads it alike), a masked load
+// (select(cond, load, c), cond from the element's coordinates: applied as the stage is filled),
+// or a tile the program computes, [rows, K] with K a column dim, put there from the threads'
+// registers before the mma. A tile of neither row nor column dims (a length, offsets) is held
+// whole by every thread. A reduction (f32) goes through shared
 // memory: the operand's elements, then one thread per line and partition folds its
 // contributions in order, then every thread merges its lines' partitions in index order
 // (ordered: one partition, the init first) — except a reduction over a tile's column dim whose
 // threads lie in one warp (threads_x <= warp_threads): it goes by warp shuffles, every thread of
-// a row folding the row's contributions in the IR's order (no shared memory, no barrier). Extract of a tile, pipelines
-// and nested domains have no block form yet: such a program keeps the lane realization, and the report says why.
+// a row folding the row's contributions in the IR's order (no shared memory, no barrier). Extract of a tile held by
+// many threads, pipelines and nested domains have no block form yet: such a program keeps the
+// lane realization, and the report says why.
 //
 // Size rule (target model): with an mma, threads_y = the largest power of two dividing the
 // rows' extent, at most mma_threads_y (or the largest divisor, where that gives a block of more
@@ -80,6 +84,8 @@ class BlockPlanner {
       for (const Value* v : op->operands) ++uses_[v->id];
       for (const ir::Index& ix : op->indices)
         if (ix.value) ++uses_[ix.value->id];
+      if (op->kind == OpKind::Mma)
+        for (int i = 0; i < 2; ++i) ++mmaUses_[op->operands[i]->id];
     });
     if (auto e = chooseDims(root->regions[0]); !e.empty()) return e;
     std::string error;
@@ -195,6 +201,8 @@ class BlockPlanner {
 
   std::string checkOp(const Op* op, const ir::Region* r) {
     (void)r;
+    if (folded_.count(op)) return "";  // computed where its stage is filled
+    if (touchesWhole(op)) return checkWhole(op);
     switch (op->kind) {
       case OpKind::Serial:
       case OpKind::Yield: break;
@@ -206,6 +214,9 @@ class BlockPlanner {
       case OpKind::Iota:
       case OpKind::Broadcast: break;
       case OpKind::Mma: return "";  // checked first
+      case OpKind::Extract:
+        if (op->operands[0]->type.isScalar()) return "";
+        return fail(op, "an extract of a tile held by many threads");
       case OpKind::Reduce: {
         const Value* x = op->operands[0];
         if (x->type.elem != ir::Elem::F32) return fail(op, "a reduction of a non-f32 tile");
@@ -223,8 +234,125 @@ class BlockPlanner {
     return "";
   }
 
+  bool touchesWhole(const Op* op) const {
+    for (const Value* v : op->operands)
+      if (b_.whole(v->type)) return true;
+    for (const Value* v : op->results)
+      if (b_.whole(v->type)) return true;
+    return false;
+  }
+
+  // An op over tiles every thread holds whole (BlockPlan::whole): computed alike by every
+  // thread, element by element in the IR's order.
+  std::string checkWhole(const Op* op) {
+    for (const Value* v : op->results)
+      if (b_.whole(v->type) && v->type.numElements() > m_.microtile_elements)
+        return fail(op, fmt::format("%{} : {} is held whole by every thread and has more than {} elements", v->name,
+                                    ir::toString(v->type), m_.microtile_elements));
+    auto operandsWholeOrScalar = [&] {
+      for (const Value* v : op->operands)
+        if (!v->type.isScalar() && !b_.whole(v->type)) return false;
+      return true;
+    };
+    const Value* r = op->results.empty() ? nullptr : op->results[0];
+    const bool resultOk = r && (r->type.isScalar() || b_.whole(r->type));
+    switch (op->kind) {
+      case OpKind::Load:
+        if (resultOk && !staged_.count(op)) return "";
+        break;
+      case OpKind::Const:
+      case OpKind::Iota:
+        if (resultOk) return "";
+        break;
+      case OpKind::Extract:
+        if (resultOk && operandsWholeOrScalar()) return "";
+        break;
+      case OpKind::Reduce:
+        if (resultOk && operandsWholeOrScalar() &&
+            (op->reduce_policy.kind == ir::ReducePolicy::Kind::Ordered || op->operands[0]->type.elem != ir::Elem::F32))
+          return "";
+        break;
+      default:
+        if (ir::isElementwise(op->kind) && resultOk && operandsWholeOrScalar()) return "";
+        break;
+    }
+    return fail(op, fmt::format("a tile held whole by every thread (no row or column dim of the program's {}) used "
+                                "so (only loads, constants, iota, element-wise ops, ordered or integer "
+                                "reductions and extracts)",
+                                programDims()));
+  }
+
   int64_t partitions(const ir::ReducePolicy& p) const {
     return p.partitions > 0 ? p.partitions : p_.knobs.reduction_partitions;
+  }
+
+  // `select(cond, load, c)` (or with the load third) as an mma operand x, each used once: the
+  // load is staged and the select applied to each element as it is put there (plan.h,
+  // BlockStage::mask). The condition's tiles must be computable from an element's coordinates
+  // alone: iota along the load's dims, constants, broadcasts and element-wise ops, each used
+  // only there, over scalars available where the load is (`folded` gets those ops).
+  const Op* maskedLoad(const Value* x, std::vector<const Op*>& folded) {
+    const Op* sel = x->def;
+    if (!sel || sel->kind != OpKind::Select || uses_[x->id] != 1) return nullptr;
+    const Value* loaded = nullptr;
+    const Value* other = nullptr;
+    for (int j : {1, 2}) {
+      const Value* o = sel->operands[j];
+      if (!loaded && o->def && o->def->kind == OpKind::Load && o->type == x->type && uses_[o->id] == 1)
+        loaded = o, other = sel->operands[3 - j];
+    }
+    if (!loaded || !other->def || other->def->kind != OpKind::Const) return nullptr;
+    std::vector<const Op*> tree{sel};
+    if (!other->type.isScalar()) {
+      if (uses_[other->id] != 1) return nullptr;
+      tree.push_back(other->def);
+    }
+    if (!maskable(sel->operands[0], loaded->def, tree)) return nullptr;
+    folded = tree;
+    return sel;
+  }
+
+  bool maskable(const Value* v, const Op* load, std::vector<const Op*>& tree) {
+    if (v->type.isScalar()) return availableAt(v, load);
+    const Op* d = v->def;
+    if (!d || d->results.size() != 1 || uses_[v->id] != 1) return false;
+    const ir::Type& lt = load->results[0]->type;
+    for (const ir::Dim& dim : v->type.dims)
+      if (lt.findDim(dim.name) < 0 || lt.dims[lt.findDim(dim.name)].extent != dim.extent) return false;
+    tree.push_back(d);
+    if (d->kind == OpKind::Iota || d->kind == OpKind::Const) return true;
+    if (d->kind != OpKind::Broadcast && !ir::isElementwise(d->kind)) return false;
+    for (const Value* o : d->operands)
+      if (!maskable(o, load, tree)) return false;
+    return true;
+  }
+
+  // A scalar is known where `load` runs: a parameter, an enclosing region's argument, a
+  // constant or scalar element-wise op over such, or an op before the load (in its region or
+  // an enclosing one).
+  bool availableAt(const Value* v, const Op* load) const {
+    if (v->origin == Value::Origin::Param || v->origin == Value::Origin::Workspace) return true;
+    auto encloses = [&](const ir::Region* r, const Op*& within) {
+      for (const Op* a = load; a; a = a->parent ? a->parent->parent : nullptr)
+        if (a->parent == r) {
+          within = a;
+          return true;
+        }
+      return false;
+    };
+    const Op* within = nullptr;
+    if (v->origin == Value::Origin::RegionArg) return encloses(v->region, within);
+    const Op* d = v->def;
+    if (!d) return false;
+    if (d->kind == OpKind::Const) return true;
+    if (encloses(d->parent, within)) {
+      const auto& ops = d->parent->ops;
+      return std::find(ops.begin(), ops.end(), d) < std::find(ops.begin(), ops.end(), within);
+    }
+    if (!ir::isElementwise(d->kind)) return false;
+    for (const Value* o : d->operands)
+      if (!availableAt(o, load)) return false;
+    return true;
   }
 
   // An mma's operands: each [K, one output side] (the rows, or the accumulator's column dim),
@@ -265,7 +393,15 @@ class BlockPlanner {
       sideRows[i] = s.rows;
       s.pitch = s.out_extent + 4;
       const Op* def = x->def;
-      if (!(def && def->kind == OpKind::Load && uses_[x->id] == 1)) {
+      std::vector<const Op*> folded;
+      if (const Op* sel = maskedLoad(x, folded)) {
+        s.mask = sel;
+        def = sel->operands[1]->def && sel->operands[1]->def->kind == OpKind::Load ? sel->operands[1]->def
+                                                                                   : sel->operands[2]->def;
+      }
+      // A load every use of which is an mma operand (one stage, shared by the mmas that read it
+      // alike), or the load a folded select masks.
+      if (!(def && def->kind == OpKind::Load && (s.mask || uses_[x->id] == mmaUses_[x->id]))) {
         // A computed operand: the threads' register tile put into the stage before the mma.
         if (!def || def->results.size() != 1 || !distributable(t) || !s.rows || !b_.columnDim(kd) ||
             t.dims[kAt].extent != b_.columnDim(kd)->extent || kAt + 1 != static_cast<int>(t.rank()))
@@ -274,10 +410,19 @@ class BlockPlanner {
                                       x->name));
         s.registers = true;
       }
-      if (staged_.count(def)) return fail(op, fmt::format("operand %{} is an operand of another mma too", x->name));
+      if (auto it = staged_.find(def); it != staged_.end()) {
+        const BlockStage& o = it->second;
+        if (s.registers || o.registers || s.mask || o.mask || o.rows != s.rows || o.k_dim != s.k_dim ||
+            o.out_dims != s.out_dims || o.k_extent != s.k_extent)
+          return fail(op, fmt::format("operand %{} is an operand of another mma too, read otherwise", x->name));
+        mmas_.push_back(op);
+        continue;  // the first mma's stage serves this one too
+      }
       staged_[def] = s;
+      folded_.insert(folded.begin(), folded.end());
     }
     if (sideRows[0] == sideRows[1]) return fail(op, "both operands carry the same output side");
+    if (std::find(mmas_.begin(), mmas_.end(), op) == mmas_.end()) mmas_.push_back(op);
     for (const Value* v : {op->operands[2], op->results[0]})
       if (auto e = checkValue(op, v); !e.empty()) return e;
     return "";
@@ -450,6 +595,7 @@ class BlockPlanner {
     b_.shared_bytes = at * 4;
     b_.dynamic_shared = b_.shared_bytes > m_.static_shared_bytes;
     b_.stages = staged_;
+    b_.folded = folded_;
     for (const Op* op : order)
       if (loops.count(op->parent->parent) &&
           std::find(b_.prefetch_loops.begin(), b_.prefetch_loops.end(), op->parent->parent) == b_.prefetch_loops.end())
@@ -503,10 +649,9 @@ class BlockPlanner {
   // registers.
   void stepMmas() {
     constexpr int64_t kMostSteps = 8, kStepRegisters = 48;
-    for (const auto& [op, s] : staged_) {
-      const Op* mma = s.mma;
+    for (const Op* mma : mmas_) {
       if (b_.mma_steps.count(mma)) continue;
-      const int64_t K = s.k_extent;
+      const int64_t K = mma->operands[0]->type.dims[mma->operands[0]->type.findDim(mma->dims[0])].extent;
       if (K <= b_.k_unroll) {
         b_.mma_steps[mma] = K;
         continue;
@@ -523,6 +668,9 @@ class BlockPlanner {
   const target::Model& m_;
   BlockPlan b_;
   std::map<int, int> uses_;
+  std::map<int, int> mmaUses_;              // uses as an mma's a or b
+  std::vector<const Op*> mmas_;             // program order
+  std::set<const Op*> folded_;              // BlockPlan::folded
   std::map<const Op*, BlockStage> staged_;  // by the op making the staged value
   int64_t scratch_ = 0;                     // floats of the largest reduction's scratch
   std::vector<const Op*> reductions_;

@@ -460,6 +460,21 @@ const char* toString(MmaForm form) {
   return "?";
 }
 
+const ir::Op* BlockPlan::stagedDef(const ir::Value* operand) const {
+  const ir::Op* d = operand->def;
+  if (d && folded.count(d))
+    for (const auto& [load, s] : stages)
+      if (s.mask == d) return load;
+  return d;
+}
+
+bool BlockPlan::whole(const ir::Type& t) const {
+  if (!t.isTile() || t.isScalar()) return false;
+  for (const ir::Dim& d : t.dims)
+    if (rowDim(d.name) >= 0 || columnDim(d.name)) return false;
+  return true;
+}
+
 int BlockPlan::rowDim(const std::string& name) const {
   for (size_t i = 0; i < ys.size(); ++i)
     if (ys[i].name == name) return static_cast<int>(i);

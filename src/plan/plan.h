@@ -237,6 +237,10 @@ struct BlockStage {
   std::vector<std::string> out_dims;  // the accumulator's dims it carries: the rows', or one column dim
   bool rows = false;                  // it carries the rows
   bool registers = false;             // a computed operand, put from the threads' registers before the mma
+  // A masked load (`select(cond, load, c)` or `select(cond, c, load)`, the mma's operand): the
+  // select, applied to each element as it is put into the stage, its condition computed there
+  // from the element's coordinates (iota, constants, scalars available at the load).
+  const ir::Op* mask = nullptr;
   int64_t k_extent = 0, out_extent = 0;
   int64_t pitch = 0;    // floats per K row in shared memory (out_extent plus padding)
   int64_t offset = 0;   // float offset of buffer 0 in the block's shared array
@@ -253,6 +257,11 @@ struct BlockPlan {
   int64_t extent_y = 1, micro_y = 1, group_y = 1;
   // By the op that makes the staged value: its load, or the op computing a register stage.
   std::map<const ir::Op*, BlockStage> stages;
+  // Ops folded into a stage's fill (a masked load's select and its condition's tile ops): never
+  // held in registers, never emitted on their own.
+  std::set<const ir::Op*> folded;
+  // The op whose stage holds an mma operand: its def, or the load a folded select masks.
+  const ir::Op* stagedDef(const ir::Value* operand) const;
   std::vector<const ir::Op*> prefetch_loops;  // serial loops whose stages are double-buffered
   // Plain loads of a serial loop's body read this many trips at a time (the loop runs its trips
   // in batches of that many, each batch's loads first).
@@ -277,6 +286,10 @@ struct BlockPlan {
   bool hasRows(const ir::Type& t) const;
   const BlockDim* columnOf(const ir::Type& t) const;
   int64_t elementsPerThread(const ir::Type& t) const;
+  // A tile none of whose dims is a row or column dim (a length read as `[one:1]`, a varlen
+  // batch's offsets): every thread holds all of it (loads, constants, iota, element-wise ops,
+  // ordered or integer reductions, extracts; block.cpp).
+  bool whole(const ir::Type& t) const;
 };
 
 struct Plan {

@@ -340,6 +340,31 @@ TEST(RuntimeLengths, PackedQueriesOfEverySequenceLength) {
               const std::vector<float>& out = r.native.back().data;  // o [80, 8, 64]
               for (size_t i = 64 * 8 * 64; i < out.size(); ++i) ASSERT_EQ(out[i], 0.0f) << label << " row past cu[B]";
             });
+  // Blocks of queries of one sequence (the GPU's default; two phases) compute each row as one
+  // token per program does: the same bits, on every backend point; checked against the FP64
+  // reference too. Offsets that decrease make a batch of no sequence: zeros.
+  for (const char* cache : {"dense", "paged"}) {
+    std::map<std::string, std::string> opts = {{"kv-cache", cache}, {"varlen", "true"}};
+    if (std::string(cache) == "paged") opts.insert({{"page", "64"}, {"pages", "80"}});
+    std::vector<float> tokens;
+    for (const char* block : {"1x64", "16x64"}) {
+      opts["block"] = block;
+      const bool wide = std::string(block) == "16x64" && std::string(cache) == "dense";  // every point
+      const kiln::kernels::LibraryRequest request{"attention", "5,8,2,80,1024,64,64", opts};
+      checkGrid({request}, wide ? points : std::vector<std::vector<std::string>>{points[0]},
+                {{"lens", lens}, {"cu_seqlens", cu}}, table,
+                [&](const kiln::driver::CheckResult& r, const std::string& label) {
+                  if (tokens.empty()) tokens = r.native.back().data;
+                  EXPECT_EQ(r.native.back().data, tokens) << label << ": not the bits of one token per program";
+                });
+      if (wide)
+        checkGrid({request}, {points[1]}, {{"lens", lens}, {"cu_seqlens", {0, 1, 6, 5, 27, 64}}}, table,
+                  [&](const kiln::driver::CheckResult& r, const std::string& label) {
+                    for (float x : r.native.back().data) ASSERT_EQ(x, 0.0f) << label << ": offsets that decrease";
+                  });
+    }
+    EXPECT_FALSE(std::all_of(tokens.begin(), tokens.end(), [](float x) { return x == 0.0f; }));
+  }
   // The causal rows differ from the unmasked ones (the mask is applied per sequence).
   std::vector<std::vector<float>> outs;
   for (const char* mask : {"causal", "none"}) {

@@ -22,6 +22,7 @@ Command addGpuCapture(CLI::App& parent) {
     uint64_t seed = 0;
     double flops = 0.0;
     std::vector<std::string> input_bits;
+    std::vector<std::string> args;
     bool digest_only = false;
   };
   auto a = std::make_shared<Args>();
@@ -35,6 +36,9 @@ Command addGpuCapture(CLI::App& parent) {
   app->add_option("--input-bits", a->input_bits,
                   "NAME=HEX: view<f32> NAME holds every 32-bit pattern from HEX on (element e: HEX + e), "
                   "not generated values (a conversion sweep)");
+  app->add_option("--arg", a->args,
+                  "NAME=VALUE: a scalar parameter's value, or an integer view's elements comma-separated "
+                  "(lens=1,17,300), instead of generated ones (repeatable)");
   app->add_flag("--digest-only", a->digest_only,
                 "Outputs travel as their FNV-1a digests only, without their bytes (outputs too large to carry)");
   app->footer("Exit codes: 0 captured, 1 an error or a CPU run that does not match the interpreter.");
@@ -67,6 +71,14 @@ Command addGpuCapture(CLI::App& parent) {
               o.bit_patterns[b.substr(0, eq)] = base;
             }
             a->source.configure(o.f64);
+            for (const std::string& arg : a->args) {
+              const size_t eq = arg.find('=');
+              if (eq == std::string::npos || eq == 0) {
+                std::cerr << "kiln gpu-capture: error: --arg expects NAME=VALUE, got '" << arg << "'\n";
+                return 1;
+              }
+              o.f64.scalar_args[arg.substr(0, eq)] = arg.substr(eq + 1);
+            }
             if (a->source.isLibrary()) {
               o.source = "library " + a->source.kernel + " --shape " + a->source.shape;
               for (const auto& [k, v] : a->source.request().options) o.source += " --" + k + " " + v;
@@ -75,6 +87,7 @@ Command addGpuCapture(CLI::App& parent) {
             }
             for (const std::string& s : a->knobs.sets) o.source += " --set " + s;
             for (const std::string& b : a->input_bits) o.source += " --input-bits " + b;
+            for (const std::string& arg : a->args) o.source += " --arg " + arg;
             if (a->digest_only) o.source += " --digest-only";
             driver::GpuCaptureResult r;
             if (auto e = driver::captureGpuCase(*kernel, knobs, o, r)) {

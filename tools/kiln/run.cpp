@@ -31,7 +31,8 @@ Command addRun(CLI::App& parent) {
   a->knobs.add(app);
   a->npy.add(app);
   app->add_option("--seed", a->seed, "Seed of the deterministic inputs (as for kiln eval)")->check(seedValidator());
-  app->add_option("--arg", a->scalar_args, "Scalar parameter value, NAME=VALUE (repeatable)");
+  app->add_option("--arg", a->scalar_args,
+                  "Scalar parameter value, NAME=VALUE, or an integer view's elements, NAME=V1,V2,... (repeatable)");
   app->add_option("--check", a->check,
                   "f64: |got - ref| <= 5e-5 + 5e-5*|ref| against the FP64 interpreter (a --kernel: against the "
                   "library's FP64 reference; gemm also allows 2 sqrt(K) u (|A||B|)[i,j], docs/kernels.md); bitexact: "

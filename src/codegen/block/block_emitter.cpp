@@ -362,7 +362,19 @@ llvm::Function* BlockEmitter::emitProgram(const std::string& name, std::string& 
 }
 
 void BlockEmitter::emitOp(const Op* op) {
+  if (bp_.folded.count(op)) return;  // computed where its stage is filled (maskedValue)
   const ir::Value* r = op->results.empty() ? nullptr : op->results[0];
+  bool whole = false;
+  for (const ir::Value* v : op->operands) whole = whole || bp_.whole(v->type);
+  for (const ir::Value* v : op->results) whole = whole || bp_.whole(v->type);
+  if (whole) {
+    emitWhole(op);
+    return;
+  }
+  if (op->kind == OpKind::Extract) {  // of a rank-0 tile
+    scalars_[r->id] = scalar(op->operands[0]);
+    return;
+  }
   switch (op->kind) {
     case OpKind::Const: {
       llvm::Value* c = constant(op);
@@ -387,6 +399,91 @@ void BlockEmitter::emitOp(const Op* op) {
     for (const ir::Value* o : op->operands) ops.push_back(at(o, i, j));
     return ew_.apply(op, ops, error_);
   });
+}
+
+// Ops over tiles every thread holds whole (BlockPlan::whole): all their elements, row-major,
+// in each thread; element coordinates are constants.
+void BlockEmitter::emitWhole(const Op* op) {
+  auto coordsOf = [](const ir::Type& t, int64_t e) {
+    std::map<std::string, int64_t> c;
+    for (int i = static_cast<int>(t.dims.size()) - 1; i >= 0; --i) {
+      c[t.dims[i].name] = e % t.dims[i].extent;
+      e /= t.dims[i].extent;
+    }
+    return c;
+  };
+  auto element = [&](const ir::Value* v, int64_t e) -> llvm::Value* {
+    if (v->type.isScalar()) return scalar(v);
+    return tiles_.at(v->id)[static_cast<size_t>(e)];
+  };
+  const ir::Value* r = op->results[0];
+  const int64_t n = r->type.numElements();
+  Tile t;
+  switch (op->kind) {
+    case OpKind::Load:
+      for (int64_t e = 0; e < n; ++e) {
+        const auto c = coordsOf(r->type, e);
+        llvm::Value* inb = nullptr;
+        llvm::Value* ptr = elementPointer(
+            op, [&](const std::string& d) { return b_.getInt64(c.at(d)); }, nullptr, inb);
+        t.push_back(filled(op, rawLoad(op, ptr, inb), inb));
+      }
+      break;
+    case OpKind::Const:
+      for (int64_t e = 0; e < n; ++e) t.push_back(constant(op));
+      break;
+    case OpKind::Iota:
+      for (int64_t e = 0; e < n; ++e) t.push_back(b_.getInt64(coordsOf(r->type, e).at(op->dims[0])));
+      break;
+    case OpKind::Extract: {
+      // Constant indices: the element (0 outside the tile); runtime ones: compared with each.
+      const ir::Value* x = op->operands[0];
+      const int64_t m = x->type.numElements();
+      llvm::Value* v = llvm::Constant::getNullValue(sty(r->type.elem));
+      for (int64_t e = 0; e < m; ++e) {
+        const auto c = coordsOf(x->type, e);
+        llvm::Value* hit = b_.getTrue();
+        for (size_t k = 0; k < op->indices.size(); ++k) {
+          const ir::Index& ix = op->indices[k];
+          const int64_t want = c.at(x->type.dims[k].name);
+          hit = ix.isConstant() ? (ix.constant == want ? hit : b_.getFalse())
+                                : b_.CreateAnd(hit, b_.CreateICmpEQ(indexValue(ix), b_.getInt64(want)));
+        }
+        if (hit != b_.getFalse()) v = hit == b_.getTrue() ? element(x, e) : b_.CreateSelect(hit, element(x, e), v);
+      }
+      scalars_[r->id] = v;
+      return;
+    }
+    case OpKind::Reduce: {
+      // Each result element: the init, then the contributions row-major over the reduced dims
+      // (the ordered fold; integer folds give the same value in any order).
+      const ir::Value* x = op->operands[0];
+      const ir::Value* init = op->operands[1];
+      for (int64_t e = 0; e < n; ++e) {
+        const auto kept = coordsOf(r->type, e);
+        llvm::Value* acc = element(init, e);
+        for (int64_t xe = 0; xe < x->type.numElements(); ++xe) {
+          const auto c = coordsOf(x->type, xe);
+          bool mine = true;
+          for (const auto& [d, at] : kept) mine = mine && c.at(d) == at;
+          if (mine) acc = ew_.combine(op->reduce, acc, element(x, xe), x->type.elem);
+        }
+        t.push_back(acc);
+      }
+      break;
+    }
+    default:
+      for (int64_t e = 0; e < n; ++e) {
+        std::vector<llvm::Value*> ops;
+        for (const ir::Value* o : op->operands) ops.push_back(element(o, e));
+        t.push_back(ew_.apply(op, ops, error_));
+      }
+      break;
+  }
+  if (r->type.isScalar())
+    scalars_[r->id] = t.at(0);
+  else
+    tiles_[r->id] = std::move(t);
 }
 
 void BlockEmitter::emitLoad(const Op* op) {
@@ -560,6 +657,7 @@ void BlockEmitter::putOne(const Op* load, llvm::Value* v, llvm::Value* buffer, l
     for (const ir::Dim& a : load->access)
       if (a.name == d) o = b_.CreateAdd(b_.CreateMul(o, b_.getInt64(a.extent)), coord.at(d));
   llvm::Value* ptr = stagePointer(s, buffer, b_.CreateAdd(b_.CreateMul(coord.at(s.k_dim), b_.getInt64(s.pitch)), o));
+  if (s.mask) v = maskedValue(load, s, v, coord);
   if (!partial) {
     b_.CreateAlignedStore(v, ptr, llvm::Align(4));
     return;
@@ -571,6 +669,25 @@ void BlockEmitter::putOne(const Op* load, llvm::Value* v, llvm::Value* buffer, l
   b_.CreateAlignedStore(v, ptr, llvm::Align(4));
   b_.CreateBr(cont);
   b_.SetInsertPoint(cont);
+}
+
+// A masked load's element `v` at `coord` as its select gives it: the condition computed from
+// the coordinates (the plan admits iota, constants, broadcasts, element-wise ops and scalars
+// known at the load: BlockPlanner::maskedLoad).
+llvm::Value* BlockEmitter::maskedValue(const Op* load, const plan::BlockStage& s, llvm::Value* v,
+                                       const std::map<std::string, llvm::Value*>& coord) {
+  std::function<llvm::Value*(const ir::Value*)> eval = [&](const ir::Value* x) -> llvm::Value* {
+    if (x == load->results[0]) return v;
+    if (x->type.isScalar()) return scalarAt(x, {});
+    const Op* d = x->def;
+    if (d->kind == OpKind::Iota) return coord.at(d->dims[0]);
+    if (d->kind == OpKind::Const) return constant(d);
+    if (d->kind == OpKind::Broadcast) return eval(d->operands[0]);
+    std::vector<llvm::Value*> ops;
+    for (const ir::Value* o : d->operands) ops.push_back(eval(o));
+    return ew_.apply(d, ops, error_);
+  };
+  return eval(s.mask->results[0]);
 }
 
 // Element (r, c) of the thread's [rows, K] tile to K row colCoord(c), position rowCoord(r).
@@ -593,8 +710,8 @@ llvm::Value* BlockEmitter::bufferOf(const Op* load) {
 // acc[r][c] += a[r][k] * b[k][c] for k ascending (one FMA when fused), each thread its own
 // accumulators; a row's values (and a column's) are read from the stage as vectors of a group.
 void BlockEmitter::emitMma(const Op* op) {
-  const Op* la = op->operands[0]->def;
-  const Op* lb = op->operands[1]->def;
+  const Op* la = bp_.stagedDef(op->operands[0]);
+  const Op* lb = bp_.stagedDef(op->operands[1]);
   const plan::BlockStage& sa = bp_.stages.at(la);
   const plan::BlockStage& sb = bp_.stages.at(lb);
   for (int i = 0; i < 2; ++i) {

@@ -59,6 +59,7 @@ class BlockEmitter final : public ProgramEmitter {
 
   void emitOp(const ir::Op* op) override;
   void emitLoad(const ir::Op* op);
+  void emitWhole(const ir::Op* op);
   // A plain load's tile at `over`'s trip: its elements read, then their in-bounds flags; and the
   // tile with the fill applied.
   Tile loadTile(const ir::Op* op, const Override& over);
@@ -80,6 +81,8 @@ class BlockEmitter final : public ProgramEmitter {
   void putOne(const ir::Op* load, llvm::Value* v, llvm::Value* buffer, llvm::Value* e, bool partial);
   void copyStage(const ir::Op* load);  // a single-buffered stage, global to shared
   std::map<std::string, llvm::Value*> stagedCoords(const ir::Op* load, llvm::Value* e);
+  llvm::Value* maskedValue(const ir::Op* load, const plan::BlockStage& s, llvm::Value* v,
+                           const std::map<std::string, llvm::Value*>& coord);
   // A computed mma operand: this thread's register tile into its stage.
   void putRegisters(const ir::Value* v, const plan::BlockStage& s);
   llvm::Value* sharedPointer(llvm::Value* floatIndex);  // element floatIndex of the block's shared array
