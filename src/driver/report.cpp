@@ -67,7 +67,9 @@ nlohmann::json blockJson(const plan::Plan& p) {
     const plan::BlockStage& s = b.stages.at(load);
     stages.push_back({{"at", where(load->loc)},
                       {"value", "%" + load->results[0]->name},
-                      {"from", s.registers ? "registers" : "load"},
+                      {"from", s.registers ? "registers"
+                               : s.async   ? "cp.async"
+                                           : "load"},
                       {"operand", s.operand == 0 ? "a" : "b"},
                       {"k_dim", s.k_dim},
                       {"out_dims", s.out_dims},

@@ -45,6 +45,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <functional>
 #include <numeric>
 #include <set>
@@ -472,6 +473,16 @@ class BlockPlanner {
       if (const int64_t ty = largestDivisor(b_.extent_y, most / b_.threads_x);
           ty > b_.threads_y && (ty * b_.threads_x) % m_.warp_threads == 0)
         b_.threads_y = ty;
+      // Columns with no power-of-two split to speak of (33 = 3 x 11) and too few threads for a
+      // warp: the columns' largest divisor instead (33 threads along a row), the rows' largest
+      // power of two or divisor with what is left. A row's threads then need not lie in one warp
+      // segment, so its reductions go through shared memory (shuffles need threads_x | 32).
+      if (b_.threads_x * b_.threads_y < m_.warp_threads) {
+        const int64_t tx = largestDivisor(columns, most);
+        const int64_t ty =
+            std::max(largestPowerOfTwoDividing(b_.extent_y, most / tx), largestDivisor(b_.extent_y, most / tx));
+        if (tx * ty > b_.threads_x * b_.threads_y) b_.threads_x = tx, b_.threads_y = ty;
+      }
     }
     b_.threads = b_.threads_x * b_.threads_y;
     // With at most a block per SM, a thread may take every register its block leaves it (the
@@ -527,6 +538,29 @@ class BlockPlanner {
     return true;
   }
 
+  // A double-buffered stage cp.async can fill (see placeStages): f32 elements copied as they
+  // are, +0 where the load's fill or a masked load's select gives it.
+  bool asyncCopyable(const Op* load, const BlockStage& s) const {
+    if (!p_.knobs.gpu_async_copy || load->operands[0]->type.elem != ir::Elem::F32) return false;
+    if (load->fconst != 0.0 || std::signbit(load->fconst)) return false;
+    if (!s.mask) return true;
+    const Op* loop = load->parent->parent;
+    for (int j : {1, 2}) {
+      const Value* o = s.mask->operands[j];
+      if (o->def == load) continue;
+      if (!o->def || o->def->kind != OpKind::Const || o->def->fconst != 0.0 || std::signbit(o->def->fconst))
+        return false;
+    }
+    std::function<bool(const Value*)> early = [&](const Value* v) {
+      if (v->type.isScalar()) return earlyComputable(v, loop);
+      if (v->def->kind == OpKind::Iota || v->def->kind == OpKind::Const) return true;
+      for (const Value* o : v->def->operands)
+        if (!early(o)) return false;
+      return true;
+    };
+    return early(s.mask->operands[0]);
+  }
+
   std::string placeStages() {
     std::set<const Op*> loops;
     for (auto& [op, s] : staged_) {
@@ -535,11 +569,20 @@ class BlockPlanner {
       bool early = loop && loop->kind == OpKind::Serial;
       for (const ir::Index& ix : op->indices)
         if (early && ix.value && !earlyComputable(ix.value, loop)) early = false;
+      // A trip early is too early for a view the loop stores to.
+      if (early)
+        ir::walk(loop->regions[0], [&](const Op* o) {
+          if (o->kind == OpKind::Store && o->operands[0] == op->operands[0]) early = false;
+        });
       if (early) {
         s.buffers = 2;
         loops.insert(loop);
       }
     }
+    // Early stages of an f32 view read with fill +0 (masked to +0, the mask known a trip early)
+    // are filled by cp.async (knob gpu_async_copy): the next trip's copies take no registers.
+    for (auto& [op, s] : staged_)
+      if (s.buffers == 2 && asyncCopyable(op, s)) s.async = true;
     // Loops whose loaded stages are not all early keep single buffers; so do loops whose next
     // trip's tiles would take more registers per thread than a microtile (they stay live across
     // the trip: a few threads prefetching large stages spill).
@@ -547,18 +590,19 @@ class BlockPlanner {
     for (auto& [op, s] : staged_) {
       if (s.registers) continue;
       if (s.buffers == 1 && op->parent->parent) loops.erase(op->parent->parent);
-      if (s.buffers == 2) prefetched[op->parent->parent] += (s.k_extent * s.out_extent + b_.threads - 1) / b_.threads;
+      if (s.buffers == 2 && !s.async)
+        prefetched[op->parent->parent] += (s.k_extent * s.out_extent + b_.threads - 1) / b_.threads;
     }
     for (auto& [loop, regs] : prefetched)
       if (regs > m_.microtile_elements) loops.erase(loop);
     for (auto& [op, s] : staged_)
-      if (!loops.count(op->parent->parent)) s.buffers = 1;
+      if (!loops.count(op->parent->parent)) s.buffers = 1, s.async = false;
     // Reductions over a column dim whose threads lie in one warp go by shuffles; the others
     // through the scratch area.
     for (const Op* op : reductions_) {
       const Value* x = op->operands[0];
       if (op->dims.size() == 1 && x->type.rank() >= 1 && x->type.dims.back().name == op->dims[0] &&
-          b_.columnDim(op->dims[0]) && b_.threads_x <= m_.warp_threads) {
+          b_.columnDim(op->dims[0]) && b_.threads_x <= m_.warp_threads && m_.warp_threads % b_.threads_x == 0) {
         b_.shuffle_reductions.insert(op);
         continue;
       }
@@ -567,25 +611,45 @@ class BlockPlanner {
           op->reduce_policy.kind == ir::ReducePolicy::Kind::Ordered ? 1 : partitions(op->reduce_policy);
       scratch_ = std::max(scratch_, x->type.numElements() + lines + lines * parts);
     }
-    auto total = [&] {
-      int64_t floats = 0;
-      for (auto& [op, s] : staged_) floats += s.buffers * s.k_extent * s.pitch;
-      return (floats + scratch_) * 4;
-    };
-    if (total() > m_.shared_bytes_per_block) {
-      for (auto& [op, s] : staged_) s.buffers = 1;
-      loops.clear();
-    }
-    std::vector<const Op*> order;  // stages in program order, so that the PTX does not depend on pointer values
+    // Stages in program order (so that the PTX does not depend on pointer values). A stage
+    // loaded (or computed) in the body of a serial loop at the program's top level is read only
+    // there, so the stages of different such loops (run one after the other) share memory: each
+    // loop's from the same offset, after the stages of the rest of the program. The emitter
+    // puts a barrier before a double-buffered loop's first copies (BlockEmitter::emitLoop).
+    std::vector<const Op*> order;
     ir::walk(k_.root()->regions[0], [&](const Op* op) {
       if (staged_.count(op)) order.push_back(op);
     });
-    int64_t at = 0;
-    for (const Op* op : order) {
-      BlockStage& s = staged_[op];
-      s.offset = at;
-      at += (s.buffers * s.k_extent * s.pitch + 3) / 4 * 4;  // the next stage 16-byte aligned
+    auto loopOf = [&](const Op* op) -> const Op* {
+      const Op* loop = op->parent->parent;
+      return loop && loop->kind == OpKind::Serial && loop->parent == k_.root()->regions[0] ? loop : nullptr;
+    };
+    auto layout = [&] {  // floats of the stages; sets their offsets
+      int64_t at = 0;
+      for (const Op* op : order) {
+        if (loopOf(op)) continue;
+        BlockStage& s = staged_[op];
+        s.offset = at;
+        at += (s.buffers * s.k_extent * s.pitch + 3) / 4 * 4;  // the next stage 16-byte aligned
+      }
+      std::map<const Op*, int64_t> cursor;
+      int64_t most = at;
+      for (const Op* op : order) {
+        const Op* loop = loopOf(op);
+        if (!loop) continue;
+        BlockStage& s = staged_[op];
+        int64_t& c = cursor.try_emplace(loop, at).first->second;
+        s.offset = c;
+        c += (s.buffers * s.k_extent * s.pitch + 3) / 4 * 4;
+        most = std::max(most, c);
+      }
+      return most;
+    };
+    if ((layout() + scratch_) * 4 > m_.shared_bytes_per_block) {
+      for (auto& [op, s] : staged_) s.buffers = 1, s.async = false;
+      loops.clear();
     }
+    int64_t at = layout();
     b_.scratch_offset = at;
     b_.scratch_floats = scratch_;
     at += scratch_;

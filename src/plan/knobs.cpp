@@ -179,6 +179,20 @@ const std::vector<Entry>& entries() {
     }
     {
       Entry e;
+      e.info = {"gpu_async_copy", "on", "on|off",
+                "target nvptx, block realization: a double-buffered stage of an f32 view read with fill 0 is "
+                "copied to shared memory by cp.async, without registers (off: through registers, where the next "
+                "trip's elements fit a microtile) (docs/gpu.md)"};
+      e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
+        if (v != "on" && v != "off") return rangeError(info, v);
+        k.gpu_async_copy = v == "on";
+        return std::nullopt;
+      };
+      e.get = [](const Knobs& k) { return std::string(k.gpu_async_copy ? "on" : "off"); };
+      t.push_back(e);
+    }
+    {
+      Entry e;
       e.info = {"gpu_realization", "auto", "auto|block|lanes",
                 "target nvptx: a program per thread block, its tiles spread over the threads and mma operands "
                 "staged in shared memory (block), or per warp segment (lanes); auto takes block where every op "

@@ -241,6 +241,10 @@ struct BlockStage {
   // select, applied to each element as it is put into the stage, its condition computed there
   // from the element's coordinates (iota, constants, scalars available at the load).
   const ir::Op* mask = nullptr;
+  // Double-buffered and filled by cp.async (global to shared, no registers): an f32 view, fill
+  // +0 (a masked load's select gives +0 too); the elements outside the view or masked are
+  // copied as zeros (src-size 0).
+  bool async = false;
   int64_t k_extent = 0, out_extent = 0;
   int64_t pitch = 0;    // floats per K row in shared memory (out_extent plus padding)
   int64_t offset = 0;   // float offset of buffer 0 in the block's shared array

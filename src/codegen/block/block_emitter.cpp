@@ -490,9 +490,22 @@ void BlockEmitter::emitLoad(const Op* op) {
   if (stored_views_.count(op->operands[0]->index)) barrier();
   if (bp_.stages.count(op)) {
     const plan::BlockStage& s = bp_.stages.at(op);
+    const Op* loop = op->parent->parent;
+    if (s.async) {
+      // At the loop's first async stage: this trip's copies (issued a trip early) complete and
+      // seen by every thread; the next trip's issued into the other buffer, whose last reads
+      // (the previous trip's) the barrier has passed. The loop's later async stages: nothing.
+      const std::vector<const Op*>& all = async_.at(loop);
+      if (all.front() != op) return;
+      b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b_.getInt32(0)});
+      barrier();
+      llvm::Value* other = b_.CreateXor(parity_.at(loop), b_.getInt64(1));
+      for (const Op* a : all) asyncCopy(a, nextTrip_.at(loop), other);
+      b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, llvm::ArrayRef<llvm::Value*>{});
+      return;
+    }
     if (s.buffers == 2) {
       // This trip's registers (fetched a trip early) to its buffer; the next trip's in flight.
-      const Op* loop = op->parent->parent;
       put(op, current_.at(op), parity_.at(loop));
       next_[op] = fetch(op, nextTrip_.at(loop));
       return;
@@ -647,17 +660,23 @@ void BlockEmitter::put(const Op* load, const std::vector<llvm::Value*>& regs, ll
   pending_writes_ = true;
 }
 
-// Element e of the staged tile (view order) to its place in the stage: K row, then the output
+// The float index within a buffer of the staged element at `coord`: K row, then the output
 // side's position (row-major over its dims: the rows' flattened index).
-void BlockEmitter::putOne(const Op* load, llvm::Value* v, llvm::Value* buffer, llvm::Value* e, bool partial) {
-  const plan::BlockStage& s = bp_.stages.at(load);
-  const std::map<std::string, llvm::Value*> coord = stagedCoords(load, e);
+llvm::Value* BlockEmitter::stageIndex(const Op* load, const plan::BlockStage& s,
+                                      const std::map<std::string, llvm::Value*>& coord) {
   llvm::Value* o = b_.getInt64(0);
   for (const std::string& d : s.out_dims)
     for (const ir::Dim& a : load->access)
       if (a.name == d) o = b_.CreateAdd(b_.CreateMul(o, b_.getInt64(a.extent)), coord.at(d));
-  llvm::Value* ptr = stagePointer(s, buffer, b_.CreateAdd(b_.CreateMul(coord.at(s.k_dim), b_.getInt64(s.pitch)), o));
-  if (s.mask) v = maskedValue(load, s, v, coord);
+  return b_.CreateAdd(b_.CreateMul(coord.at(s.k_dim), b_.getInt64(s.pitch)), o);
+}
+
+// Element e of the staged tile (view order) to its place in the stage.
+void BlockEmitter::putOne(const Op* load, llvm::Value* v, llvm::Value* buffer, llvm::Value* e, bool partial) {
+  const plan::BlockStage& s = bp_.stages.at(load);
+  const std::map<std::string, llvm::Value*> coord = stagedCoords(load, e);
+  llvm::Value* ptr = stagePointer(s, buffer, stageIndex(load, s, coord));
+  if (s.mask) v = maskedValue(load, s, v, coord, {});
   if (!partial) {
     b_.CreateAlignedStore(v, ptr, llvm::Align(4));
     return;
@@ -673,21 +692,61 @@ void BlockEmitter::putOne(const Op* load, llvm::Value* v, llvm::Value* buffer, l
 
 // A masked load's element `v` at `coord` as its select gives it: the condition computed from
 // the coordinates (the plan admits iota, constants, broadcasts, element-wise ops and scalars
-// known at the load: BlockPlanner::maskedLoad).
+// known at the load: BlockPlanner::maskedLoad), the scalars at `over`'s trip.
 llvm::Value* BlockEmitter::maskedValue(const Op* load, const plan::BlockStage& s, llvm::Value* v,
-                                       const std::map<std::string, llvm::Value*>& coord) {
-  std::function<llvm::Value*(const ir::Value*)> eval = [&](const ir::Value* x) -> llvm::Value* {
-    if (x == load->results[0]) return v;
-    if (x->type.isScalar()) return scalarAt(x, {});
-    const Op* d = x->def;
-    if (d->kind == OpKind::Iota) return coord.at(d->dims[0]);
-    if (d->kind == OpKind::Const) return constant(d);
-    if (d->kind == OpKind::Broadcast) return eval(d->operands[0]);
-    std::vector<llvm::Value*> ops;
-    for (const ir::Value* o : d->operands) ops.push_back(eval(o));
-    return ew_.apply(d, ops, error_);
-  };
-  return eval(s.mask->results[0]);
+                                       const std::map<std::string, llvm::Value*>& coord, const Override& over) {
+  return atCoords(load, s.mask->results[0], v, coord, over);
+}
+
+llvm::Value* BlockEmitter::atCoords(const Op* load, const ir::Value* x, llvm::Value* v,
+                                    const std::map<std::string, llvm::Value*>& coord, const Override& over) {
+  if (x == load->results[0]) return v;
+  if (x->type.isScalar()) return scalarAt(x, over);
+  const Op* d = x->def;
+  if (d->kind == OpKind::Iota) return coord.at(d->dims[0]);
+  if (d->kind == OpKind::Const) return constant(d);
+  if (d->kind == OpKind::Broadcast) return atCoords(load, d->operands[0], v, coord, over);
+  std::vector<llvm::Value*> ops;
+  for (const ir::Value* o : d->operands) ops.push_back(atCoords(load, o, v, coord, over));
+  return ew_.apply(d, ops, error_);
+}
+
+// An async stage (plan: BlockStage::async) at `over`'s trip into `buffer` by cp.async, 4 bytes
+// an element: the bytes copied are 0 (the element becomes +0, the load's fill or its mask's
+// value) where the element lies outside the view or its mask keeps the other operand.
+void BlockEmitter::asyncCopy(const Op* load, const Override& over, llvm::Value* buffer) {
+  const plan::BlockStage& s = bp_.stages.at(load);
+  const int64_t total = s.k_extent * s.out_extent;
+  const ir::Value* view = load->operands[0];
+  auto* global = llvm::PointerType::get(c_, 1);
+  for (int64_t step = 0; step * bp_.threads < total; ++step) {
+    llvm::Value* e = b_.CreateAdd(tid_, b_.getInt64(step * bp_.threads));
+    const bool partial = (step + 1) * bp_.threads > total;
+    llvm::BasicBlock* cont = nullptr;
+    if (partial) {
+      auto* then = llvm::BasicBlock::Create(c_, "async.in", f_);
+      cont = llvm::BasicBlock::Create(c_, "async.next", f_);
+      b_.CreateCondBr(b_.CreateICmpULT(e, b_.getInt64(total)), then, cont);
+      b_.SetInsertPoint(then);
+    }
+    const std::map<std::string, llvm::Value*> coord = stagedCoords(load, e);
+    llvm::Value* inb = nullptr;
+    llvm::Value* src = elementPointer(
+        load, [&](const std::string& d) { return coord.at(d); }, &over, inb);
+    llvm::Value* copied = inb;
+    if (s.mask) {
+      llvm::Value* cond = atCoords(load, s.mask->operands[0], nullptr, coord, over);
+      copied = b_.CreateAnd(copied, s.mask->operands[1] == load->results[0] ? cond : b_.CreateNot(cond));
+    }
+    src = b_.CreateAddrSpaceCast(b_.CreateSelect(inb, src, base_[view->index]), global);
+    llvm::Value* dst = stagePointer(s, buffer, stageIndex(load, s, coord));
+    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4_s, {},
+                       {dst, src, b_.CreateSelect(copied, b_.getInt32(4), b_.getInt32(0))});
+    if (partial) {
+      b_.CreateBr(cont);
+      b_.SetInsertPoint(cont);
+    }
+  }
 }
 
 // Element (r, c) of the thread's [rows, K] tile to K row colCoord(c), position rowCoord(r).
@@ -789,10 +848,13 @@ void BlockEmitter::emitLoop(const Op* op) {
   const Op* yield = body->ops.empty() ? nullptr : body->ops.back();
   const size_t nc = op->operands.size();
   const bool prefetch = std::find(bp_.prefetch_loops.begin(), bp_.prefetch_loops.end(), op) != bp_.prefetch_loops.end();
-  std::vector<const Op*> staged;  // this loop's double-buffered stages, program order
+  std::vector<const Op*> staged;               // this loop's double-buffered stages through registers, program order
+  std::vector<const Op*>& async = async_[op];  // and those cp.async fills
+  async.clear();
   if (prefetch)
     for (const Op* o : body->ops)
-      if (o->kind == OpKind::Load && bp_.stages.count(o) && bp_.stages.at(o).buffers == 2) staged.push_back(o);
+      if (o->kind == OpKind::Load && bp_.stages.count(o) && bp_.stages.at(o).buffers == 2)
+        (bp_.stages.at(o).async ? async : staged).push_back(o);
 
   std::vector<llvm::Value*> flat;
   std::vector<size_t> width;  // values per carried entry
@@ -819,9 +881,16 @@ void BlockEmitter::emitLoop(const Op* op) {
     if (stored_views_.count(a->operands[0]->index)) barrier();
   std::vector<size_t> regCount;
   if (prefetch) {
+    // The loop's buffers may be an earlier loop's stages (BlockPlanner::placeStages shares the
+    // memory of sibling loops' stages): their reads end before the first copies.
+    if (pending_reads_) barrier();
     for (const Op* s : staged)
       if (stored_views_.count(s->operands[0]->index)) barrier();
+    for (const Op* s : async)
+      if (stored_views_.count(s->operands[0]->index)) barrier();
     Override first{{iv->id, lo}};
+    for (const Op* s : async) asyncCopy(s, first, b_.getInt64(0));
+    if (!async.empty()) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, llvm::ArrayRef<llvm::Value*>{});
     for (const Op* s : staged) {
       std::vector<llvm::Value*> regs = fetch(s, first);
       regCount.push_back(regs.size());
@@ -902,6 +971,8 @@ void BlockEmitter::emitLoop(const Op* op) {
     fin = loop(b_.CreateAdd(lo, b_.CreateMul(batches, b_.getInt64(depth * stepBy))), hi, stepBy, fin, trip);
   }
   unflatten(fin, true);
+  // The last trip's copies (of a trip past the loop) land before the buffers are used again.
+  if (!async.empty()) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b_.getInt32(0)});
   if (prefetch) barrier();
   pending_reads_ = pending_writes_ = true;
   stored_views_.insert(bodyStores.begin(), bodyStores.end());

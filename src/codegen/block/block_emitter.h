@@ -82,7 +82,13 @@ class BlockEmitter final : public ProgramEmitter {
   void copyStage(const ir::Op* load);  // a single-buffered stage, global to shared
   std::map<std::string, llvm::Value*> stagedCoords(const ir::Op* load, llvm::Value* e);
   llvm::Value* maskedValue(const ir::Op* load, const plan::BlockStage& s, llvm::Value* v,
-                           const std::map<std::string, llvm::Value*>& coord);
+                           const std::map<std::string, llvm::Value*>& coord, const Override& over);
+  // A value of a masked load's select (the loaded element `v`) at `coord`, scalars at `over`.
+  llvm::Value* atCoords(const ir::Op* load, const ir::Value* x, llvm::Value* v,
+                        const std::map<std::string, llvm::Value*>& coord, const Override& over);
+  llvm::Value* stageIndex(const ir::Op* load, const plan::BlockStage& s,
+                          const std::map<std::string, llvm::Value*>& coord);
+  void asyncCopy(const ir::Op* load, const Override& over, llvm::Value* buffer);
   // A computed mma operand: this thread's register tile into its stage.
   void putRegisters(const ir::Value* v, const plan::BlockStage& s);
   llvm::Value* sharedPointer(llvm::Value* floatIndex);  // element floatIndex of the block's shared array
@@ -100,8 +106,9 @@ class BlockEmitter final : public ProgramEmitter {
   // Double-buffered stages of the loop being emitted: this trip's fetched registers, the next
   // trip's, and the trip's parity; the loop's induction variable and step for the next origin.
   std::map<const ir::Op*, std::vector<llvm::Value*>> current_, next_;
-  std::map<const ir::Op*, llvm::Value*> parity_;  // by loop
-  std::map<const ir::Op*, Override> nextTrip_;    // by loop: iv -> iv + step
+  std::map<const ir::Op*, llvm::Value*> parity_;               // by loop
+  std::map<const ir::Op*, Override> nextTrip_;                 // by loop: iv -> iv + step
+  std::map<const ir::Op*, std::vector<const ir::Op*>> async_;  // by loop: its async stages, program order
   // A batch's plain loads of the trip being emitted (BlockPlan::load_prefetch), read at the
   // start of its batch (loadTile's form).
   std::map<const ir::Op*, Tile> batched_;
