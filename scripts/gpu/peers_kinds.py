@@ -28,6 +28,29 @@ def flag(value):
     return value not in FLAG_OFF
 
 
+def sdpa_candidates(F, q, k, v, group, call):
+    """(label, context, fn) for every SDPA backend torch has and every way to give it grouped
+    K/V heads (enable_gqa, or K/V repeated to the query heads before the timed call; one query
+    head per KV head: mha); `call`: the keyword arguments of every call (scale, mask)."""
+    variants = ([("enable_gqa", {"enable_gqa": True}, k, v),
+                 ("repeat_kv", {}, k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1))]
+                if group > 1 else [("mha", {}, k, v)])
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        backends = [(name.lower(), (lambda b=getattr(SDPBackend, name): sdpa_kernel(b)))
+                    for name in ["FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION", "MATH"]
+                    if hasattr(SDPBackend, name)]
+    except ImportError:
+        backends = [("default", contextlib.nullcontext)]
+    candidates = []
+    for backend, ctx in backends:
+        for label, kwargs, kk, vv in variants:
+            def fn(kk=kk, vv=vv, kwargs=kwargs):
+                return F.scaled_dot_product_attention(q, kk, vv, **call, **kwargs)
+            candidates.append((backend + "/" + label, ctx, fn))
+    return candidates
+
+
 class Kind:
     name = ""
     int_views = ()  # integer views (lengths, offsets): dumped as their int32 words
@@ -199,23 +222,7 @@ class Attention(Kind):
             visible = visible & (j <= i + (len_b - n_b))
         mask = visible.unsqueeze(1)  # [B, 1, n, L]
         k, v = x["k"][:, :, :L].contiguous(), x["v"][:, :, :L].contiguous()
-        group = Hq // s["Hkv"]
-        variants = ([("enable_gqa", {"enable_gqa": True}, k, v),
-                     ("repeat_kv", {}, k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1))]
-                    if group > 1 else [("mha", {}, k, v)])
-        try:
-            from torch.nn.attention import SDPBackend, sdpa_kernel
-            backends = [(name.lower(), (lambda b=getattr(SDPBackend, name): sdpa_kernel(b)))
-                        for name in ["FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION", "MATH"]
-                        if hasattr(SDPBackend, name)]
-        except ImportError:
-            backends = [("default", contextlib.nullcontext)]
-        candidates = []
-        for backend, ctx in backends:
-            for label, kwargs, kk, vv in variants:
-                def fn(kk=kk, vv=vv, kwargs=kwargs):
-                    return F.scaled_dot_product_attention(qp, kk, vv, attn_mask=mask, scale=p["scale"], **kwargs)
-                candidates.append((backend + "/" + label, ctx, fn))
+        candidates = sdpa_candidates(F, qp, k, v, Hq // s["Hkv"], {"attn_mask": mask, "scale": p["scale"]})
         self._rows = (seqs, visible.any(dim=2))  # [B, n]: rows with a visible key
         return candidates, {"mask_as": "bool_mask_padded", "padded_queries": int(qp.shape[2]), "padded_keys": L}
 
@@ -278,25 +285,7 @@ class Attention(Kind):
             mask_args, mask_kind = {"is_causal": True}, "is_causal"
         else:  # bottom-right aligned: an explicit boolean mask (True = attend)
             mask_args, mask_kind = {"attn_mask": self.visible(torch, s, q.device)}, "bool_mask_bottom_right"
-        if group > 1:
-            variants = [("enable_gqa", {"enable_gqa": True}, k, v),
-                        ("repeat_kv", {}, k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1))]
-        else:
-            variants = [("mha", {}, k, v)]
-        try:
-            from torch.nn.attention import SDPBackend, sdpa_kernel
-            backends = [(name.lower(), (lambda b=getattr(SDPBackend, name): sdpa_kernel(b)))
-                        for name in ["FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION", "MATH"]
-                        if hasattr(SDPBackend, name)]
-        except ImportError:
-            backends = [("default", contextlib.nullcontext)]
-        candidates = []
-        for backend, ctx in backends:
-            for label, kwargs, kk, vv in variants:
-                def fn(kk=kk, vv=vv, kwargs=kwargs):
-                    return F.scaled_dot_product_attention(q, kk, vv, scale=p["scale"], **mask_args, **kwargs)
-                candidates.append((backend + "/" + label, ctx, fn))
-        return candidates, {"mask_as": mask_kind}
+        return sdpa_candidates(F, q, k, v, group, {"scale": p["scale"], **mask_args}), {"mask_as": mask_kind}
 
     def flops(self, s, p):
         """2 (D + Dv) per visible (query, key) pair and head (a cache: counted from the lengths
