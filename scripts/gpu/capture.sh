@@ -55,6 +55,11 @@ attention tail_merge_off 1,6,2,1,2053,80,96 --merge-columns off
 # next trip then takes more than a microtile of registers: single buffers): the paired comparison.
 attention decode4096_async_off 1,32,8,1,4096,128,128 --set gpu_async_copy=off
 attention big_prefill_async_off 1,32,8,512,512,128,128 --set gpu_async_copy=off --digest-only
+# A loop's first cp.async copies issued before the program stages Q (gpu_early_copies=on, off by
+# default until paired here): the paired comparison.
+attention decode4096_early 1,32,8,1,4096,128,128 --set gpu_early_copies=on
+attention decode_early 1,8,2,1,2053,80,96 --set gpu_early_copies=on
+attention kv_dense_early 5,8,2,1,1024,64,64 --kv-cache dense --set gpu_early_copies=on
 # A GQA group of 3 rows as 3 x 32 threads (the largest divisor of the rows); 32 threads, the
 # largest power of two dividing them, before: the paired comparison.
 attention tail_t32 1,6,2,1,2053,80,96 --set gpu_threads=32

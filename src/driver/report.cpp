@@ -86,6 +86,9 @@ nlohmann::json blockJson(const plan::Plan& p) {
   nlohmann::json stepsPerTrip = inSourceOrder(b.mma_steps, [&](const auto& e) {
     return nlohmann::json{{"at", where(e.first->loc)}, {"steps", e.second}};
   });
+  nlohmann::json early = inSourceOrder(b.early_copies, [&](const auto& e) {
+    return nlohmann::json{{"loop", where(e.first->loc)}, {"before", where(e.second->loc)}};
+  });
   nlohmann::json rowDims = nlohmann::json::array(), columns = nlohmann::json::array();
   for (const plan::BlockDim& y : b.ys) rowDims.push_back({{"dim", y.name}, {"extent", y.extent}});
   for (const plan::BlockDim& x : b.xs)
@@ -100,6 +103,7 @@ nlohmann::json blockJson(const plan::Plan& p) {
           {"shuffle_reductions", shuffled},
           {"batched_loads", ahead},
           {"double_buffered_loops", b.prefetch_loops.size()},
+          {"early_copies", early},
           {"shared_bytes", b.shared_bytes},
           {"dynamic_shared", b.dynamic_shared},
           {"k_unroll", b.k_unroll},

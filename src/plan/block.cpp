@@ -664,10 +664,61 @@ class BlockPlanner {
       if (loops.count(op->parent->parent) &&
           std::find(b_.prefetch_loops.begin(), b_.prefetch_loops.end(), op->parent->parent) == b_.prefetch_loops.end())
         b_.prefetch_loops.push_back(op->parent->parent);
+    if (p_.knobs.gpu_early_copies) earlyCopies();
     prefetchLoads();
     stepMmas();
     p_.block = b_;
     return "";
+  }
+
+  // BlockPlan::early_copies: for a top-level loop with cp.async stages, the earliest op of the
+  // program before which its first trip's copies can be issued: after the ops defining every
+  // value their origins, masks and the loop's start read (through the body's scalar ops), after
+  // the loop before it (whose stages its buffers may share) and after any store to their views.
+  void earlyCopies() {
+    const ir::Region* top = k_.root()->regions[0];
+    std::map<const Op*, int> at;  // top-level op -> position
+    for (size_t i = 0; i < top->ops.size(); ++i) at[top->ops[i]] = static_cast<int>(i);
+    auto position = [&](const Value* v) {  // of the top-level op defining v (-1: the program's inputs)
+      if (v->origin != Value::Origin::OpResult) return -1;
+      const Op* d = v->def;
+      while (d && d->parent != top) d = d->parent->parent;
+      return d ? at.at(d) : -1;
+    };
+    for (const Op* loop : b_.prefetch_loops) {
+      if (loop->parent != top) continue;
+      const ir::Region* body = loop->regions[0];
+      std::vector<const Op*> async;
+      for (const Op* o : body->ops)
+        if (b_.stages.count(o) && b_.stages.at(o).async) async.push_back(o);
+      if (async.empty()) continue;
+      int earliest = -1;
+      std::set<const Value*> seen;
+      std::function<void(const Value*)> need = [&](const Value* v) {
+        if (!v || !seen.insert(v).second || v == body->args[0]) return;
+        if (v->origin == Value::Origin::OpResult && v->def->parent == body) {
+          for (const Value* o : v->def->operands) need(o);  // the body's scalar, iota, const and element-wise ops
+          return;
+        }
+        earliest = std::max(earliest, position(v));
+      };
+      if (loop->indices[0].value) need(loop->indices[0].value);
+      std::set<const Value*> views;
+      for (const Op* o : async) {
+        for (const ir::Index& ix : o->indices) need(ix.value);
+        if (const Op* m = b_.stages.at(o).mask) need(m->operands[0]);
+        views.insert(o->operands[0]);
+      }
+      const int here = at.at(loop);
+      for (int i = 0; i < here; ++i) {
+        bool after = top->ops[i]->kind == OpKind::Serial;
+        auto stores = [&](const Op* o) { return o->kind == OpKind::Store && views.count(o->operands[0]) > 0; };
+        after = after || stores(top->ops[i]);
+        for (const ir::Region* r : top->ops[i]->regions) ir::walk(r, [&](const Op* o) { after = after || stores(o); });
+        if (after) earliest = std::max(earliest, i);
+      }
+      if (earliest + 1 < here) b_.early_copies[loop] = top->ops[earliest + 1];
+    }
   }
 
   // A serial loop without double-buffered stages whose body's plain loads (not staged) have

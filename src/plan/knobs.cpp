@@ -177,20 +177,16 @@ const std::vector<Entry>& entries() {
       e.get = [](const Knobs& k) { return k.gpu_threads == 0 ? std::string("auto") : std::to_string(k.gpu_threads); };
       t.push_back(e);
     }
-    {
-      Entry e;
-      e.info = {"gpu_async_copy", "on", "on|off",
-                "target nvptx, block realization: a double-buffered stage of an f32 view read with fill 0 is "
-                "copied to shared memory by cp.async, without registers (off: through registers, where the next "
-                "trip's elements fit a microtile) (docs/gpu.md)"};
-      e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
-        if (v != "on" && v != "off") return rangeError(info, v);
-        k.gpu_async_copy = v == "on";
-        return std::nullopt;
-      };
-      e.get = [](const Knobs& k) { return std::string(k.gpu_async_copy ? "on" : "off"); };
-      t.push_back(e);
-    }
+    t.push_back(boolKnob({"gpu_async_copy", "on", "",
+                          "target nvptx, block realization: a double-buffered stage of an f32 view read with fill 0 "
+                          "is copied to shared memory by cp.async, without registers (off: through registers, where "
+                          "the next trip's elements fit a microtile) (docs/gpu.md)"},
+                         &Knobs::gpu_async_copy));
+    t.push_back(boolKnob({"gpu_early_copies", "off", "",
+                          "target nvptx, block realization: a loop's first trip of cp.async stages is issued as early "
+                          "as its origins are known (before the program's other loads), not at the loop; off until "
+                          "an H200 run pairs it (docs/gpu.md)"},
+                         &Knobs::gpu_early_copies));
     {
       Entry e;
       e.info = {"gpu_realization", "auto", "auto|block|lanes",

@@ -19,10 +19,11 @@ struct Knobs {
   target::Kind target = target::Kind::Cpu;  // cpu | nvptx: the host CPU (an object) or an NVIDIA GPU (PTX)
   std::string gpu_lanes = "threads";        // nvptx: a program's lanes over W threads, or in one thread's registers
   std::string gpu_realization =
-      "auto";                   // nvptx: a program per thread block where it has that form (auto), always, never
-  int64_t gpu_threads = 0;      // nvptx block realization: the most threads of a block (0 = auto: the model's)
-  bool gpu_async_copy = true;   // nvptx block realization: double-buffered stages filled by cp.async
-  std::string root_axis_order;  // "" = as written; else comma-separated domain axis names
+      "auto";                     // nvptx: a program per thread block where it has that form (auto), always, never
+  int64_t gpu_threads = 0;        // nvptx block realization: the most threads of a block (0 = auto: the model's)
+  bool gpu_async_copy = true;     // nvptx block realization: double-buffered stages filled by cp.async
+  bool gpu_early_copies = false;  // nvptx block realization: a loop's first cp.async copies issued early
+  std::string root_axis_order;    // "" = as written; else comma-separated domain axis names
   int64_t max_unrolled_tile_elements = 64;
   int64_t max_unrolled_mma_terms = 0;
   int64_t mma_output_block = 1;

@@ -267,6 +267,11 @@ struct BlockPlan {
   // The op whose stage holds an mma operand: its def, or the load a folded select masks.
   const ir::Op* stagedDef(const ir::Value* operand) const;
   std::vector<const ir::Op*> prefetch_loops;  // serial loops whose stages are double-buffered
+  // Knob gpu_early_copies: a top-level loop with cp.async stages -> the op of the program
+  // before which its first trip's copies are issued (the earliest point where their origins
+  // and masks are known, after the loop before it and any store to their views), so that they
+  // are in flight while the program loads its other stages (a decode's Q).
+  std::map<const ir::Op*, const ir::Op*> early_copies;
   // Plain loads of a serial loop's body read this many trips at a time (the loop runs its trips
   // in batches of that many, each batch's loads first).
   std::map<const ir::Op*, int64_t> load_prefetch;

@@ -420,6 +420,21 @@ TEST(Gpu, AttentionRunsAProgramPerThreadBlock) {
   ASSERT_FALSE(kiln::kernels::libraryChoices({"attention", "1,32,8,1,4096,128,128", {}, {true, 132}}, choices));
   EXPECT_EQ(choices["merge_columns"], "8 (16 programs per row block) (auto)");
   EXPECT_EQ(c.report["gpu"]["kernels"][1]["programs"], 128);
+  {
+    // gpu_early_copies=on: the KV loop's first cp.async copies are issued before the program
+    // stages Q (its origin is known from the start), so both are in flight together.
+    EXPECT_TRUE(c.report["phases"][0]["block"]["early_copies"].empty());  // off by default
+    kiln::plan::Knobs early = gpuKnobs();
+    ASSERT_FALSE(early.setAssignment("gpu_early_copies=on").has_value());
+    kiln::driver::Compilation ce;
+    ASSERT_FALSE(kiln::driver::compile(*k, early, ce, kiln::driver::Stage::Report).has_value());
+    EXPECT_EQ(ce.report["phases"][0]["block"]["early_copies"].size(), 1u);
+    const std::string phase0 = ce.object.substr(0, ce.object.find(".entry kiln_phase1"));
+    const std::string plain = c.object.substr(0, c.object.find(".entry kiln_phase1"));
+    EXPECT_LT(phase0.find("cp.async.ca.shared.global"), phase0.find("st.shared"));
+    EXPECT_GT(plain.find("cp.async.ca.shared.global"), plain.find("st.shared"));
+    expectPrecisePtx(ce.object, "block decode, early copies");
+  }
   // The merge walks the chunks in batches of trips, each batch's partials loaded together.
   const nlohmann::json& ahead = c.report["phases"][1]["block"]["batched_loads"];
   ASSERT_EQ(ahead.size(), 3u);

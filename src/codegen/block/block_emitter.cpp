@@ -362,6 +362,8 @@ llvm::Function* BlockEmitter::emitProgram(const std::string& name, std::string& 
 }
 
 void BlockEmitter::emitOp(const Op* op) {
+  for (const auto& [loop, before] : bp_.early_copies)
+    if (before == op) firstCopies(loop);
   if (bp_.folded.count(op)) return;  // computed where its stage is filled (maskedValue)
   const ir::Value* r = op->results.empty() ? nullptr : op->results[0];
   bool whole = false;
@@ -711,6 +713,20 @@ llvm::Value* BlockEmitter::atCoords(const Op* load, const ir::Value* x, llvm::Va
   return ew_.apply(d, ops, error_);
 }
 
+// A loop's first trip of async stages into buffer 0, one group: at the loop, or earlier
+// (plan: BlockPlan::early_copies).
+void BlockEmitter::firstCopies(const Op* loop) {
+  std::vector<const Op*> async;
+  for (const Op* o : loop->regions[0]->ops)
+    if (o->kind == OpKind::Load && bp_.stages.count(o) && bp_.stages.at(o).async) async.push_back(o);
+  if (pending_reads_) barrier();  // a buffer may be an earlier loop's stage (see emitLoop)
+  for (const Op* s : async)
+    if (stored_views_.count(s->operands[0]->index)) barrier();
+  const Override first{{loop->regions[0]->args[0]->id, indexValue(loop->indices[0])}};
+  for (const Op* s : async) asyncCopy(s, first, b_.getInt64(0));
+  b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, llvm::ArrayRef<llvm::Value*>{});
+}
+
 // An async stage (plan: BlockStage::async) at `over`'s trip into `buffer` by cp.async, 4 bytes
 // an element: the bytes copied are 0 (the element becomes +0, the load's fill or its mask's
 // value) where the element lies outside the view or its mask keeps the other operand.
@@ -886,11 +902,8 @@ void BlockEmitter::emitLoop(const Op* op) {
     if (pending_reads_) barrier();
     for (const Op* s : staged)
       if (stored_views_.count(s->operands[0]->index)) barrier();
-    for (const Op* s : async)
-      if (stored_views_.count(s->operands[0]->index)) barrier();
     Override first{{iv->id, lo}};
-    for (const Op* s : async) asyncCopy(s, first, b_.getInt64(0));
-    if (!async.empty()) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, llvm::ArrayRef<llvm::Value*>{});
+    if (!async.empty() && !bp_.early_copies.count(op)) firstCopies(op);
     for (const Op* s : staged) {
       std::vector<llvm::Value*> regs = fetch(s, first);
       regCount.push_back(regs.size());
