@@ -203,7 +203,7 @@ class BlockPlanner {
   std::string checkOp(const Op* op, const ir::Region* r) {
     (void)r;
     if (folded_.count(op)) return "";  // computed where its stage is filled
-    if (touchesWhole(op)) return checkWhole(op);
+    if (b_.wholeOp(op)) return checkWhole(op);
     switch (op->kind) {
       case OpKind::Serial:
       case OpKind::Yield: break;
@@ -233,14 +233,6 @@ class BlockPlanner {
     for (const Value* v : op->results)
       if (auto e = checkValue(op, v); !e.empty()) return e;
     return "";
-  }
-
-  bool touchesWhole(const Op* op) const {
-    for (const Value* v : op->operands)
-      if (b_.whole(v->type)) return true;
-    for (const Value* v : op->results)
-      if (b_.whole(v->type)) return true;
-    return false;
   }
 
   // An op over tiles every thread holds whole (BlockPlan::whole): computed alike by every
@@ -292,7 +284,8 @@ class BlockPlanner {
   // BlockStage::mask). The condition's tiles must be computable from an element's coordinates
   // alone: iota along the load's dims, constants, broadcasts and element-wise ops, each used
   // only there, over scalars available where the load is (`folded` gets those ops).
-  const Op* maskedLoad(const Value* x, std::vector<const Op*>& folded) {
+  // `loadSide`: the select's operand (1 or 2) that is the load.
+  const Op* maskedLoad(const Value* x, std::vector<const Op*>& folded, int& loadSide) {
     const Op* sel = x->def;
     if (!sel || sel->kind != OpKind::Select || uses_[x->id] != 1) return nullptr;
     const Value* loaded = nullptr;
@@ -300,7 +293,7 @@ class BlockPlanner {
     for (int j : {1, 2}) {
       const Value* o = sel->operands[j];
       if (!loaded && o->def && o->def->kind == OpKind::Load && o->type == x->type && uses_[o->id] == 1)
-        loaded = o, other = sel->operands[3 - j];
+        loaded = o, other = sel->operands[3 - j], loadSide = j;
     }
     if (!loaded || !other->def || other->def->kind != OpKind::Const) return nullptr;
     std::vector<const Op*> tree{sel};
@@ -395,10 +388,11 @@ class BlockPlanner {
       s.pitch = s.out_extent + 4;
       const Op* def = x->def;
       std::vector<const Op*> folded;
-      if (const Op* sel = maskedLoad(x, folded)) {
+      int loadSide = 1;
+      if (const Op* sel = maskedLoad(x, folded, loadSide)) {
         s.mask = sel;
-        def = sel->operands[1]->def && sel->operands[1]->def->kind == OpKind::Load ? sel->operands[1]->def
-                                                                                   : sel->operands[2]->def;
+        s.mask_keeps_load = loadSide == 1;
+        def = sel->operands[loadSide]->def;
       }
       // A load every use of which is an mma operand (one stage, shared by the mmas that read it
       // alike), or the load a folded select masks.
@@ -541,16 +535,13 @@ class BlockPlanner {
   // A double-buffered stage cp.async can fill (see placeStages): f32 elements copied as they
   // are, +0 where the load's fill or a masked load's select gives it.
   bool asyncCopyable(const Op* load, const BlockStage& s) const {
+    auto plusZero = [](double c) { return c == 0.0 && !std::signbit(c); };
     if (!p_.knobs.gpu_async_copy || load->operands[0]->type.elem != ir::Elem::F32) return false;
-    if (load->fconst != 0.0 || std::signbit(load->fconst)) return false;
+    if (!plusZero(load->fconst)) return false;
     if (!s.mask) return true;
     const Op* loop = load->parent->parent;
-    for (int j : {1, 2}) {
-      const Value* o = s.mask->operands[j];
-      if (o->def == load) continue;
-      if (!o->def || o->def->kind != OpKind::Const || o->def->fconst != 0.0 || std::signbit(o->def->fconst))
-        return false;
-    }
+    const Op* other = s.mask->operands[s.mask_keeps_load ? 2 : 1]->def;  // a Const (BlockPlanner::maskedLoad)
+    if (!plusZero(other->fconst)) return false;
     std::function<bool(const Value*)> early = [&](const Value* v) {
       if (v->type.isScalar()) return earlyComputable(v, loop);
       if (v->def->kind == OpKind::Iota || v->def->kind == OpKind::Const) return true;
@@ -624,25 +615,23 @@ class BlockPlanner {
       const Op* loop = op->parent->parent;
       return loop && loop->kind == OpKind::Serial && loop->parent == k_.root()->regions[0] ? loop : nullptr;
     };
+    auto place = [&](const Op* op, int64_t& at) {  // at: the next stage's float offset, 16-byte aligned
+      BlockStage& s = staged_[op];
+      s.offset = at;
+      at += (s.buffers * s.k_extent * s.pitch + 3) / 4 * 4;
+    };
     auto layout = [&] {  // floats of the stages; sets their offsets
       int64_t at = 0;
-      for (const Op* op : order) {
-        if (loopOf(op)) continue;
-        BlockStage& s = staged_[op];
-        s.offset = at;
-        at += (s.buffers * s.k_extent * s.pitch + 3) / 4 * 4;  // the next stage 16-byte aligned
-      }
+      for (const Op* op : order)
+        if (!loopOf(op)) place(op, at);
       std::map<const Op*, int64_t> cursor;
       int64_t most = at;
-      for (const Op* op : order) {
-        const Op* loop = loopOf(op);
-        if (!loop) continue;
-        BlockStage& s = staged_[op];
-        int64_t& c = cursor.try_emplace(loop, at).first->second;
-        s.offset = c;
-        c += (s.buffers * s.k_extent * s.pitch + 3) / 4 * 4;
-        most = std::max(most, c);
-      }
+      for (const Op* op : order)
+        if (const Op* loop = loopOf(op)) {
+          int64_t& c = cursor.try_emplace(loop, at).first->second;
+          place(op, c);
+          most = std::max(most, c);
+        }
       return most;
     };
     if ((layout() + scratch_) * 4 > m_.shared_bytes_per_block) {

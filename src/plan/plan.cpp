@@ -475,6 +475,14 @@ bool BlockPlan::whole(const ir::Type& t) const {
   return true;
 }
 
+bool BlockPlan::wholeOp(const ir::Op* op) const {
+  for (const ir::Value* v : op->operands)
+    if (whole(v->type)) return true;
+  for (const ir::Value* v : op->results)
+    if (whole(v->type)) return true;
+  return false;
+}
+
 int BlockPlan::rowDim(const std::string& name) const {
   for (size_t i = 0; i < ys.size(); ++i)
     if (ys[i].name == name) return static_cast<int>(i);

@@ -241,6 +241,7 @@ struct BlockStage {
   // select, applied to each element as it is put into the stage, its condition computed there
   // from the element's coordinates (iota, constants, scalars available at the load).
   const ir::Op* mask = nullptr;
+  bool mask_keeps_load = true;  // the select's load is its operand 1 (taken where the condition holds)
   // Double-buffered and filled by cp.async (global to shared, no registers): an f32 view, fill
   // +0 (a masked load's select gives +0 too); the elements outside the view or masked are
   // copied as zeros (src-size 0).
@@ -299,6 +300,7 @@ struct BlockPlan {
   // batch's offsets): every thread holds all of it (loads, constants, iota, element-wise ops,
   // ordered or integer reductions, extracts; block.cpp).
   bool whole(const ir::Type& t) const;
+  bool wholeOp(const ir::Op* op) const;  // an operand or result is whole
 };
 
 struct Plan {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,5 +48,10 @@ std::unique_ptr<ir::Kernel> loadKernel(const std::string& path);
 // Validator for a 64-bit seed option: CLI11 wraps "-1" around and saturates 2^64, so accept
 // only a plain decimal that fits in 0 .. 2^64-1.
 CLI::Validator seedValidator();
+
+// `--arg NAME=VALUE` options into `out` (name -> value text). On a malformed one writes
+// "kiln COMMAND: error: ..." to stderr and returns false.
+bool parseArgOptions(const std::vector<std::string>& args, std::map<std::string, std::string>& out,
+                     const std::string& command);
 
 }  // namespace kiln::cli

@@ -37,4 +37,17 @@ CLI::Validator seedValidator() {
       "N");
 }
 
+bool parseArgOptions(const std::vector<std::string>& args, std::map<std::string, std::string>& out,
+                     const std::string& command) {
+  for (const std::string& a : args) {
+    const size_t eq = a.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::cerr << "kiln " << command << ": error: --arg expects NAME=VALUE, got '" << a << "'\n";
+      return false;
+    }
+    out[a.substr(0, eq)] = a.substr(eq + 1);
+  }
+  return true;
+}
+
 }  // namespace kiln::cli

@@ -71,14 +71,7 @@ Command addGpuCapture(CLI::App& parent) {
               o.bit_patterns[b.substr(0, eq)] = base;
             }
             a->source.configure(o.f64);
-            for (const std::string& arg : a->args) {
-              const size_t eq = arg.find('=');
-              if (eq == std::string::npos || eq == 0) {
-                std::cerr << "kiln gpu-capture: error: --arg expects NAME=VALUE, got '" << arg << "'\n";
-                return 1;
-              }
-              o.f64.scalar_args[arg.substr(0, eq)] = arg.substr(eq + 1);
-            }
+            if (!parseArgOptions(a->args, o.f64.scalar_args, "gpu-capture")) return 1;
             if (a->source.isLibrary()) {
               o.source = "library " + a->source.kernel + " --shape " + a->source.shape;
               for (const auto& [k, v] : a->source.request().options) o.source += " --" + k + " " + v;

@@ -53,14 +53,7 @@ Command addRun(CLI::App& parent) {
             opts.mode = a->check == "bitexact" ? driver::CheckMode::Bitexact : driver::CheckMode::F64;
             opts.seed = a->seed;
             a->source.configure(opts);
-            for (const std::string& s : a->scalar_args) {
-              auto eq = s.find('=');
-              if (eq == std::string::npos || eq == 0) {
-                std::cerr << "kiln run: error: --arg expects NAME=VALUE, got '" << s << "'\n";
-                return 1;
-              }
-              opts.scalar_args[s.substr(0, eq)] = s.substr(eq + 1);
-            }
+            if (!parseArgOptions(a->scalar_args, opts.scalar_args, "run")) return 1;
             if (!a->npy.load(*kernel, "run", opts.views, opts.int_views, opts.scalar_args)) return 1;
             driver::CheckResult r;
             if (auto e = driver::check(*kernel, knobs, opts, r)) {

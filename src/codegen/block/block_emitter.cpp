@@ -366,10 +366,7 @@ void BlockEmitter::emitOp(const Op* op) {
     if (before == op) firstCopies(loop);
   if (bp_.folded.count(op)) return;  // computed where its stage is filled (maskedValue)
   const ir::Value* r = op->results.empty() ? nullptr : op->results[0];
-  bool whole = false;
-  for (const ir::Value* v : op->operands) whole = whole || bp_.whole(v->type);
-  for (const ir::Value* v : op->results) whole = whole || bp_.whole(v->type);
-  if (whole) {
+  if (bp_.wholeOp(op)) {
     emitWhole(op);
     return;
   }
@@ -713,12 +710,20 @@ llvm::Value* BlockEmitter::atCoords(const Op* load, const ir::Value* x, llvm::Va
   return ew_.apply(d, ops, error_);
 }
 
+// A loop's double-buffered stages in program order: those cp.async fills (`async`) or the others.
+std::vector<const Op*> BlockEmitter::doubleBuffered(const Op* loop, bool async) const {
+  std::vector<const Op*> out;
+  for (const Op* o : loop->regions[0]->ops)
+    if (auto it = bp_.stages.find(o);
+        o->kind == OpKind::Load && it != bp_.stages.end() && it->second.buffers == 2 && it->second.async == async)
+      out.push_back(o);
+  return out;
+}
+
 // A loop's first trip of async stages into buffer 0, one group: at the loop, or earlier
 // (plan: BlockPlan::early_copies).
 void BlockEmitter::firstCopies(const Op* loop) {
-  std::vector<const Op*> async;
-  for (const Op* o : loop->regions[0]->ops)
-    if (o->kind == OpKind::Load && bp_.stages.count(o) && bp_.stages.at(o).async) async.push_back(o);
+  const std::vector<const Op*> async = doubleBuffered(loop, true);
   if (pending_reads_) barrier();  // a buffer may be an earlier loop's stage (see emitLoop)
   for (const Op* s : async)
     if (stored_views_.count(s->operands[0]->index)) barrier();
@@ -752,7 +757,7 @@ void BlockEmitter::asyncCopy(const Op* load, const Override& over, llvm::Value* 
     llvm::Value* copied = inb;
     if (s.mask) {
       llvm::Value* cond = atCoords(load, s.mask->operands[0], nullptr, coord, over);
-      copied = b_.CreateAnd(copied, s.mask->operands[1] == load->results[0] ? cond : b_.CreateNot(cond));
+      copied = b_.CreateAnd(copied, s.mask_keeps_load ? cond : b_.CreateNot(cond));
     }
     src = b_.CreateAddrSpaceCast(b_.CreateSelect(inb, src, base_[view->index]), global);
     llvm::Value* dst = stagePointer(s, buffer, stageIndex(load, s, coord));
@@ -864,13 +869,9 @@ void BlockEmitter::emitLoop(const Op* op) {
   const Op* yield = body->ops.empty() ? nullptr : body->ops.back();
   const size_t nc = op->operands.size();
   const bool prefetch = std::find(bp_.prefetch_loops.begin(), bp_.prefetch_loops.end(), op) != bp_.prefetch_loops.end();
-  std::vector<const Op*> staged;               // this loop's double-buffered stages through registers, program order
-  std::vector<const Op*>& async = async_[op];  // and those cp.async fills
-  async.clear();
-  if (prefetch)
-    for (const Op* o : body->ops)
-      if (o->kind == OpKind::Load && bp_.stages.count(o) && bp_.stages.at(o).buffers == 2)
-        (bp_.stages.at(o).async ? async : staged).push_back(o);
+  // This loop's double-buffered stages through registers, and those cp.async fills.
+  const std::vector<const Op*> staged = prefetch ? doubleBuffered(op, false) : std::vector<const Op*>{};
+  const std::vector<const Op*>& async = async_[op] = prefetch ? doubleBuffered(op, true) : std::vector<const Op*>{};
 
   std::vector<llvm::Value*> flat;
   std::vector<size_t> width;  // values per carried entry

@@ -90,6 +90,7 @@ class BlockEmitter final : public ProgramEmitter {
                           const std::map<std::string, llvm::Value*>& coord);
   void asyncCopy(const ir::Op* load, const Override& over, llvm::Value* buffer);
   void firstCopies(const ir::Op* loop);
+  std::vector<const ir::Op*> doubleBuffered(const ir::Op* loop, bool async) const;
   // A computed mma operand: this thread's register tile into its stage.
   void putRegisters(const ir::Value* v, const plan::BlockStage& s);
   llvm::Value* sharedPointer(llvm::Value* floatIndex);  // element floatIndex of the block's shared array
