@@ -141,7 +141,9 @@ nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
                     {"kind", plan::toString(c.kind)},
                     {"to_lane_dim", c.to_lane_dim},
                     {"vectors", c.rows * c.chunks},
-                    {"method", "in-register WxW transposes"}});
+                    {"method", c.words ? "bf16 as 32-bit words, (W/2)x(W/2) transposes within halves (inside "
+                                         "the view; WxW at edges)"
+                                       : "in-register WxW transposes"}});
   j["conversions"] = conv;
   std::set<const ir::Op*> inPlace;  // mmas whose result is written in their loop's carried panel
   for (const auto& [loop, lo] : lp.loops)
@@ -168,6 +170,8 @@ nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
          {"k_reason", m.k_reason},
          {"accumulator", inPlace.count(op) ? "the loop's carried panel, updated in place" : "its own storage"},
          {"step", op->mma_policy.fused ? "fma" : "mul+add"}});
+    // A fused transpose walks the accumulator's lane chunks `fused_group` at a time.
+    if (m.fused_transpose) mmas.back()["fused_chunks_per_step"] = m.fused_group;
   });
   j["mma"] = mmas;
   nlohmann::json reds = nlohmann::json::array();

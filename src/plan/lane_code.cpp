@@ -124,7 +124,8 @@ class CodeModel {
       case OpKind::Mma:
         for (const Conversion& c : lp_.conversions)
           if (c.at == op && !c.after && !c.fused) conversion(c);
-        times(lp_.mma.at(op).edge_copy ? 2 : 1, [&] { mmaTiles(op); });
+        mmaTiles(op, true);  // the copy for tiles inside their views (the only one without edge_copy)
+        if (lp_.mma.at(op).edge_copy) mmaTiles(op, false);
         return;
       default: break;
     }
@@ -229,17 +230,37 @@ class CodeModel {
     });
   }
 
-  void conversion(const Conversion& c) {
-    times(c.edge_copy ? 2 : 1, [&] {
-      add(&LaneCode::loops, c.rolled ? 1 : 0);
-      times(c.rolled ? 1 : c.iterations, [&] {
-        for (int64_t i = 0; i < w_; ++i) read(c.value);
-        add(&LaneCode::shuffles, transpose_);
-      });
+  // `n` W x W transposes of W vectors read from x, by a runtime loop when `rolled`.
+  void transposes(const Value* x, int64_t n, bool rolled) {
+    if (n <= 0) return;
+    add(&LaneCode::loops, rolled ? 1 : 0);
+    times(rolled ? 1 : n, [&] {
+      for (int64_t i = 0; i < w_; ++i) read(x);
+      add(&LaneCode::shuffles, transpose_);
     });
   }
 
-  void mmaTiles(const Op* op) {
+  // One block of bf16 words (Conversion::words): W half-vector loads (W/2 vectors' lanes) and
+  // a W/2 x W/2 transpose within halves.
+  void wordBlock() {
+    add(&LaneCode::vector_loads, w_ / 2);
+    add(&LaneCode::shuffles, (w_ / 2) * log2Of(w_ / 2));
+  }
+
+  void conversion(const Conversion& c) {
+    if (c.words) {  // the inside copy: whole chunks as words, then the partial chunk
+      if (c.word_iterations > 0) {
+        add(&LaneCode::loops, c.word_rolled ? 1 : 0);
+        times(c.word_rolled ? 1 : c.word_iterations, [&] { wordBlock(); });
+      }
+      transposes(c.value, c.tail_iterations, c.tail_rolled);
+    } else {
+      transposes(c.value, c.iterations, c.rolled);
+    }
+    if (c.edge_copy) transposes(c.value, c.iterations, c.rolled);
+  }
+
+  void mmaTiles(const Op* op, bool inside) {
     const LaneMma& m = lp_.mma.at(op);
     const MmaPlan& mp = p_.mma.at(op);
     const int64_t fma = op->mma_policy.fused ? 1 : 0;
@@ -280,18 +301,27 @@ class CodeModel {
     }
     const Layout& al = L(acc);
     if (m.fused_transpose) {
-      const Value* x = op->operands[m.conversion[0] >= 0 ? 0 : 1];
+      const int xi = m.conversion[0] >= 0 ? 0 : 1;
+      const Value* x = op->operands[xi];
+      const bool words = inside && lp_.conversions[m.conversion[xi]].words;
       const int64_t K = x->type.dims.back().extent, full = K / w_, tail = K % w_;
-      for (int64_t lb = 0; lb < al.chunks; ++lb) {
-        for (int64_t row = 0; row < al.rows; ++row) read(acc);
+      for (int64_t lb = 0; lb < al.chunks; lb += m.fused_group) {
+        const int64_t g = std::min(m.fused_group, al.chunks - lb);
+        for (int64_t row = 0; row < g * al.rows; ++row) read(acc);
         add(&LaneCode::loops, m.k_loop ? 1 : 0);
-        auto steps = [&](int64_t count) {
-          for (int64_t i = 0; i < w_; ++i) read(x);
-          add(&LaneCode::shuffles, transpose_);
-          add(&LaneCode::fmas, fma * count * al.rows);
+        auto steps = [&](int64_t count, bool asWords) {
+          for (int64_t i = 0; i < g; ++i) {
+            if (asWords) {
+              wordBlock();
+              continue;
+            }
+            for (int64_t j = 0; j < w_; ++j) read(x);
+            add(&LaneCode::shuffles, transpose_);
+          }
+          add(&LaneCode::fmas, fma * count * al.rows * g);
         };
-        times(m.k_loop ? 1 : full, [&] { steps(w_); });
-        if (tail > 0) steps(tail);
+        times(m.k_loop ? 1 : full, [&] { steps(w_, words); });
+        if (tail > 0) steps(tail, false);
       }
       return;
     }

@@ -277,7 +277,9 @@ class LanePlanner {
   // against the panel (AOT objects, one process): decode 1,8,2,1,2053,80,96 0.91, tail
   // 1,6,2,1,2053,80,96 0.92, MHA decode 1,8,8,1,2048,64,64 0.95; but 1,32,8,1,4096,128,128 1.31:
   // its 33 MB of K/V stream from DRAM, and the panel's transpose loop, loads only, keeps more
-  // of them in flight than loads interleaved with the FMA chains of a few rows.
+  // of them in flight than loads interleaved with the FMA chains of a few rows. The view's own
+  // bytes count: with bf16 K (8 MiB, words and two chunks per step) the same decode fused is
+  // 0.82 of the panel (AVX-512), 0.76 (AVX2), Xeon, 1 thread.
   void planFusedTranspose(const Op* op, LaneMma& m) {
     int conv = -1;
     for (int i = 0; i < 2; ++i)
@@ -293,7 +295,8 @@ class LanePlanner {
     if (model_->transpose_lanes != w || al.rows > std::min<int64_t>(8, model_->vectors(w) - w - 4)) return;
     if (!x->def || x->def->kind != OpKind::Load) return;
     constexpr int64_t kFusedTransposeViewBytes = int64_t{8} << 20;
-    if (4 * x->def->operands[0]->type.numElements() > kFusedTransposeViewBytes) return;
+    const ir::Value* view = x->def->operands[0];
+    if (ir::elemBytes(view->type.elem) * view->type.numElements() > kFusedTransposeViewBytes) return;
     m.fused_transpose = true;
     c.fused = true;
   }
@@ -604,6 +607,17 @@ class LanePlanner {
       c.iterations = outer * c.chunks * L(c.value).chunks;
       c.rolled = c.iterations > lp_.max_unrolled_transposes;
       c.edge_copy = L(c.value).rep == LaneRep::Direct;
+      // bf16 as 32-bit words: whole chunks of a contiguous row (W even).
+      const Op* load = c.value->def;
+      if (c.edge_copy && model_->unaligned_vector_loads && w % 2 == 0 &&
+          load->operands[0]->type.elem == ir::Elem::BF16 && lp_.access.at(load) == LaneAccess::Vector) {
+        const int64_t whole = xt.dims.back().extent / w;
+        c.words = whole > 0;
+        c.word_iterations = outer * c.chunks * whole;
+        c.tail_iterations = outer * c.chunks * (L(c.value).chunks - whole);
+        c.word_rolled = c.word_iterations > lp_.max_unrolled_transposes;
+        c.tail_rolled = c.tail_iterations > lp_.max_unrolled_transposes;
+      }
     }
     for (auto& [op, m] : lp_.mma) {
       const MmaPlan& mp = p_.mma.at(op);
@@ -614,6 +628,14 @@ class LanePlanner {
       if (m.fused_transpose) {
         const Value* x = op->operands[m.conversion[0] >= 0 ? 0 : 1];
         m.k_loop = m.k_rolled && x->type.dims.back().extent / w > 1;
+        // Two chunks of L per step (bf16 words, whose transposed blocks take W/2 registers each)
+        // where their accumulators take at most half the registers: twice the independent FMA
+        // chains (decode has 4 rows: 4 chains of FMA latency 4 leave one of two FMA ports idle).
+        // Paired, Xeon 1 thread, bf16 decode 1,8,2,1,2053,80,96: 0.90 (AVX-512), 0.83 (AVX2);
+        // 3 or 4 chunks spill (AVX-512 4: 1.11 of 2).
+        const Conversion& c = lp_.conversions[m.conversion[m.conversion[0] >= 0 ? 0 : 1]];
+        const Layout& al = L(op->operands[2]);
+        if (c.words && al.chunks >= 2 && 2 * al.rows <= model_->vectors(w) / 2) m.fused_group = 2;
       } else {
         m.k_loop = m.k_rolled && mp.k > 1;
       }

@@ -108,6 +108,17 @@ struct Conversion {
   // Read straight from its view (a Direct load): a copy of the transpose for a tile wholly
   // inside its view (plain loads) and the guarded copy for edges.
   bool edge_copy = false;
+  // bf16 as 32-bit words (`words`; the copy for tiles inside their view): a whole chunk of x's
+  // lane dim is W/2 words (two adjacent elements each) of each of W values of L, loaded two
+  // values of L to a vector and transposed within the vectors' halves: (W/2) log2(W/2)
+  // shuffles where a W x W transpose takes W log2 W, none to widen, and half the registers;
+  // then a word's low half shifted up and its high half with the low bits cleared are its two
+  // elements widened exactly. `word_iterations` such blocks (a runtime loop when `word_rolled`),
+  // then `tail_iterations` W x W transposes of the tile's partial last chunk (`tail_rolled`).
+  // A fused transpose (LaneMma::fused_transpose) reads its whole K chunks the same way.
+  bool words = false;
+  int64_t word_iterations = 0, tail_iterations = 0;
+  bool word_rolled = false, tail_rolled = false;
 };
 
 // How the lane realization runs an mma: an outer product over the accumulator's lane dim, a
@@ -135,6 +146,9 @@ struct LaneMma {
   // blocks are loaded, transposed in registers and consumed at once by that chunk's rows (few
   // rows, as decode attention's Q·Kᵀ); K still ascends for every accumulator element.
   bool fused_transpose = false;
+  // A fused transpose's chunks of the accumulator's lane dim per step: their rows' FMA chains
+  // interleave (2 where the registers hold both chunks' transposed words, else 1).
+  int64_t fused_group = 1;
   bool k_loop = false;  // a runtime K loop is emitted (k_rolled and more than one K step / K block)
   // Operands read straight from their views (Direct, not converted): the mma's code twice, a
   // copy for tiles wholly inside their views and the guarded copy.

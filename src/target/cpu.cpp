@@ -51,6 +51,7 @@ Model avx2Model() {
   m.transpose_lanes = 8;
   m.scatter = false;
   m.prefetch = true;
+  m.unaligned_vector_loads = true;
   m.fma_ports = 2;
   m.l1d_bytes = cacheBytes(1);
   m.l2_bytes = cacheBytes(2);
@@ -71,6 +72,7 @@ Model avx512Model() {
   m.transpose_lanes = 16;
   m.scatter = true;
   m.prefetch = true;
+  m.unaligned_vector_loads = true;
   m.fma_ports = 2;
   m.l1d_bytes = cacheBytes(1);
   m.l2_bytes = cacheBytes(2);

@@ -13,6 +13,7 @@ nlohmann::json Model::toJson() const {
           {"transpose_lanes", transpose_lanes},
           {"scatter", scatter},
           {"prefetch", prefetch},
+          {"unaligned_vector_loads", unaligned_vector_loads},
           {"half_conversions_keep_nan", half_conversions_keep_nan},
           {"fma_ports", fma_ports},
           {"l1d_bytes", l1d_bytes},

@@ -24,6 +24,7 @@ struct Model {
   int64_t transpose_lanes = 0;           // the widest W x W in-register transpose fused into an mma (0: none)
   bool scatter = false;                  // a W-lane store to scattered addresses is one instruction
   bool prefetch = false;                 // software prefetch of streamed tiles pays (CPU caches; not the GPU)
+  bool unaligned_vector_loads = false;   // a vector of 32-bit words may be loaded from any 2-byte-aligned address
   // The hardware's f16 <-> f32 conversions give docs/ir.md's NaNs ("16-bit views": sign and
   // payload kept, made quiet), as x86's F16C does; false (NVPTX's cvt makes every NaN canonical):
   // compiled code builds a NaN's result from its bits and uses the instruction for the rest.

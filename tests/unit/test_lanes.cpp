@@ -123,6 +123,13 @@ TEST(Lanes, LibraryKernelsAreBitexactOnEveryWidthIsaAndThreadCount) {
       // where D is not a multiple of 16.
       {"attention", "1,3,3,1,70,32,24", {{"mask", "causal"}, {"split", "off"}}},
       {"attention", "1,2,2,3,20,9,8", {{"mask", "none"}, {"qk", "dot"}, {"fma", "unfused"}}},
+      // bf16 K read as 32-bit words (whole D chunks of KV blocks inside the view; W x W in the
+      // ragged last KV block and the ragged last chunk of D): fused two L chunks per step
+      // (4 rows), fused one (8 rows), and the panel (16 rows); f16 the W x W way.
+      {"attention", "1,8,2,1,150,80,96", {{"mask", "none"}, {"kv-dtype", "bf16"}}},
+      {"attention", "1,16,2,1,150,130,8", {{"mask", "none"}, {"split", "off"}, {"kv-dtype", "bf16"}}},
+      {"attention", "1,16,1,1,150,40,24", {{"mask", "causal"}, {"split", "off"}, {"kv-dtype", "bf16"}}},
+      {"attention", "1,8,2,1,150,80,96", {{"mask", "causal"}, {"kv-dtype", "f16"}}},
       {"gemm", "37,20,45", {}},
       {"gemm", "9,33,17", {{"trans-b", "true"}}},
       {"softmax", "5,1030", {}},
@@ -213,6 +220,41 @@ TEST(Lanes, SixteenBitSplatOperandsAreWidenedOnce) {
   for (const char* t : {"f16", "bf16"}) {
     EXPECT_EQ(reps("1,4,2,32,65,32,32", t), (Reps{{"%kt", "panel"}, {"%vt", "panel"}})) << t;
     EXPECT_EQ(reps("1,8,2,1,2053,80,96", t), (Reps{{"%kt", "direct"}, {"%vt", "direct"}})) << t;
+  }
+}
+
+// bf16 K transposed as 32-bit words: the decode's fused transpose walks two chunks of keys per
+// step (8 FMA chains), with (W/2) log2(W/2) shuffles per chunk of D instead of W log2 W; f16 and
+// f32 K keep the W x W transposes and one chunk per step.
+TEST(Lanes, Bf16KeysAreTransposedAsWords) {
+  auto plan = [](const std::string& dtype, const std::string& isa, const std::string& shape) {
+    std::unique_ptr<kiln::ir::Kernel> k;
+    EXPECT_FALSE(kiln::kernels::buildLibraryKernel(
+        {"attention", shape, {{"mask", "causal"}, {"split", "off"}, {"kv-dtype", dtype}}}, k));
+    kiln::driver::Compilation c;
+    EXPECT_FALSE(kiln::driver::compile(*k, knobs({"isa=" + isa}), c, kiln::driver::Stage::Report).has_value());
+    EXPECT_EQ(kiln::driver::planDisagreesWithCode(c.report).value_or(""), "") << dtype << " " << isa;
+    return c.report["phases"][0]["lanes"];
+  };
+  for (const char* isa : {"avx2", "avx512"}) {
+    const auto bf = plan("bf16", isa, "1,8,2,1,2053,80,96");
+    ASSERT_EQ(bf["conversions"].size(), 1u);
+    EXPECT_EQ(bf["conversions"][0]["made"], "in registers inside the mma (no panel)") << isa;
+    EXPECT_NE(bf["conversions"][0]["method"].get<std::string>().find("bf16 as 32-bit words"), std::string::npos);
+    EXPECT_EQ(bf["mma"][0]["fused_chunks_per_step"], 2) << isa;
+    for (const char* other : {"f16", "f32"}) {
+      const auto o = plan(other, isa, "1,8,2,1,2053,80,96");
+      EXPECT_EQ(o["conversions"][0]["method"], "in-register WxW transposes") << other << " " << isa;
+      EXPECT_EQ(o["mma"][0]["fused_chunks_per_step"], 1) << other << " " << isa;
+      // Per chunk of D: 24 shuffles against 64 (W = 16), 8 against 24 (W = 8), and tails alike.
+      EXPECT_LT(bf["code_per_program"]["predicted"]["shuffles"].get<int64_t>(),
+                o["code_per_program"]["predicted"]["shuffles"].get<int64_t>())
+          << other << " " << isa;
+    }
+    // 16 rows: the panel, also as words.
+    const auto panel = plan("bf16", isa, "1,16,1,1,150,40,24");
+    EXPECT_EQ(panel["conversions"][0]["made"], "before the mma") << isa;
+    EXPECT_NE(panel["conversions"][0]["method"].get<std::string>().find("bf16 as 32-bit words"), std::string::npos);
   }
 }
 

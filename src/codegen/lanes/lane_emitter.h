@@ -62,6 +62,9 @@ class LaneEmitter final : public ProgramEmitter {
   llvm::Value* loadVector(const ir::Op* op, Ix row, Ix chunk);        // a tile load's vector
   llvm::Value* loadMemoryVector(const ir::Op* op, Ix row, Ix chunk);  // the same in the view's type
   llvm::Value* loadElement(const ir::Op* op, const Coords& cs);       // one element of it
+  // W/2 32-bit words of a 16-bit tile inside its view: lane-dim elements of chunk `chunk` of a row.
+  llvm::Value* loadWords(const ir::Op* op, Ix row, Ix chunk);
+  void prefetchAhead(const ir::Op* op, llvm::Value* ptr, Ix first);  // the plan's LanePrefetch, if any
   // True when the whole tile of a load lies inside its view (a runtime i1).
   llvm::Value* tileInside(const ir::Op* load);
   llvm::Value* genScalar(const ir::Op* op, const Coords& cs);
@@ -108,8 +111,11 @@ class LaneEmitter final : public ProgramEmitter {
   // Register values copied to the stack for a loop that reads them at runtime rows (a rolled
   // mma): value id -> [vectors x <W x T>] alloca. Valid while that loop is emitted.
   std::map<int, llvm::Value*> spilled_;
-  void transposeInRegisters(std::vector<llvm::Value*>& vectors);  // W x W, in place
+  // n x n within each n-lane segment of n vectors (n = W: a W x W transpose), in place.
+  void transposeInRegisters(std::vector<llvm::Value*>& vectors);
   std::vector<llvm::Value*> transposedBlock(const ir::Value* x, int li, Ix lb, Coords xcs, Ix xc);
+  // The same from bf16 words (plan::Conversion::words): a whole chunk, inside the view.
+  std::vector<llvm::Value*> transposedWordBlock(const ir::Value* x, int li, Ix lb, Coords xcs, Ix xc);
   void spill(const ir::Value* v);
   std::vector<const ir::Op*> inside_;  // loads known (by a branch) to lie inside their views
   bool isInside(const ir::Op* load) const { return std::find(inside_.begin(), inside_.end(), load) != inside_.end(); }

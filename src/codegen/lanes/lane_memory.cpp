@@ -96,6 +96,30 @@ llvm::Value* LaneEmitter::loadVector(const Op* op, Ix row, Ix chunk) {
   return widenLoaded(view, loadMemoryVector(op, row, chunk));
 }
 
+// The plan's prefetch (LanePrefetch): a vector that starts a cache line asks for the line of
+// the next tile; a prefetch never faults, past the view's end it is only wasted.
+void LaneEmitter::prefetchAhead(const Op* op, llvm::Value* ptr, Ix first) {
+  auto pf = lp_.prefetch.find(op);
+  if (pf == lp_.prefetch.end()) return;
+  const ir::Value* view = op->operands[0];
+  const int64_t lineElements = 64 / ir::elemBytes(view->type.elem);
+  if (first.isConst() && first.c % lineElements != 0) return;
+  llvm::Value* ahead = b_.CreateGEP(memType(view), ptr, b_.getInt64(pf->second.elements));
+  b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ahead->getType()},
+                     {ahead, b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
+}
+
+// Inside the view (the tile's inside copy), a whole chunk of a 16-bit tile as W/2 32-bit words:
+// one plain load.
+llvm::Value* LaneEmitter::loadWords(const Op* op, Ix row, Ix chunk) {
+  const ir::Type& rt = op->results[0]->type;
+  Ix first = mul(chunk, w_);
+  llvm::Value* inb = nullptr;
+  llvm::Value* ptr = elementPointer(op, rt, rowCoords(rt, row), first, inb);
+  prefetchAhead(op, ptr, first);
+  return b_.CreateAlignedLoad(llvm::FixedVectorType::get(b_.getInt32Ty(), w_ / 2), ptr, memAlign(op->operands[0]));
+}
+
 llvm::Value* LaneEmitter::loadMemoryVector(const Op* op, Ix row, Ix chunk) {
   const ir::Type& rt = op->results[0]->type;
   const ir::Value* view = op->operands[0];
@@ -111,16 +135,7 @@ llvm::Value* LaneEmitter::loadMemoryVector(const Op* op, Ix row, Ix chunk) {
   Ix first = mul(chunk, w_);
   llvm::Value* inb = nullptr;
   llvm::Value* ptr = elementPointer(op, rt, cs, first, inb);
-  // The plan's prefetch (LanePrefetch): a vector that starts a cache line asks for the line
-  // of the next tile; a prefetch never faults, past the view's end it is only wasted.
-  if (auto pf = lp_.prefetch.find(op); pf != lp_.prefetch.end()) {
-    const int64_t lineElements = 64 / ir::elemBytes(view->type.elem);
-    if (!first.isConst() || first.c % lineElements == 0) {
-      llvm::Value* ahead = b_.CreateGEP(mt, ptr, b_.getInt64(pf->second.elements));
-      b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ahead->getType()},
-                         {ahead, b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
-    }
-  }
+  prefetchAhead(op, ptr, first);
   // Lanes inside the tile and inside the view along the lane dim.
   llvm::Value* lanes = b_.CreateAdd(splat(val(first)), laneIota());
   llvm::Value* mask = b_.CreateICmpULT(lanes, splat(b_.getInt64(laneExt)));

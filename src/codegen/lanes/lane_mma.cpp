@@ -33,6 +33,41 @@ std::vector<llvm::Value*> LaneEmitter::transposedBlock(const ir::Value* x, int l
   return r;
 }
 
+// bf16 words, a whole chunk xc of x's lane dim inside the view: for i < W/2, vector i holds the
+// chunk's W/2 words (two adjacent elements each, the first in the low half) of L value lb*W + i
+// in its low half and of L value lb*W + W/2 + i in its high half; transposed within the halves,
+// vector j holds word j of the W values of L in order. A word's low half moved to the top of a
+// float and its high half with the low bits cleared are its elements widened exactly (as
+// widenLoaded does one by one), so vector t of the result holds lane-dim value xc*W + t.
+std::vector<llvm::Value*> LaneEmitter::transposedWordBlock(const ir::Value* x, int li, Ix lb, Coords xcs, Ix xc) {
+  const ir::Type& xt = x->type;
+  const int64_t extL = xt.dims[li].extent;
+  const unsigned half = w_ / 2;
+  auto words = [&](unsigned i) {  // L value lb*W + i (clamped to its last index)
+    Ix l = add(mul(lb, w_), Ix{nullptr, i});
+    if (l.isConst())
+      l.c = std::min(l.c, extL - 1);
+    else
+      l = Ix{b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, l.v, b_.getInt64(extL - 1)), 0};
+    xcs[li] = l;
+    return loadWords(x->def, rowOf(xt, xcs), xc);
+  };
+  std::vector<int> both(w_);
+  for (unsigned k = 0; k < w_; ++k) both[k] = static_cast<int>(k);
+  std::vector<llvm::Value*> r(half);
+  for (unsigned i = 0; i < half; ++i) r[i] = b_.CreateShuffleVector(words(i), words(half + i), both);
+  transposeInRegisters(r);
+  llvm::Type* wordsTy = r[0]->getType();
+  llvm::Value* sixteen = llvm::ConstantInt::get(wordsTy, 16);
+  llvm::Value* high = llvm::ConstantInt::get(wordsTy, 0xffff0000u);
+  std::vector<llvm::Value*> out;
+  for (unsigned j = 0; j < half; ++j) {
+    out.push_back(b_.CreateBitCast(b_.CreateShl(r[j], sixteen), vty(Elem::F32)));
+    out.push_back(b_.CreateBitCast(b_.CreateAnd(r[j], high), vty(Elem::F32)));
+  }
+  return out;
+}
+
 // Transpose of `x` so that `to_lane_dim` (L) lies along the lanes: W source vectors (W
 // consecutive values of L, one chunk of x's own lane dim) are loaded, transposed in registers
 // (log2 W stages of two-source shuffles, each swapping the off-diagonal blocks) and stored as
@@ -69,32 +104,46 @@ void LaneEmitter::emitConversion(const plan::Conversion& c) {
       b_.SetInsertPoint(slow);
       inside_.clear();
     }
-    forEach(c.iterations, c.rolled, [&](Ix it) {
-      Ix xc = rem(it, xChunks), rest = div(it, xChunks);
-      Ix lb = rem(rest, lBlocks), o = div(rest, lBlocks);
-      Coords oc = rowCoords(outerT, o);
-      Coords xcs = mapCoords(xt, outerT, oc);
-      std::vector<llvm::Value*> r = transposedBlock(x, li, lb, xcs, xc);
-      // Target row: x's dims without L, row-major (x's lane dim innermost); target chunk: lb.
-      Ix oRow = rowOf(outerT, oc);
-      for (unsigned t = 0; t < w_; ++t) {
-        Ix lastCoord = add(mul(xc, w_), Ix{nullptr, t});
-        if (lastCoord.isConst() && lastCoord.c >= extLast) break;
-        Ix vi = add(mul(add(mul(oRow, extLast), lastCoord), lBlocks), lb);
-        if (lastCoord.isConst()) {
+    // `n` blocks: (outer rows) x (blocks of L) x `per` chunks of x's lane dim from chunk `from`,
+    // as bf16 words (whole chunks inside the view) or loaded vectors.
+    auto walk = [&](int64_t n, bool rolled, int64_t from, int64_t per, bool words) {
+      if (per <= 0) return;
+      forEach(n, rolled, [&](Ix it) {
+        Ix xc = add(Ix{nullptr, from}, rem(it, per)), rest = div(it, per);
+        Ix lb = rem(rest, lBlocks), o = div(rest, lBlocks);
+        Coords oc = rowCoords(outerT, o);
+        Coords xcs = mapCoords(xt, outerT, oc);
+        std::vector<llvm::Value*> r =
+            words ? transposedWordBlock(x, li, lb, xcs, xc) : transposedBlock(x, li, lb, xcs, xc);
+        // Target row: x's dims without L, row-major (x's lane dim innermost); target chunk: lb.
+        Ix oRow = rowOf(outerT, oc);
+        for (unsigned t = 0; t < r.size(); ++t) {
+          Ix lastCoord = add(mul(xc, w_), Ix{nullptr, t});
+          if (lastCoord.isConst() && lastCoord.c >= extLast) break;
+          Ix vi = add(mul(add(mul(oRow, extLast), lastCoord), lBlocks), lb);
+          // Whole chunks (bf16 words; any chunk when W divides the extent) are stored whole.
+          if (lastCoord.isConst() || words || extLast % static_cast<int64_t>(w_) == 0) {
+            b_.CreateStore(r[t], slotPtr(c.slot, e, vi));
+            continue;
+          }
+          // A runtime chunk of x's lane dim: lanes past its extent are not stored.
+          llvm::BasicBlock* st = llvm::BasicBlock::Create(c_, "transpose.store", f_);
+          llvm::BasicBlock* nx = llvm::BasicBlock::Create(c_, "transpose.next", f_);
+          b_.CreateCondBr(b_.CreateICmpULT(lastCoord.v, b_.getInt64(extLast)), st, nx);
+          b_.SetInsertPoint(st);
           b_.CreateStore(r[t], slotPtr(c.slot, e, vi));
-          continue;
+          b_.CreateBr(nx);
+          b_.SetInsertPoint(nx);
         }
-        // A runtime chunk of x's lane dim: lanes past its extent are not stored.
-        llvm::BasicBlock* st = llvm::BasicBlock::Create(c_, "transpose.store", f_);
-        llvm::BasicBlock* nx = llvm::BasicBlock::Create(c_, "transpose.next", f_);
-        b_.CreateCondBr(b_.CreateICmpULT(lastCoord.v, b_.getInt64(extLast)), st, nx);
-        b_.SetInsertPoint(st);
-        b_.CreateStore(r[t], slotPtr(c.slot, e, vi));
-        b_.CreateBr(nx);
-        b_.SetInsertPoint(nx);
-      }
-    });
+      });
+    };
+    if (pass == 0 && c.words) {
+      const int64_t whole = extLast / static_cast<int64_t>(w_);
+      walk(c.word_iterations, c.word_rolled, 0, whole, true);
+      walk(c.tail_iterations, c.tail_rolled, whole, xChunks - whole, false);
+    } else {
+      walk(c.iterations, c.rolled, 0, xChunks, false);
+    }
   }
   inside_.clear();
   if (load) {
@@ -155,6 +204,8 @@ void LaneEmitter::emitMma(const Op* op) {
 // W transposed vectors (one K value, W values of L) is consumed at once by every accumulator row
 // of that chunk: acc = fma(splat(other[row, k]), t, acc), K ascending for every element, the
 // same operations as the panel path in the same order, without the panel's stores and loads.
+// LaneMma::fused_group chunks of L go together (their rows' FMA chains interleave); inside the
+// view, bf16 K's whole chunks come from words (transposedWordBlock).
 void LaneEmitter::emitMmaFusedTranspose(const Op* op) {
   const plan::LaneMma& lm = lp_.mma.at(op);
   const int xi = lm.conversion[0] >= 0 ? 0 : 1;
@@ -175,36 +226,46 @@ void LaneEmitter::emitMmaFusedTranspose(const Op* op) {
   if (rl.rep == LaneRep::Vectors) vecs_[r->id].assign(rl.vectors(), nullptr);
   std::vector<Coords> rcs;
   for (int64_t row = 0; row < al.rows; ++row) rcs.push_back(rowCoords(at, Ix{nullptr, row}));
-  for (int64_t lb = 0; lb < al.chunks; ++lb) {
-    auto steps = [&](Ix kc, int64_t count, std::vector<llvm::Value*> s) {
-      // Vector j: K value kc*W + j for the W values of L of this chunk (other dims of extent 1).
-      std::vector<llvm::Value*> t = transposedBlock(x, li, Ix{nullptr, lb}, Coords(xt.rank(), Ix{nullptr, 0}), kc);
+  const bool words = isInside(x->def) && c.words;  // whole K chunks as bf16 words
+  for (int64_t lb0 = 0; lb0 < al.chunks; lb0 += lm.fused_group) {
+    const int64_t g = std::min(lm.fused_group, al.chunks - lb0);  // chunks of L: g x rows FMA chains
+    // K chunk kc, of which `count` K values are used, for each of the g chunks of L.
+    auto steps = [&](Ix kc, int64_t count, std::vector<llvm::Value*> s, bool asWords) {
+      // t[i][j]: K value kc*W + j for the W values of L of chunk lb0 + i (other dims of extent 1).
+      const Coords none(xt.rank(), Ix{nullptr, 0});
+      std::vector<std::vector<llvm::Value*>> t;
+      for (int64_t i = 0; i < g; ++i)
+        t.push_back(asWords ? transposedWordBlock(x, li, Ix{nullptr, lb0 + i}, none, kc)
+                            : transposedBlock(x, li, Ix{nullptr, lb0 + i}, none, kc));
       for (int64_t j = 0; j < count; ++j) {
         Coords kcoord = {add(mul(kc, w_), Ix{nullptr, j})};
         for (int64_t row = 0; row < al.rows; ++row) {
           llvm::Value* other = y->type.isScalar() ? scalar(y) : elem(y, mapCoords(y->type, at, rcs[row], &kcoord, &ct));
-          s[row] = ew_.multiplyAdd(splat(other), t[j], s[row], op->mma_policy);
+          for (int64_t i = 0; i < g; ++i)
+            s[i * al.rows + row] = ew_.multiplyAdd(splat(other), t[i][j], s[i * al.rows + row], op->mma_policy);
         }
       }
       return s;
     };
     std::vector<llvm::Value*> cur;
-    for (int64_t row = 0; row < al.rows; ++row) cur.push_back(vec(acc, Ix{nullptr, row}, Ix{nullptr, lb}));
+    for (int64_t i = 0; i < g; ++i)
+      for (int64_t row = 0; row < al.rows; ++row) cur.push_back(vec(acc, Ix{nullptr, row}, Ix{nullptr, lb0 + i}));
     if (lm.k_loop) {
       cur = loop(b_.getInt64(0), b_.getInt64(full), 1, cur, [&](llvm::Value* kc, const std::vector<llvm::Value*>& s) {
-        return steps(Ix{kc, 0}, w_, s);
+        return steps(Ix{kc, 0}, w_, s, words);
       });
     } else {
-      for (int64_t kc = 0; kc < full; ++kc) cur = steps(Ix{nullptr, kc}, w_, cur);
+      for (int64_t kc = 0; kc < full; ++kc) cur = steps(Ix{nullptr, kc}, w_, cur, words);
     }
-    if (tail > 0) cur = steps(Ix{nullptr, full}, tail, cur);
-    for (int64_t row = 0; row < al.rows; ++row) {
-      const int64_t vi = row * al.chunks + lb;
-      if (rl.rep == LaneRep::Vectors)
-        vecs_[r->id][vi] = cur[row];
-      else
-        b_.CreateStore(cur[row], slotPtr(rl.slot, Elem::F32, Ix{nullptr, vi}));
-    }
+    if (tail > 0) cur = steps(Ix{nullptr, full}, tail, cur, false);
+    for (int64_t i = 0; i < g; ++i)
+      for (int64_t row = 0; row < al.rows; ++row) {
+        const int64_t vi = row * al.chunks + lb0 + i;
+        if (rl.rep == LaneRep::Vectors)
+          vecs_[r->id][vi] = cur[i * al.rows + row];
+        else
+          b_.CreateStore(cur[i * al.rows + row], slotPtr(rl.slot, Elem::F32, Ix{nullptr, vi}));
+      }
   }
 }
 

@@ -170,16 +170,18 @@ void LaneEmitter::emitReduce(const Op* op) {
   });
 }
 
-// W vectors of W lanes transposed in registers: log2 W stages of two-source shuffles, each
-// swapping the off-diagonal blocks; afterwards lane k of vector i is lane i of vector k.
+// n vectors (n a power of two up to W) transposed in registers within each n-lane segment:
+// log2 n stages of two-source shuffles, each swapping the off-diagonal blocks; afterwards lane
+// s*n + k of vector i is lane s*n + i of vector k. At n = W, a W x W transpose.
 void LaneEmitter::transposeInRegisters(std::vector<llvm::Value*>& r) {
-  for (unsigned s = 1; s < w_; s <<= 1) {
+  const unsigned n = static_cast<unsigned>(r.size());
+  for (unsigned s = 1; s < n; s <<= 1) {
     std::vector<int> lo(w_), hi(w_);
     for (unsigned k = 0; k < w_; ++k) {
       lo[k] = (k & s) ? static_cast<int>(w_ + (k ^ s)) : static_cast<int>(k);
       hi[k] = (k & s) ? static_cast<int>(w_ + k) : static_cast<int>(k ^ s);
     }
-    for (unsigned i = 0; i < w_; ++i) {
+    for (unsigned i = 0; i < n; ++i) {
       if (i & s) continue;
       unsigned j = i | s;
       // Inserted as instructions, never constant-folded by the builder: the code holds every
