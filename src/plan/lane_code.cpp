@@ -333,7 +333,7 @@ class CodeModel {
         times(m.k_loop ? 1 : mp.k, [&] {
           for (int i = 0; i < 2; ++i)
             if (!m.broadcast[i] && m.conversion[i] < 0)
-              for (int64_t t = 0; t < nr * nc; ++t) read(op->operands[i]);
+              for (int64_t t = 0; t < (m.row_shared[i] ? nc : nr * nc); ++t) read(op->operands[i]);
           add(&LaneCode::fmas, fma * nr * nc);
         });
       }

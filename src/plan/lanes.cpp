@@ -216,6 +216,9 @@ class LanePlanner {
       m.lane_dim = acc->type.dims.back().name;
       for (int i = 0; i < 2; ++i) {
         const Value* x = op->operands[i];
+        m.row_shared[i] = std::none_of(x->type.dims.begin(), x->type.dims.end(), [&](const ir::Dim& d) {
+          return d.name != m.lane_dim && acc->type.findDim(d.name) >= 0;
+        });
         if (x->type.findDim(m.lane_dim) < 0) {
           m.broadcast[i] = true;
           if (x->type.isScalar()) continue;

@@ -135,9 +135,12 @@ const char* toString(MmaForm form);  // "outer_product" | "scalar" | "dot" | "el
 
 struct LaneMma {
   MmaForm form = MmaForm::OuterProduct;
-  std::string lane_dim;                      // acc's lane dim (outer product)
-  int conversion[2] = {-1, -1};              // per operand a, b: index into conversions (-1 = none)
-  bool broadcast[2] = {false, false};        // operand read as a scalar per K step, splat over the lanes
+  std::string lane_dim;                // acc's lane dim (outer product)
+  int conversion[2] = {-1, -1};        // per operand a, b: index into conversions (-1 = none)
+  bool broadcast[2] = {false, false};  // operand read as a scalar per K step, splat over the lanes
+  // A lane operand without the accumulator's row dims (attention's V for P.V): each of its
+  // vectors is read once per K step and shared by every row of a register tile.
+  bool row_shared[2] = {false, false};
   int64_t block_rows = 1, block_chunks = 1;  // register tile of accumulators
   int64_t blocks = 0;
   bool k_rolled = true;  // K walked by a loop per register tile (else unrolled)

@@ -490,14 +490,19 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
         for (int i = 0; i < 2; ++i)
           if (lm.broadcast[i])
             for (int64_t q = 0; q < nr; ++q) rowVals[i].push_back(operand(i, rcs[q], kc, Ix{nullptr, 0}));
+        std::vector<std::vector<llvm::Value*>> shared(2, std::vector<llvm::Value*>(nc, nullptr));
         for (int64_t ri = 0; ri < nr; ++ri)
           for (int64_t j = 0; j < nc; ++j) {
             llvm::Value* v[2];
             for (int i = 0; i < 2; ++i) {
               if (lm.broadcast[i]) {
                 v[i] = rowVals[i][ri];
+              } else if (lm.row_shared[i]) {
+                // A lane operand without the row's dims is shared by every row: read once (with
+                // its prefetch, which LLVM does not merge as it merges loads).
+                if (!shared[i][j]) shared[i][j] = operand(i, rcs[ri], kc, Ix{nullptr, c0 + j});
+                v[i] = shared[i][j];
               } else {
-                // A lane operand without the row's dims is shared by every row: read once.
                 v[i] = operand(i, rcs[ri], kc, Ix{nullptr, c0 + j});
               }
             }
