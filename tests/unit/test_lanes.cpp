@@ -132,6 +132,7 @@ TEST(Lanes, LibraryKernelsAreBitexactOnEveryWidthIsaAndThreadCount) {
       {"attention", "1,8,2,1,150,80,96", {{"mask", "causal"}, {"kv-dtype", "f16"}}},
       {"gemm", "37,20,45", {}},
       {"gemm", "9,33,17", {{"trans-b", "true"}}},
+      {"gemm", "37,50,70", {{"trans-b", "true"}, {"b-dtype", "bf16"}}},  // B^T's bf16 words, a panel
       {"softmax", "5,1030", {}},
       {"rmsnorm", "3,4099", {}},
       {"layernorm", "4,17", {}},
