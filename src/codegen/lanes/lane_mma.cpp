@@ -21,12 +21,7 @@ std::vector<llvm::Value*> LaneEmitter::transposedBlock(const ir::Value* x, int l
   const int64_t extL = xt.dims[li].extent;
   std::vector<llvm::Value*> r(w_);
   for (unsigned i = 0; i < w_; ++i) {
-    Ix l = add(mul(lb, w_), Ix{nullptr, i});
-    if (l.isConst())
-      l.c = std::min(l.c, extL - 1);
-    else
-      l = Ix{b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, l.v, b_.getInt64(extL - 1)), 0};
-    xcs[li] = l;
+    xcs[li] = lanePosition(lb, i, extL);
     r[i] = vec(x, rowOf(xt, xcs), xc);
   }
   transposeInRegisters(r);
@@ -44,12 +39,7 @@ std::vector<llvm::Value*> LaneEmitter::transposedWordBlock(const ir::Value* x, i
   const int64_t extL = xt.dims[li].extent;
   const unsigned half = w_ / 2;
   auto words = [&](unsigned i) {  // L value lb*W + i (clamped to its last index)
-    Ix l = add(mul(lb, w_), Ix{nullptr, i});
-    if (l.isConst())
-      l.c = std::min(l.c, extL - 1);
-    else
-      l = Ix{b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, l.v, b_.getInt64(extL - 1)), 0};
-    xcs[li] = l;
+    xcs[li] = lanePosition(lb, i, extL);
     return loadWords(x->def, rowOf(xt, xcs), xc);
   };
   std::vector<int> both(w_);
