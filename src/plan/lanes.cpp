@@ -634,8 +634,8 @@ class LanePlanner {
         // Two chunks of L per step (bf16 words, whose transposed blocks take W/2 registers each)
         // where their accumulators take at most half the registers: twice the independent FMA
         // chains (decode has 4 rows: 4 chains of FMA latency 4 leave one of two FMA ports idle).
-        // Paired, Xeon 1 thread, bf16 decode 1,8,2,1,2053,80,96: 0.90 (AVX-512), 0.83 (AVX2);
-        // 3 or 4 chunks spill (AVX-512 4: 1.11 of 2).
+        // Xeon, 1 thread, bf16 decode 1,8,2,1,2053,80,96 (the two builds one after the other,
+        // 7 rounds each): 0.90 (AVX-512), 0.83 (AVX2); 3 or 4 chunks spill (AVX-512 4: 1.11 of 2).
         const Conversion& c = lp_.conversions[m.conversion[m.conversion[0] >= 0 ? 0 : 1]];
         const Layout& al = L(op->operands[2]);
         if (c.words && al.chunks >= 2 && 2 * al.rows <= model_->vectors(w) / 2) m.fused_group = 2;
