@@ -230,14 +230,10 @@ class CodeModel {
     });
   }
 
-  // `n` W x W transposes of W vectors read from x, by a runtime loop when `rolled`.
-  void transposes(const Value* x, int64_t n, bool rolled) {
-    if (n <= 0) return;
-    add(&LaneCode::loops, rolled ? 1 : 0);
-    times(rolled ? 1 : n, [&] {
-      for (int64_t i = 0; i < w_; ++i) read(x);
-      add(&LaneCode::shuffles, transpose_);
-    });
+  // One W x W transpose of W vectors read from x.
+  void transposeBlock(const Value* x) {
+    for (int64_t i = 0; i < w_; ++i) read(x);
+    add(&LaneCode::shuffles, transpose_);
   }
 
   // One block of bf16 words (Conversion::words): W half-vector loads (W/2 vectors' lanes) and
@@ -247,17 +243,23 @@ class CodeModel {
     add(&LaneCode::shuffles, (w_ / 2) * log2Of(w_ / 2));
   }
 
+  // `n` blocks, by a runtime loop when `rolled`.
+  template <class F>
+  void blocks(int64_t n, bool rolled, F&& block) {
+    if (n <= 0) return;
+    add(&LaneCode::loops, rolled ? 1 : 0);
+    times(rolled ? 1 : n, block);
+  }
+
   void conversion(const Conversion& c) {
+    auto transpose = [&] { transposeBlock(c.value); };
     if (c.words) {  // the inside copy: whole chunks as words, then the partial chunk
-      if (c.word_iterations > 0) {
-        add(&LaneCode::loops, c.word_rolled ? 1 : 0);
-        times(c.word_rolled ? 1 : c.word_iterations, [&] { wordBlock(); });
-      }
-      transposes(c.value, c.tail_iterations, c.tail_rolled);
+      blocks(c.word_iterations, c.word_rolled, [&] { wordBlock(); });
+      blocks(c.tail_iterations, c.tail_rolled, transpose);
     } else {
-      transposes(c.value, c.iterations, c.rolled);
+      blocks(c.iterations, c.rolled, transpose);
     }
-    if (c.edge_copy) transposes(c.value, c.iterations, c.rolled);
+    if (c.edge_copy) blocks(c.iterations, c.rolled, transpose);
   }
 
   void mmaTiles(const Op* op, bool inside) {
@@ -310,14 +312,7 @@ class CodeModel {
         for (int64_t row = 0; row < g * al.rows; ++row) read(acc);
         add(&LaneCode::loops, m.k_loop ? 1 : 0);
         auto steps = [&](int64_t count, bool asWords) {
-          for (int64_t i = 0; i < g; ++i) {
-            if (asWords) {
-              wordBlock();
-              continue;
-            }
-            for (int64_t j = 0; j < w_; ++j) read(x);
-            add(&LaneCode::shuffles, transpose_);
-          }
+          for (int64_t i = 0; i < g; ++i) asWords ? wordBlock() : transposeBlock(x);
           add(&LaneCode::fmas, fma * count * al.rows * g);
         };
         times(m.k_loop ? 1 : full, [&] { steps(w_, words); });

@@ -614,10 +614,10 @@ class LanePlanner {
       const Op* load = c.value->def;
       if (c.edge_copy && model_->unaligned_vector_loads && w % 2 == 0 &&
           load->operands[0]->type.elem == ir::Elem::BF16 && lp_.access.at(load) == LaneAccess::Vector) {
-        const int64_t whole = xt.dims.back().extent / w;
-        c.words = whole > 0;
-        c.word_iterations = outer * c.chunks * whole;
-        c.tail_iterations = outer * c.chunks * (L(c.value).chunks - whole);
+        c.word_chunks = xt.dims.back().extent / w;
+        c.words = c.word_chunks > 0;
+        c.word_iterations = outer * c.chunks * c.word_chunks;
+        c.tail_iterations = outer * c.chunks * (L(c.value).chunks - c.word_chunks);
         c.word_rolled = c.word_iterations > lp_.max_unrolled_transposes;
         c.tail_rolled = c.tail_iterations > lp_.max_unrolled_transposes;
       }

@@ -113,11 +113,12 @@ struct Conversion {
   // values of L to a vector and transposed within the vectors' halves: (W/2) log2(W/2)
   // shuffles where a W x W transpose takes W log2 W, none to widen, and half the registers;
   // then a word's low half shifted up and its high half with the low bits cleared are its two
-  // elements widened exactly. `word_iterations` such blocks (a runtime loop when `word_rolled`),
-  // then `tail_iterations` W x W transposes of the tile's partial last chunk (`tail_rolled`).
-  // A fused transpose (LaneMma::fused_transpose) reads its whole K chunks the same way.
+  // elements widened exactly. `word_chunks` whole chunks per row of x; `word_iterations` such
+  // blocks (a runtime loop when `word_rolled`), then `tail_iterations` W x W transposes of the
+  // tile's partial last chunk (`tail_rolled`). A fused transpose (LaneMma::fused_transpose)
+  // reads its whole K chunks the same way.
   bool words = false;
-  int64_t word_iterations = 0, tail_iterations = 0;
+  int64_t word_chunks = 0, word_iterations = 0, tail_iterations = 0;
   bool word_rolled = false, tail_rolled = false;
 };
 

@@ -128,9 +128,8 @@ void LaneEmitter::emitConversion(const plan::Conversion& c) {
       });
     };
     if (pass == 0 && c.words) {
-      const int64_t whole = extLast / static_cast<int64_t>(w_);
-      walk(c.word_iterations, c.word_rolled, 0, whole, true);
-      walk(c.tail_iterations, c.tail_rolled, whole, xChunks - whole, false);
+      walk(c.word_iterations, c.word_rolled, 0, c.word_chunks, true);
+      walk(c.tail_iterations, c.tail_rolled, c.word_chunks, xChunks - c.word_chunks, false);
     } else {
       walk(c.iterations, c.rolled, 0, xChunks, false);
     }
