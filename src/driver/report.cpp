@@ -65,18 +65,20 @@ nlohmann::json blockJson(const plan::Plan& p) {
   std::sort(byOffset.begin(), byOffset.end());
   for (const auto& [offset, load] : byOffset) {
     const plan::BlockStage& s = b.stages.at(load);
-    stages.push_back({{"at", where(load->loc)},
-                      {"value", "%" + load->results[0]->name},
-                      {"from", s.registers ? "registers"
-                               : s.async   ? "cp.async"
-                                           : "load"},
-                      {"operand", s.operand == 0 ? "a" : "b"},
-                      {"k_dim", s.k_dim},
-                      {"out_dims", s.out_dims},
-                      {"shape", {s.k_extent, s.pitch}},
-                      {"buffers", s.buffers},
-                      {"offset_bytes", s.offset * 4},
-                      {"masked_by", s.mask ? nlohmann::json("%" + s.mask->results[0]->name) : nlohmann::json()}});
+    stages.push_back(
+        {{"at", where(load->loc)},
+         {"value", "%" + load->results[0]->name},
+         {"from", s.registers ? "registers"
+                  : s.async   ? "cp.async"
+                              : "load"},
+         {"operand", s.operand == 0 ? "a" : "b"},
+         {"k_dim", s.k_dim},
+         {"out_dims", s.out_dims},
+         {"layout", s.k_inner ? "k inner: [out, K] lines, 16-byte copies" : "K lines of out"},
+         {"shape", s.k_inner ? nlohmann::json{s.out_extent, s.pitch} : nlohmann::json{s.k_extent, s.pitch}},
+         {"buffers", s.buffers},
+         {"offset_bytes", s.offset * 4},
+         {"masked_by", s.mask ? nlohmann::json("%" + s.mask->results[0]->name) : nlohmann::json()}});
   }
   nlohmann::json shuffled = inSourceOrder(b.shuffle_reductions, [&](const ir::Op* op) { return where(op->loc); });
   nlohmann::json ahead = inSourceOrder(b.load_prefetch, [&](const auto& e) {
@@ -105,6 +107,7 @@ nlohmann::json blockJson(const plan::Plan& p) {
           {"double_buffered_loops", b.prefetch_loops.size()},
           {"early_copies", early},
           {"shared_bytes", b.shared_bytes},
+          {"shared_budget", b.shared_budget},
           {"dynamic_shared", b.dynamic_shared},
           {"k_unroll", b.k_unroll},
           {"mma_steps_per_trip", stepsPerTrip}};

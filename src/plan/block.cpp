@@ -33,8 +33,10 @@
 // (micro_y x a column dim's micro) are at most microtile_elements. Groups of adjacent elements are as wide as one
 // shared-memory vector load (4) where the microtile allows.
 //
-// Stage rule: a stage is K rows of its operand's output side, padded by 4 floats (its
-// transposed fill from a row-major [M, K] tile then writes 32 banks apart); a loaded stage is
+// Stage rule: a stage is K rows of its operand's output side, padded by 4 floats (16-byte rows
+// for the reads of groups of 4). A loaded stage whose view has K fastest and whose reads are
+// single elements is a column stage kept K-inner (placeStages), or, where that cannot be, rows
+// of an odd pitch (its transposing fill then writes 32 banks); a loaded stage is
 // double-buffered when its load sits in a serial loop's body and its origin is computed from the
 // induction variable, values from outside the loop and scalar arithmetic only (the next trip's
 // origin is then known a trip early), while the next trip's elements take at most a microtile
@@ -553,6 +555,24 @@ class BlockPlanner {
   }
 
   std::string placeStages() {
+    // A loaded column stage whose view has K as its fastest dim, read one element of a line at
+    // a time (group 1), is kept K-inner: the view's lines as they lie in memory (16-byte copies,
+    // no transpose), read 4 K steps per vector; its pitch K + 4 or K + 8, whichever is an odd
+    // number of 16-byte units (the lines of a warp's 8 consecutive columns then start in 8
+    // different groups of banks). That needs K and the view's last extent multiples of 4 and no
+    // mask; otherwise such a stage (rows or columns) keeps K lines with an odd pitch, so that
+    // its transposing fill (consecutive threads, consecutive K lines) writes 32 different banks.
+    for (auto& [op, s] : staged_) {
+      if (s.registers || op->kind != OpKind::Load || op->access.empty() || op->access.back().name != s.k_dim) continue;
+      const int64_t group = s.rows ? b_.group_y : b_.columnDim(s.out_dims[0])->group;
+      if (group != 1) continue;
+      if (!s.rows && !s.mask && s.k_extent % 4 == 0 && op->operands[0]->type.dims.back().extent % 4 == 0) {
+        s.k_inner = true;
+        s.pitch = s.k_extent / 4 % 2 == 0 ? s.k_extent + 4 : s.k_extent + 8;
+      } else {
+        s.pitch = s.out_extent | 1;
+      }
+    }
     std::set<const Op*> loops;
     for (auto& [op, s] : staged_) {
       if (s.registers) continue;
@@ -618,7 +638,7 @@ class BlockPlanner {
     auto place = [&](const Op* op, int64_t& at) {  // at: the next stage's float offset, 16-byte aligned
       BlockStage& s = staged_[op];
       s.offset = at;
-      at += (s.buffers * s.k_extent * s.pitch + 3) / 4 * 4;
+      at += (s.buffers * s.floats() + 3) / 4 * 4;
     };
     auto layout = [&] {  // floats of the stages; sets their offsets
       int64_t at = 0;
@@ -634,18 +654,41 @@ class BlockPlanner {
         }
       return most;
     };
-    if ((layout() + scratch_) * 4 > m_.shared_bytes_per_block) {
+    // The shared memory of a block: two blocks' share of an SM (double-buffered stages where they
+    // fit, else single); where even single buffers pass it, what one block per SM may take
+    // (double-buffered where they fit, else single). Knob gpu_blocks_per_sm fixes the share.
+    const int64_t two = m_.shared_bytes_per_block;
+    const int64_t one = std::max(m_.shared_bytes_one_block, two);
+    const int64_t per_sm = p_.knobs.gpu_blocks_per_sm;
+    const std::map<const Op*, BlockStage> doubled = staged_;
+    const std::set<const Op*> doubled_loops = loops;
+    auto fits = [&](int64_t budget) { return (layout() + scratch_) * 4 <= budget; };
+    auto single = [&] {
       for (auto& [op, s] : staged_) s.buffers = 1, s.async = false;
       loops.clear();
+    };
+    int64_t budget = per_sm == 1 ? one : two;
+    if (!fits(budget)) single();
+    if (per_sm == 0 && !fits(budget)) {
+      budget = one;
+      staged_ = doubled, loops = doubled_loops;
+      if (!fits(budget)) single();
     }
     int64_t at = layout();
     b_.scratch_offset = at;
     b_.scratch_floats = scratch_;
     at += scratch_;
-    if (at * 4 > m_.shared_bytes_per_block)
+    if (at * 4 > budget)
       return fmt::format("its stages and reduction scratch take {} bytes of shared memory (a block's: {})", at * 4,
-                         m_.shared_bytes_per_block);
+                         budget);
+    // One block per SM: its threads may take every register (as with a block per SM, sizeGrid).
+    if (budget > two && m_.thread_registers > 0 && m_.block_registers > 0 && m_.register_granule > 0) {
+      const int64_t lanes = (b_.threads + m_.warp_threads - 1) / m_.warp_threads * m_.warp_threads;
+      b_.registers =
+          std::min(m_.thread_registers, m_.block_registers / lanes / m_.register_granule * m_.register_granule);
+    }
     b_.shared_bytes = at * 4;
+    b_.shared_budget = budget;
     b_.dynamic_shared = b_.shared_bytes > m_.static_shared_bytes;
     b_.stages = staged_;
     b_.folded = folded_;
@@ -763,6 +806,9 @@ class BlockPlanner {
       const BlockDim* x = b_.columnDim(mma->results[0]->type.dims.back().name);
       int64_t u = 1;
       while (u * 2 <= kMostSteps && K % (u * 2) == 0 && u * 2 * (b_.micro_y + x->micro) <= kStepRegisters) u *= 2;
+      // A K-inner operand is read 4 steps at a time: trips of at least 4 (K is a multiple of 4).
+      for (const Value* operand : {mma->operands[0], mma->operands[1]})
+        if (const Op* def = b_.stagedDef(operand); def && b_.stages.at(def).k_inner) u = std::max<int64_t>(u, 4);
       b_.mma_steps[mma] = u;
     }
   }

@@ -189,6 +189,26 @@ const std::vector<Entry>& entries() {
                          &Knobs::gpu_early_copies));
     {
       Entry e;
+      e.info = {"gpu_blocks_per_sm", "auto", "auto|1|2",
+                "target nvptx, block realization: the shared memory a block's stages are planned in: 2 = the "
+                "target model's share of two blocks per SM (H200: 112 KB), 1 = what one block per SM may take "
+                "(227 KB); auto: two where the stages fit (double-buffered, else single), else one (docs/gpu.md)"};
+      e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
+        if (v == "auto") {
+          k.gpu_blocks_per_sm = 0;
+          return std::nullopt;
+        }
+        if (v != "1" && v != "2") return rangeError(info, v);
+        k.gpu_blocks_per_sm = v == "1" ? 1 : 2;
+        return std::nullopt;
+      };
+      e.get = [](const Knobs& k) {
+        return k.gpu_blocks_per_sm == 0 ? std::string("auto") : std::to_string(k.gpu_blocks_per_sm);
+      };
+      t.push_back(e);
+    }
+    {
+      Entry e;
       e.info = {"gpu_realization", "auto", "auto|block|lanes",
                 "target nvptx: a program per thread block, its tiles spread over the threads and mma operands "
                 "staged in shared memory (block), or per warp segment (lanes); auto takes block where every op "

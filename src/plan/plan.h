@@ -265,9 +265,14 @@ struct BlockStage {
   // copied as zeros (src-size 0).
   bool async = false;
   int64_t k_extent = 0, out_extent = 0;
-  int64_t pitch = 0;    // floats per K row in shared memory (out_extent plus padding)
+  // K contiguous: the stage holds out_extent lines of K elements (a K-major view's rows as they
+  // lie in memory: filled by 16-byte copies), read 4 K steps at a time; else K lines of the
+  // output side (the layout above).
+  bool k_inner = false;
+  int64_t pitch = 0;    // floats per line in shared memory (the line's elements plus padding)
   int64_t offset = 0;   // float offset of buffer 0 in the block's shared array
   int64_t buffers = 1;  // 2: double-buffered
+  int64_t floats() const { return (k_inner ? out_extent : k_extent) * pitch; }  // one buffer's
 };
 
 struct BlockPlan {
@@ -303,6 +308,9 @@ struct BlockPlan {
   // thread of a row folding the row in the IR's order (plan.h above; block_emitter.cpp).
   std::set<const ir::Op*> shuffle_reductions;
   int64_t shared_bytes = 0;
+  // The shared memory the stages were planned in: two blocks' share of an SM, or one block's
+  // (knob gpu_blocks_per_sm; the target model's shared_bytes_per_block / shared_bytes_one_block).
+  int64_t shared_budget = 0;
   bool dynamic_shared = false;                 // more than a block may declare statically: sized at launch
   int64_t k_unroll = 16;                       // an mma's K steps unrolled up to this many (else a loop)
   std::map<const ir::Op*, int64_t> mma_steps;  // by mma: K steps per trip of its loop (all: unrolled)

@@ -26,6 +26,7 @@ nlohmann::json Model::toJson() const {
           {"mma_threads_y", mma_threads_y},
           {"microtile_elements", microtile_elements},
           {"shared_bytes_per_block", shared_bytes_per_block},
+          {"shared_bytes_one_block", shared_bytes_one_block},
           {"static_shared_bytes", static_shared_bytes},
           {"shared_vector_lanes", shared_vector_lanes},
           {"thread_registers", thread_registers},

@@ -41,6 +41,7 @@ struct Model {
   int64_t mma_threads_y = 0;           // threads along an mma output's row dim (at most)
   int64_t microtile_elements = 0;      // the most elements of one tile value a thread may hold
   int64_t shared_bytes_per_block = 0;  // shared memory the planner gives one block (at most)
+  int64_t shared_bytes_one_block = 0;  // the most one block may take (one block per SM; 0: as above)
   int64_t static_shared_bytes = 0;     // what a block may declare statically (more is sized at launch)
   int64_t shared_vector_lanes = 0;     // f32 lanes of the widest shared-memory load (ld.shared.v4)
   int64_t thread_registers = 0;        // 32-bit registers a thread may use (at most)

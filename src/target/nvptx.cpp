@@ -28,8 +28,9 @@ const Model& NvptxTarget::model(const std::string& isa) const {
     // The block realization (docs/gpu.md, "Thread blocks"): an H200 has 132 SMs of 64K 32-bit
     // registers and 228 KB of shared memory (227 KB for one block); blocks of 256 threads with
     // at most 64 elements of a tile per thread (8 x 8 accumulators) and at most 112 KB of shared
-    // memory leave room for two blocks per SM; 48 KB is what a block may declare statically
-    // (more is dynamic shared memory, sized at launch).
+    // memory leave room for two blocks per SM; a program whose stages need more takes up to the
+    // 227 KB of one block per SM (knob gpu_blocks_per_sm); 48 KB is what a block may declare
+    // statically (more is dynamic shared memory, sized at launch).
     n.multiprocessors = 132;
     n.warp_threads = 32;
     n.block_threads = 256;
@@ -38,6 +39,7 @@ const Model& NvptxTarget::model(const std::string& isa) const {
     n.mma_threads_y = 16;
     n.microtile_elements = 64;
     n.shared_bytes_per_block = 112 * 1024;
+    n.shared_bytes_one_block = 227 * 1024;
     n.static_shared_bytes = 48 * 1024;
     n.shared_vector_lanes = 4;
     // A grid of at most a block per SM states its registers per thread (.maxnreg: plan/block.cpp):

@@ -382,6 +382,16 @@ TEST(Gpu, AttentionRunsAProgramPerThreadBlock) {
   // registers; P from each thread's registers.
   EXPECT_EQ(from, (std::map<std::string, std::string>{
                       {"%qt", "load"}, {"%kt", "cp.async"}, {"%vt", "cp.async"}, {"%p", "registers"}}));
+  // K (keys one per thread along n: groups of one) stays K-inner: [n, d] lines of an odd number
+  // of 16-byte units (132 floats), filled by 16-byte copies, read 4 d steps per vector; the
+  // others are d (or n) lines of their output side.
+  for (const nlohmann::json& s : b["stages"]) {
+    const bool inner = s["value"] == "%kt";
+    EXPECT_EQ(s["layout"].get<std::string>().rfind("k inner", 0) == 0, inner) << s;
+    if (inner) EXPECT_EQ(s["shape"], nlohmann::json({32, 132}));
+  }
+  EXPECT_NE(c.object.find("cp.async.cg.shared.global"), std::string::npos);
+  EXPECT_EQ(b["mma_steps_per_trip"][1]["steps"].get<int64_t>() % 4, 0);
   EXPECT_NE(c.object.find("cp.async.ca.shared.global"), std::string::npos);
   EXPECT_NE(c.object.find("cp.async.wait_group"), std::string::npos);
   EXPECT_NE(c.object.find("cp.async.commit_group"), std::string::npos);
@@ -394,6 +404,44 @@ TEST(Gpu, AttentionRunsAProgramPerThreadBlock) {
     for (const nlohmann::json& s : co.report["phases"][0]["block"]["stages"]) EXPECT_NE(s["from"], "cp.async");
     EXPECT_EQ(co.object.find("cp.async"), std::string::npos);
     ASSERT_TRUE(off.setAssignment("gpu_async_copy=maybe").has_value());
+  }
+  {
+    // 64 keys per block: the stages pass two blocks' share of an SM (112 KB) even single-
+    // buffered, so the block takes what one block per SM may (227 KB), double-buffered, and its
+    // threads every register. gpu_blocks_per_sm=2 keeps the share: no block form, and why.
+    std::unique_ptr<kiln::ir::Kernel> wide;
+    kiln::driver::Compilation cw;
+    ASSERT_NO_FATAL_FAILURE(compileForGpu("attention", "1,32,8,512,512,128,128", wide, cw, {{"block", "16x64"}}));
+    const nlohmann::json& ph64 = cw.report["phases"][0];
+    ASSERT_EQ(ph64["realization"], "block") << ph64["block_not_taken_because"];
+    const int64_t shared = ph64["block"]["shared_bytes"];
+    EXPECT_GT(shared, 112 * 1024);
+    EXPECT_LE(shared, 227 * 1024);
+    EXPECT_EQ(ph64["block"]["shared_budget"], 227 * 1024);
+    EXPECT_EQ(b["shared_budget"], 112 * 1024);
+    EXPECT_EQ(cw.report["gpu"]["kernels"][0]["dynamic_shared_bytes"], shared);
+    EXPECT_EQ(ph64["block"]["registers"], 255);
+    for (const nlohmann::json& s : ph64["block"]["stages"])
+      if (s["value"] == "%kt" || s["value"] == "%vt") EXPECT_EQ(s["buffers"], 2) << s;
+    kiln::plan::Knobs two = gpuKnobs();
+    ASSERT_FALSE(two.setAssignment("gpu_blocks_per_sm=2").has_value());
+    kiln::driver::Compilation c2;
+    ASSERT_FALSE(kiln::driver::compile(*wide, two, c2, kiln::driver::Stage::Report).has_value());
+    EXPECT_EQ(c2.report["phases"][0]["realization"], "lanes");
+    const std::string why = c2.report["phases"][0]["block_not_taken_because"];
+    EXPECT_NE(why.find("bytes of shared memory (a block's: 114688)"), std::string::npos) << why;
+    // gpu_blocks_per_sm=1 gives the 64-row x 32-key block (which fits two blocks' share) the
+    // same stages in one block's memory, with every register.
+    kiln::plan::Knobs one = gpuKnobs();
+    ASSERT_FALSE(one.setAssignment("gpu_blocks_per_sm=1").has_value());
+    kiln::driver::Compilation c1;
+    ASSERT_FALSE(kiln::driver::compile(*k, one, c1, kiln::driver::Stage::Report).has_value());
+    EXPECT_EQ(c1.report["phases"][0]["block"]["shared_bytes"], b["shared_bytes"]);
+    EXPECT_EQ(b["registers"], 0);  // two blocks per SM: ptxas's choice
+    EXPECT_EQ(c1.report["phases"][0]["block"]["registers"], 255);
+    auto bad = one.setAssignment("gpu_blocks_per_sm=3");
+    ASSERT_TRUE(bad.has_value());
+    EXPECT_NE(bad->find("gpu_blocks_per_sm"), std::string::npos) << *bad;
   }
   EXPECT_EQ(b["dynamic_shared"], true);
   const nlohmann::json& g = c.report["gpu"]["kernels"][0];

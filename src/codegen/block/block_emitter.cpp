@@ -643,7 +643,7 @@ void BlockEmitter::copyStage(const Op* load) {
 }
 
 llvm::Value* BlockEmitter::stagePointer(const plan::BlockStage& s, llvm::Value* buffer, llvm::Value* floatIndex) {
-  llvm::Value* at = b_.CreateAdd(b_.CreateMul(buffer, b_.getInt64(s.k_extent * s.pitch)), floatIndex);
+  llvm::Value* at = b_.CreateAdd(b_.CreateMul(buffer, b_.getInt64(s.floats())), floatIndex);
   return sharedPointer(b_.CreateAdd(at, b_.getInt64(s.offset)));
 }
 
@@ -667,6 +667,7 @@ llvm::Value* BlockEmitter::stageIndex(const Op* load, const plan::BlockStage& s,
   for (const std::string& d : s.out_dims)
     for (const ir::Dim& a : load->access)
       if (a.name == d) o = b_.CreateAdd(b_.CreateMul(o, b_.getInt64(a.extent)), coord.at(d));
+  if (s.k_inner) return b_.CreateAdd(b_.CreateMul(o, b_.getInt64(s.pitch)), coord.at(s.k_dim));
   return b_.CreateAdd(b_.CreateMul(coord.at(s.k_dim), b_.getInt64(s.pitch)), o);
 }
 
@@ -737,6 +738,7 @@ void BlockEmitter::firstCopies(const Op* loop) {
 // value) where the element lies outside the view or its mask keeps the other operand.
 void BlockEmitter::asyncCopy(const Op* load, const Override& over, llvm::Value* buffer) {
   const plan::BlockStage& s = bp_.stages.at(load);
+  if (s.k_inner) return asyncCopyLines(load, over, buffer);
   const int64_t total = s.k_extent * s.out_extent;
   const ir::Value* view = load->operands[0];
   auto* global = llvm::PointerType::get(c_, 1);
@@ -767,6 +769,59 @@ void BlockEmitter::asyncCopy(const Op* load, const Override& over, llvm::Value* 
       b_.CreateBr(cont);
       b_.SetInsertPoint(cont);
     }
+  }
+}
+
+// A K-inner stage (plan: BlockStage::k_inner) by cp.async, 16 bytes (4 K steps of one line)
+// a copy: thread t copies groups t, t + threads, ... in the view's order (K fastest, the view's
+// last dim, whose extent the plan makes a multiple of 4). Where the group's source and the
+// view's base are 16-byte aligned, its coordinate along K is a multiple of 4, so its 4 elements
+// are all inside the view (16 bytes copied) or all outside (0 bytes: +0); otherwise (a base or
+// an origin off 16 bytes) the group is copied element by element as asyncCopy does.
+void BlockEmitter::asyncCopyLines(const Op* load, const Override& over, llvm::Value* buffer) {
+  const plan::BlockStage& s = bp_.stages.at(load);
+  const int64_t groups = s.k_extent * s.out_extent / 4;
+  const ir::Value* view = load->operands[0];
+  auto* global = llvm::PointerType::get(c_, 1);
+  auto aligned = [&](llvm::Value* p) {
+    return b_.CreateICmpEQ(b_.CreateAnd(b_.CreatePtrToInt(p, b_.getInt64Ty()), b_.getInt64(15)), b_.getInt64(0));
+  };
+  for (int64_t step = 0; step * bp_.threads < groups; ++step) {
+    llvm::Value* g = b_.CreateAdd(tid_, b_.getInt64(step * bp_.threads));
+    llvm::BasicBlock* cont = llvm::BasicBlock::Create(c_, "lines.next", f_);
+    if ((step + 1) * bp_.threads > groups) {
+      auto* then = llvm::BasicBlock::Create(c_, "lines.in", f_);
+      b_.CreateCondBr(b_.CreateICmpULT(g, b_.getInt64(groups)), then, cont);
+      b_.SetInsertPoint(then);
+    }
+    llvm::Value* e = b_.CreateMul(g, b_.getInt64(4));
+    const std::map<std::string, llvm::Value*> coord = stagedCoords(load, e);
+    llvm::Value* inb = nullptr;
+    llvm::Value* src = elementPointer(
+        load, [&](const std::string& d) { return coord.at(d); }, &over, inb);
+    llvm::Value* dst = stagePointer(s, buffer, stageIndex(load, s, coord));
+    auto* whole = llvm::BasicBlock::Create(c_, "lines.whole", f_);
+    auto* apart = llvm::BasicBlock::Create(c_, "lines.apart", f_);
+    b_.CreateCondBr(b_.CreateAnd(aligned(src), aligned(base_[view->index])), whole, apart);
+    b_.SetInsertPoint(whole);
+    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s, {},
+                       {dst, b_.CreateAddrSpaceCast(b_.CreateSelect(inb, src, base_[view->index]), global),
+                        b_.CreateSelect(inb, b_.getInt32(16), b_.getInt32(0))});
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(apart);
+    for (int64_t i = 0; i < 4; ++i) {
+      std::map<std::string, llvm::Value*> ci = coord;
+      ci[s.k_dim] = b_.CreateAdd(ci[s.k_dim], b_.getInt64(i));
+      llvm::Value* in = nullptr;
+      llvm::Value* p = elementPointer(
+          load, [&](const std::string& d) { return ci.at(d); }, &over, in);
+      b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4_s, {},
+                         {stagePointer(s, buffer, stageIndex(load, s, ci)),
+                          b_.CreateAddrSpaceCast(b_.CreateSelect(in, p, base_[view->index]), global),
+                          b_.CreateSelect(in, b_.getInt32(4), b_.getInt32(0))});
+    }
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(cont);
   }
 }
 
@@ -837,6 +892,30 @@ void BlockEmitter::emitMma(const Op* op) {
   auto read = [&](llvm::Value* k) {
     return Reads{readGroups(sr, rowBuf, k, rowAt, bp_.group_y), readGroups(sc, colBuf, k, colAt, column.group)};
   };
+  // Steps k0 .. k0 + n - 1; a K-inner column stage (plan: BlockStage::k_inner, groups of one)
+  // read as 4 steps of a line per vector (k0 and n multiples of 4).
+  auto readSteps = [&](llvm::Value* k0, int64_t n) {
+    std::vector<Reads> steps;
+    for (int64_t u = 0; u < n; ++u) {
+      llvm::Value* k = b_.CreateAdd(k0, b_.getInt64(u));
+      steps.push_back(Reads{readGroups(sr, rowBuf, k, rowAt, bp_.group_y),
+                            sc.k_inner ? std::vector<llvm::Value*>(static_cast<size_t>(mx))
+                                       : readGroups(sc, colBuf, k, colAt, column.group)});
+    }
+    if (sc.k_inner) {
+      auto* vt = llvm::FixedVectorType::get(b_.getFloatTy(), 4);
+      for (int64_t c = 0; c < mx; ++c)
+        for (int64_t u = 0; u < n; u += 4) {
+          llvm::Value* at0 = b_.CreateAdd(b_.CreateMul(colAt[static_cast<size_t>(c)], b_.getInt64(sc.pitch)),
+                                          b_.CreateAdd(k0, b_.getInt64(u)));
+          llvm::Value* v = b_.CreateAlignedLoad(vt, stagePointer(sc, colBuf, at0), llvm::Align(16));
+          for (int64_t i = 0; i < 4; ++i)
+            steps[static_cast<size_t>(u + i)].second[static_cast<size_t>(c)] =
+                b_.CreateExtractElement(v, static_cast<uint64_t>(i));
+        }
+    }
+    return steps;
+  };
   auto multiply = [&](const Reads& reads, Tile& t) {
     const std::vector<llvm::Value*>& rv = reads.first;
     const std::vector<llvm::Value*>& cv = reads.second;
@@ -849,7 +928,20 @@ void BlockEmitter::emitMma(const Op* op) {
   };
   const int64_t K = sa.k_extent;
   const int64_t U = bp_.mma_steps.at(op);  // K steps per trip (plan): their reads first, then their products
-  if (U >= K) {
+  if (sc.k_inner) {
+    // Whole trips of U steps (or all K at once), their reads first.
+    auto trip = [&](llvm::Value* k, int64_t n, Tile& t) {
+      for (const Reads& r : readSteps(k, n)) multiply(r, t);
+    };
+    if (U >= K)
+      trip(b_.getInt64(0), K, cur);
+    else
+      cur = loop(b_.getInt64(0), b_.getInt64(K), U, cur, [&](llvm::Value* k, const std::vector<llvm::Value*>& in) {
+        Tile t = in;
+        trip(k, U, t);
+        return t;
+      });
+  } else if (U >= K) {
     for (int64_t k = 0; k < K; ++k) multiply(read(b_.getInt64(k)), cur);
   } else {
     cur = loop(b_.getInt64(0), b_.getInt64(K), U, cur, [&](llvm::Value* k, const std::vector<llvm::Value*>& in) {

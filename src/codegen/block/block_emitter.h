@@ -89,6 +89,7 @@ class BlockEmitter final : public ProgramEmitter {
   llvm::Value* stageIndex(const ir::Op* load, const plan::BlockStage& s,
                           const std::map<std::string, llvm::Value*>& coord);
   void asyncCopy(const ir::Op* load, const Override& over, llvm::Value* buffer);
+  void asyncCopyLines(const ir::Op* load, const Override& over, llvm::Value* buffer);
   void firstCopies(const ir::Op* loop);
   std::vector<const ir::Op*> doubleBuffered(const ir::Op* loop, bool async) const;
   // A computed mma operand: this thread's register tile into its stage.
