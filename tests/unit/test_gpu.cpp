@@ -391,8 +391,6 @@ TEST(Gpu, AttentionRunsAProgramPerThreadBlock) {
     if (inner) EXPECT_EQ(s["shape"], nlohmann::json({32, 132}));
   }
   EXPECT_NE(c.object.find("cp.async.cg.shared.global"), std::string::npos);
-  // P is put from the registers a group of 4 rows per store.
-  EXPECT_NE(c.object.find("st.shared.v4.b32"), std::string::npos);
   EXPECT_EQ(b["mma_steps_per_trip"][1]["steps"].get<int64_t>() % 4, 0);
   EXPECT_NE(c.object.find("cp.async.ca.shared.global"), std::string::npos);
   EXPECT_NE(c.object.find("cp.async.wait_group"), std::string::npos);

@@ -829,21 +829,10 @@ void BlockEmitter::asyncCopyLines(const Op* load, const Override& over, llvm::Va
 void BlockEmitter::putRegisters(const ir::Value* v, const plan::BlockStage& s) {
   const plan::BlockDim& kx = *bp_.columnDim(s.k_dim);
   if (pending_reads_) barrier();
-  // A group of the thread's rows is adjacent in a K row: one vector store per group (a warp's
-  // stores then take the fewest wavefronts; one float a store put 4 in a bank).
-  const int64_t g = rows(v) % bp_.group_y == 0 && s.pitch % bp_.group_y == 0 ? bp_.group_y : 1;
-  auto* vt = llvm::FixedVectorType::get(b_.getFloatTy(), static_cast<unsigned>(g));
-  for (int64_t r = 0; r < rows(v); r += g)
+  for (int64_t r = 0; r < rows(v); ++r)
     for (int64_t c = 0; c < cols(v); ++c) {
       llvm::Value* at0 = b_.CreateAdd(b_.CreateMul(colCoord(kx, c), b_.getInt64(s.pitch)), rowCoord(r));
-      llvm::Value* ptr = stagePointer(s, b_.getInt64(0), at0);
-      if (g == 1) {
-        b_.CreateAlignedStore(at(v, r, c), ptr, llvm::Align(4));
-        continue;
-      }
-      llvm::Value* vec = llvm::PoisonValue::get(vt);
-      for (int64_t i = 0; i < g; ++i) vec = b_.CreateInsertElement(vec, at(v, r + i, c), static_cast<uint64_t>(i));
-      b_.CreateAlignedStore(vec, ptr, llvm::Align(static_cast<uint64_t>(4 * g)));
+      b_.CreateAlignedStore(at(v, r, c), stagePointer(s, b_.getInt64(0), at0), llvm::Align(4));
     }
   pending_writes_ = true;
 }
