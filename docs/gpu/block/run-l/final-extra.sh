@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run L's final replay: after scripts/gpu/capture.sh, run K's held-out cases and these (the
 # base_* ones by the build of commit d31da7f, before P was put by vector stores: the paired
-# comparison). Usage (repository root): BASE=path/to/kiln bash docs/gpu/block/run-l/final-extra.sh
+# comparison; the vector stores were taken out after the run, so today's code is d31da7f's). Usage (repository root): BASE=path/to/kiln bash docs/gpu/block/run-l/final-extra.sh
 set -e
 k=build/bin/kiln; a=gpu-archive; base=${BASE:?BASE names the kiln of commit d31da7f}
 cap() { "$k" gpu-capture --archive "$a" "$@"; }
