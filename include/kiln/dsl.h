@@ -74,6 +74,7 @@ inline bool floatElemNamed(std::string_view name, FloatElem& out) {
 }
 struct Range {
   int64_t lo = 0, hi = 0;
+  bool ascending = false;  // an integer view's elements never decrease (FlashAttention's cu_seqlens)
 };
 
 // One entry of a load/store access list: a named tile dim, or `_` (a squeezed view dim).

@@ -62,6 +62,9 @@ struct Param {
   // An i64 scalar or integer view with a stated range (docs/ir.md, "Stated ranges"): the
   // inclusive bounds every value (element) must lie in; launch() and evaluate() check them.
   std::optional<std::pair<int64_t, int64_t>> range;
+  // An integer view whose stated range is ascending: no element is below the one before it
+  // (launch() and evaluate() check that too).
+  bool ascending = false;
 
   int64_t elements() const;  // views: product of the extents; scalars: 1
   std::string type() const;  // "f32[512,4096]", "bf16[8,64]", "i32[8]", "i64", "f32"

@@ -127,6 +127,7 @@ Result<std::shared_ptr<const Kernel::Impl>> build(const ir::Kernel& kernel, cons
                                                     : Param::Elem::F32;
     p.shape = spec.shape;
     p.range = spec.range;
+    p.ascending = spec.ascending;
     auto named = [&](const std::vector<ir::Value*>& vs) {
       return std::any_of(vs.begin(), vs.end(), [&](const ir::Value* v) { return v->name == spec.name; });
     };

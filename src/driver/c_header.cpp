@@ -144,9 +144,10 @@ std::string cHeader(const ir::Kernel& kernel, const plan::Knobs& knobs, const st
     // A stated range (docs/ir.md): the JIT's launch checks it; a caller of this object must.
     if (p->range)
       h += fmt::format(
-          "/* every value of %{} must lie in [{}, {}] (its stated range) */\n#define {}_MIN {}\n#define "
+          "/* every value of %{} must lie in [{}, {}] (its stated range){} */\n#define {}_MIN {}\n#define "
           "{}_MAX {}\n",
-          p->name, p->range->lo, p->range->hi, N, p->range->lo, N, p->range->hi);
+          p->name, p->range->lo, p->range->hi, p->range->ascending ? ", each no less than the one before" : "", N,
+          p->range->lo, N, p->range->hi);
   }
   int64_t wsElements = 0;
   h += fmt::format(

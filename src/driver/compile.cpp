@@ -193,6 +193,7 @@ std::vector<runtime::ParamSpec> signature(const ir::Kernel& kernel) {
     else
       sig.push_back(runtime::ParamSpec::f32(p->name));
     if (p->range) sig.back().range = std::pair{p->range->lo, p->range->hi};
+    sig.back().ascending = p->range && p->range->ascending;
   }
   return sig;
 }

@@ -391,7 +391,10 @@ nlohmann::json planReport(const ir::Kernel& kernel, const std::vector<codegen::P
   // The parameters a launch may vary without a new compile: runtime extents and ranged integers.
   nlohmann::json ranged = nlohmann::json::array();
   for (const ir::Value* prm : kernel.params)
-    if (prm->range) ranged.push_back({{"param", "%" + prm->name}, {"range", {prm->range->lo, prm->range->hi}}});
+    if (prm->range) {
+      ranged.push_back({{"param", "%" + prm->name}, {"range", {prm->range->lo, prm->range->hi}}});
+      if (prm->range->ascending) ranged.back()["ascending"] = true;
+    }
   r["domain"] = {
       {"phases", phases.size()}, {"blocks", blocks}, {"runtime", kernel.runtimeExtents()}, {"ranged_params", ranged}};
   nlohmann::json ws = nlohmann::json::array();

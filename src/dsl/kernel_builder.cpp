@@ -218,7 +218,7 @@ View KernelBuilder::intView(std::string name, std::vector<int64_t> shape, IntEle
     I.error(toLoc(loc), "duplicate-name", fmt::format("parameter name '{}' is already used", name));
   ir::Value* v =
       I.b.param(I.fresh(name), ir::Type::view(elem == IntElem::I32 ? ir::Elem::I32 : ir::Elem::I64, shape), toLoc(loc));
-  if (range) v->range = ir::IntRange{range->lo, range->hi};
+  if (range) v->range = ir::IntRange{range->lo, range->hi, range->ascending};
   return Internal::view(this, v);
 }
 

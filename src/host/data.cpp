@@ -1,6 +1,7 @@
 // makeInputs: deterministic kernel inputs (the generator is specified in data.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -102,8 +103,11 @@ std::optional<std::string> makeInputs(const ir::Kernel& kernel, uint64_t seed,
     };
     if (t.isView() && ir::isIntegerStorage(t.elem)) {
       out[i].ints.assign(static_cast<size_t>(t.numElements()), range && !range->contains(0) ? range->lo : 0);
-      if (loaded[i])
+      if (loaded[i]) {
         for (int64_t& x : out[i].ints) x = range ? ranged() : static_cast<int64_t>(rng.next() >> 58) - 8;
+        // An ascending range (cu_seqlens): the same draws in ascending order.
+        if (range && range->ascending) std::sort(out[i].ints.begin(), out[i].ints.end());
+      }
     } else if (t.isView()) {
       out[i].data.assign(static_cast<size_t>(t.numElements()), 0.0f);
       if (loaded[i])
@@ -130,6 +134,9 @@ std::optional<std::string> makeInputs(const ir::Kernel& kernel, uint64_t seed,
         if (param->range && !param->range->contains(*v))
           return fmt::format("override '{}': {} is outside %{}'s range [{}, {}]", key, *v, name, param->range->lo,
                              param->range->hi);
+        if (param->range && param->range->ascending && !values.empty() && *v < values.back())
+          return fmt::format("override '{}': {} follows {}, but %{}'s stated range is ascending", key, *v,
+                             values.back(), name);
         values.push_back(*v);
         at = comma + 1;
       }

@@ -48,6 +48,11 @@ std::optional<std::string> checkArguments(const ir::Kernel& kernel, const std::v
         if (auto e = ir::rangeViolation(which, p->range->lo, p->range->hi, params[p->index].ints[i],
                                         static_cast<int64_t>(i)))
           return e;
+    if (p->range && p->range->ascending)
+      for (size_t i = 1; i < got; ++i)
+        if (auto e = ir::orderViolation(which, params[p->index].ints[i - 1], params[p->index].ints[i],
+                                        static_cast<int64_t>(i)))
+          return e;
   }
   if (options.reduction_partitions < 1 || options.reduction_partitions > 16)
     return fmt::format("reduction_partitions is {}; it must be in 1..16", options.reduction_partitions);

@@ -149,6 +149,7 @@ struct Region;
 // in [0, 2048]`): a launch refuses an argument (an element of an integer view) outside it.
 struct IntRange {
   int64_t lo = 0, hi = 0;
+  bool ascending = false;  // an integer view's elements never decrease (`in [lo, hi] ascending`)
   bool contains(int64_t v) const { return v >= lo && v <= hi; }
   bool operator==(const IntRange&) const = default;
 };

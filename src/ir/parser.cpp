@@ -198,7 +198,9 @@ IntRange Parser::parseRange() {
   expect(Tok::Comma, "',' between the ends of the range");
   Token hi = expectInt("the upper end of the range (an integer)");
   expect(Tok::RBracket, "']' after the range");
-  return IntRange{toInt(lo).value_or(0), toInt(hi).value_or(0)};
+  const bool ascending = atWord("ascending");
+  if (ascending) bump();
+  return IntRange{toInt(lo).value_or(0), toInt(hi).value_or(0), ascending};
 }
 
 std::optional<Type> Parser::parseResultType(Loc& at) {

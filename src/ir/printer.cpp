@@ -67,8 +67,10 @@ class Printer {
   std::string run(const Kernel& k) {
     std::vector<std::string> params;
     for (const Value* p : k.params)
-      params.push_back(fmt::format("{}: {}{}", name(p), toString(p->type),
-                                   p->range ? fmt::format(" in [{}, {}]", p->range->lo, p->range->hi) : ""));
+      params.push_back(fmt::format(
+          "{}: {}{}", name(p), toString(p->type),
+          p->range ? fmt::format(" in [{}, {}]{}", p->range->lo, p->range->hi, p->range->ascending ? " ascending" : "")
+                   : ""));
     std::vector<std::string> ws;
     for (const Value* w : k.workspaces) ws.push_back(fmt::format("{}: {}", name(w), toString(w->type)));
     std::string wsText = ws.empty() ? "" : fmt::format(" workspace({})", join(ws));

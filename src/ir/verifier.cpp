@@ -166,7 +166,8 @@ class Verifier {
     }
   }
 
-  // A stated range `in [lo, hi]`: on an i64 scalar or an integer view, lo <= hi, within i32 for view<i32>.
+  // A stated range `in [lo, hi]`: on an i64 scalar or an integer view, lo <= hi, within i32 for view<i32>;
+  // `ascending` on an integer view only.
   void checkRange(const Value& p) {
     const Type& t = p.type;
     const IntRange r = *p.range;
@@ -174,6 +175,10 @@ class Verifier {
     if (!integer) {
       error(p.loc, "param-range",
             fmt::format("{} has type {}; only an i64 scalar or an integer view (view<i32>, view<i64>) states a range",
+                        nameOf(p), toString(t)));
+    } else if (r.ascending && !t.isView()) {
+      error(p.loc, "param-range",
+            fmt::format("{} has type {}; only an integer view states 'ascending' (its elements never decrease)",
                         nameOf(p), toString(t)));
     } else if (r.lo > r.hi) {
       error(p.loc, "param-range",

@@ -124,7 +124,7 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
   if (cache) lens = kb.intView("lens", {s.B}, IntElem::I32, Range{0, s.K});
   if (paged) table = kb.intView("block_table", {s.B, maxPages}, IntElem::I32, Range{0, opt.pages - 1});
   View cu;
-  if (varlen) cu = kb.intView("cu_seqlens", {s.B + 1}, IntElem::I32, Range{0, s.Q});
+  if (varlen) cu = kb.intView("cu_seqlens", {s.B + 1}, IntElem::I32, Range{0, s.Q, true});
   View o = varlen ? kb.view("o", {s.Q, s.Hq, s.Dv}) : kb.view("o", {s.B, s.Hq, s.Q, s.Dv});
   // Score and accumulator dims: the last one lies along the vector lanes (keys n, or queries m).
   // Packed queries are read as [m, g, d] (token, then head: the layout of q): their rows are

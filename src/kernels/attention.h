@@ -58,7 +58,7 @@ struct AttentionOptions {
   int64_t page = 16;                 // paged: positions per page (a multiple of block_k)
   int64_t pages = 1;                 // paged: pages in the pool
   // With a KV cache: the queries of all sequences packed, q [Q, Hq, D] and o [Q, Hq, Dv] (Q:
-  // their total capacity), `cu_seqlens: view<i32>[B+1] in [0, Q]` after lens (and the block
+  // their total capacity), `cu_seqlens: view<i32>[B+1] in [0, Q] ascending` after lens (and the block
   // table): sequence b's queries are rows cu[b] .. cu[b+1]-1, its last positions. One program
   // per (token, KV head): block_q 1, no split.
   bool varlen = false;

@@ -339,7 +339,7 @@ const std::vector<Entry>& entries() {
          "default 16)\n"
          "--pages N   paged: pages in the pool (default B * ceil(K/P))\n"
          "--varlen   with --kv-cache: the queries of all sequences packed (FlashAttention's varlen): q [Q,Hq,D], o "
-         "[Q,Hq,Dv] with Q their total capacity, and cu_seqlens: view<i32>[B+1] in [0, Q] after lens (and "
+         "[Q,Hq,Dv] with Q their total capacity, and cu_seqlens: view<i32>[B+1] in [0, Q] ascending after lens (and "
          "block_table): sequence b's queries are rows cu[b] .. cu[b+1]-1, its last positions; one program per "
          "(token, KV head), BQ 1, no split\n"
          "--kv-dtype f32|f16|bf16   the storage of k and v (a KV cache's too): loads convert to f32 exactly, the "

@@ -423,6 +423,8 @@ PYBIND11_MODULE(_kiln, m) {
       .def_readonly("is_input", &kiln::Param::read, "the kernel reads it")
       .def_readonly("is_output", &kiln::Param::written, "the kernel writes it")
       .def_readonly("range", &kiln::Param::range, "the stated range (lo, hi), inclusive, or None")
+      .def_readonly("ascending", &kiln::Param::ascending,
+                    "an integer view whose stated range is ascending: no element below the one before it")
       .def("__repr__", [](const kiln::Param& p) {
         const char* io = p.read && p.written ? "in/out" : p.written ? "out" : "in";
         return fmt::format("Param(%{}: {}, {})", p.name, p.type(), io);

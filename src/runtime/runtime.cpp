@@ -189,6 +189,11 @@ std::optional<std::string> LoadedKernel::checkArgs(std::span<const Arg> args) co
         const int64_t v =
             p.elem == ViewElem::I32 ? static_cast<const int32_t*>(a.data)[e] : static_cast<const int64_t*>(a.data)[e];
         if (auto err = ir::rangeViolation(which, p.range->first, p.range->second, v, e)) return err;
+        if (p.ascending && e > 0) {
+          const int64_t before = p.elem == ViewElem::I32 ? static_cast<const int32_t*>(a.data)[e - 1]
+                                                         : static_cast<const int64_t*>(a.data)[e - 1];
+          if (auto err = ir::orderViolation(which, before, v, e)) return err;
+        }
       }
     }
   }

@@ -48,6 +48,7 @@ struct ParamSpec {
   // i64 scalars and integer views: the stated range (docs/ir.md) every argument (element) is
   // checked against; unset: any value.
   std::optional<std::pair<int64_t, int64_t>> range;
+  bool ascending = false;  // an integer view whose stated range is ascending: no element below the one before
 
   static ParamSpec view(std::string name, std::vector<int64_t> shape, ViewElem elem = ViewElem::F32);
   static ParamSpec i64(std::string name);

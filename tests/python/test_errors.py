@@ -135,3 +135,17 @@ def test_a_length_outside_its_range_is_refused_by_the_launch():
     with pytest.raises(kiln.KilnError, match=r"kernel @rows: parameter 'lens' \(#1\): element 5 is 41, outside its stated range \[0, 40\]"):
         k(x, lens, 8, y)
     assert np.all(y == 3.0)
+
+
+def test_cu_seqlens_that_decrease_are_refused_by_the_launch():
+    k = kiln.library("attention", shape=(2, 4, 2, 8, 32, 16, 16), kv_cache="dense", varlen=True)
+    cu = [p for p in k.params if p.name == "cu_seqlens"][0]
+    assert cu.range == (0, 8) and cu.ascending
+    q, o = np.ones((8, 4, 16), np.float32), np.full((8, 4, 16), 3.0, np.float32)
+    kv = np.ones((2, 2, 32, 16), np.float32)
+    lens = np.array([20, 30], np.int32)
+    with pytest.raises(kiln.KilnError, match=r"parameter 'cu_seqlens' \(#4\): element 2 is 2, below element 1 \(5\); its stated range is ascending"):
+        k(q, kv, kv, lens, np.array([0, 5, 2], np.int32), o)
+    assert np.all(o == 3.0)
+    k(q, kv, kv, lens, np.array([0, 5, 8], np.int32), o)
+    assert np.all(o == 1.0)

@@ -250,6 +250,79 @@ TEST(RuntimeLengths, ArgumentsOutsideTheirRangesAreRefused) {
   }
 }
 
+// An ascending stated range (`in [lo, hi] ascending`, FlashAttention's cu_seqlens): printed
+// back as written; every layer refuses an element below the one before it, naming both; the
+// generated inputs draw ascending values, so a varlen attention's generated batch has queries;
+// only an integer view may state it.
+TEST(RuntimeLengths, AscendingRangesAreCheckedAndDrawnInOrder) {
+  const std::string text = R"(kernel @cum(%cu: view<i32>[5] in [0, 8] ascending, %y: view<f32>[8]) {
+  parallel (%p) in (4) {
+    %a = load %cu[%p] as [_] fill 0
+    %f = cast %a : f32
+    store %f, %y[%p] as [_]
+  }
+}
+)";
+  kiln::ir::DiagEngine diag;
+  auto k = parse(text, diag);
+  ASSERT_TRUE(k) << diag.str();
+  EXPECT_NE(kiln::ir::print(*k).find("%cu: view<i32>[5] in [0, 8] ascending"), std::string::npos)
+      << kiln::ir::print(*k);
+  std::vector<float> y(8, 7.0f);
+  std::vector<int32_t> cu = {0, 3, 3, 6, 8};
+  auto args = [&] {
+    return std::vector<kiln::runtime::Arg>{kiln::runtime::Arg::i32s(cu), kiln::runtime::Arg::view(y)};
+  };
+  if (kiln::testhost::runsHere("native", "RuntimeLengths ascending refusals")) {
+    kiln::driver::Compilation c;
+    ASSERT_FALSE(kiln::driver::compile(*k, kiln::plan::Knobs{}, c).has_value());
+    std::unique_ptr<kiln::runtime::LoadedKernel> loaded;
+    ASSERT_FALSE(kiln::driver::load(c.object, *k, "native", 1, loaded).has_value());
+    EXPECT_FALSE(loaded->launch(args()).has_value());
+    EXPECT_EQ(y[3], 6.0f);
+    cu[2] = 2;
+    y.assign(8, 7.0f);
+    EXPECT_EQ(loaded->launch(args()).value_or(""),
+              "parameter 'cu' (#0): element 2 is 2, below element 1 (3); its stated range is ascending");
+    EXPECT_EQ(y[0], 7.0f);  // nothing ran
+  }
+  std::vector<kiln::host::ParamData> p;
+  EXPECT_EQ(kiln::host::makeInputs(*k, 1, {{"cu", "0,3,2,6,8"}}, p).value_or(""),
+            "override 'cu': 2 follows 3, but %cu's stated range is ascending");
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    ASSERT_FALSE(kiln::host::makeInputs(*k, seed, {}, p).has_value());
+    EXPECT_TRUE(std::is_sorted(p[0].ints.begin(), p[0].ints.end())) << seed;
+    EXPECT_TRUE(std::all_of(p[0].ints.begin(), p[0].ints.end(), [](int64_t v) { return v >= 0 && v <= 8; }));
+    ASSERT_FALSE(kiln::interp::evaluate(*k, p, {}).has_value());
+  }
+  p[0].ints = {0, 5, 4, 6, 8};
+  EXPECT_EQ(kiln::interp::evaluate(*k, p, {}).value_or(""),
+            "parameter 'cu' (#0): element 2 is 4, below element 1 (5); its stated range is ascending");
+
+  // The varlen attention states it, and its generated batch has queries (outputs not all zero).
+  auto att =
+      library({"attention", "2,4,2,16,64,32,32", {{"kv-cache", "dense"}, {"varlen", "true"}, {"mask", "causal"}}});
+  ASSERT_TRUE(att);
+  EXPECT_NE(kiln::ir::print(*att).find("%cu_seqlens: view<i32>[3] in [0, 16] ascending"), std::string::npos);
+  ASSERT_FALSE(kiln::host::makeInputs(*att, 1, {}, p).has_value());
+  kiln::interp::Options o;
+  o.mode = kiln::interp::Mode::StrictF32;
+  ASSERT_FALSE(kiln::interp::evaluate(*att, p, o).has_value());
+  const auto& out = p.back().data;
+  EXPECT_TRUE(std::any_of(out.begin(), out.end(), [](float v) { return v != 0.0f; }));
+
+  const char* bad = R"(kernel @k(%n: i64 in [0, 4] ascending, %y: view<f32>[8]) {
+  parallel (%p) in (8) {
+    %v = const 1 : f32[n:8]
+    store %v, %y[0] as [n:8]
+  }
+}
+)";
+  kiln::ir::DiagEngine d2;
+  EXPECT_FALSE(parse(bad, d2));
+  EXPECT_NE(d2.str().find("only an integer view states 'ascending'"), std::string::npos) << d2.str();
+}
+
 // The object cache's directory for one test: every compile of the request after the first is
 // a hit, so "compiled once" is counted, not assumed.
 struct CacheDir {
@@ -342,7 +415,7 @@ TEST(RuntimeLengths, PackedQueriesOfEverySequenceLength) {
             });
   // Blocks of queries of one sequence (the GPU's default; two phases) compute each row as one
   // token per program does: the same bits, on every backend point; checked against the FP64
-  // reference too. Offsets that decrease make a batch of no sequence: zeros.
+  // reference too. Offsets that decrease are refused (cu_seqlens' range is ascending).
   for (const char* cache : {"dense", "paged"}) {
     std::map<std::string, std::string> opts = {{"kv-cache", cache}, {"varlen", "true"}};
     if (std::string(cache) == "paged") opts.insert({{"page", "64"}, {"pages", "80"}});
@@ -357,11 +430,15 @@ TEST(RuntimeLengths, PackedQueriesOfEverySequenceLength) {
                   if (tokens.empty()) tokens = r.native.back().data;
                   EXPECT_EQ(r.native.back().data, tokens) << label << ": not the bits of one token per program";
                 });
-      if (wide)
-        checkGrid({request}, {points[1]}, {{"lens", lens}, {"cu_seqlens", {0, 1, 6, 5, 27, 64}}}, table,
-                  [&](const kiln::driver::CheckResult& r, const std::string& label) {
-                    for (float x : r.native.back().data) ASSERT_EQ(x, 0.0f) << label << ": offsets that decrease";
-                  });
+      if (wide) {  // offsets that decrease break cu_seqlens' ascending range: refused before anything runs
+        kiln::driver::CheckOptions o;
+        o.int_views = {{"lens", lens}, {"cu_seqlens", {0, 1, 6, 5, 27, 64}}};
+        kiln::driver::CheckResult r;
+        EXPECT_NE(kiln::driver::check(*library(request), kiln::plan::Knobs{}, o, r)
+                      .value_or("")
+                      .find("element 3 is 5, below element 2 (6); its stated range is ascending"),
+                  std::string::npos);
+      }
     }
     EXPECT_FALSE(std::all_of(tokens.begin(), tokens.end(), [](float x) { return x == 0.0f; }));
   }
