@@ -41,6 +41,18 @@ Entry intKnob(KnobInfo info, int64_t Knobs::*field, std::function<bool(int64_t)>
   return e;
 }
 
+// "auto" (stored as 0: the planner's or the target model's choice) or an integer `legal` accepts.
+Entry autoIntKnob(KnobInfo info, int64_t Knobs::*field, std::function<bool(int64_t)> legal) {
+  Entry e = intKnob(info, field, legal);
+  e.set = [info, field, set = e.set](Knobs& k, const std::string& v) -> std::optional<std::string> {
+    if (v != "auto") return set(k, v);
+    k.*field = 0;
+    return std::nullopt;
+  };
+  e.get = [field](const Knobs& k) { return k.*field == 0 ? std::string("auto") : std::to_string(k.*field); };
+  return e;
+}
+
 Entry boolKnob(KnobInfo info, bool Knobs::*field) {
   Entry e;
   info.range = "on|off";
@@ -63,42 +75,16 @@ const std::vector<Entry>& entries() {
   static const std::vector<Entry> table = [] {
     std::vector<Entry> t;
     auto inRange = [](int64_t lo, int64_t hi) { return [lo, hi](int64_t v) { return v >= lo && v <= hi; }; };
-    {
-      Entry e;
-      e.info = {"packet_width", "auto", "auto or {1, 4, 8, 16}",
-                "SIMD lanes per packet (W): the vector width. auto: the target model's (one register: AVX2 8, "
-                "AVX-512 16; nvptx 16)"};
-      e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
-        if (v == "auto") {
-          k.packet_width = 0;
-          return std::nullopt;
-        }
-        auto n = parseInt(v);
-        if (!n || (*n != 1 && *n != 4 && *n != 8 && *n != 16)) return rangeError(info, v);
-        k.packet_width = *n;
-        return std::nullopt;
-      };
-      e.get = [](const Knobs& k) { return k.packet_width == 0 ? std::string("auto") : std::to_string(k.packet_width); };
-      t.push_back(e);
-    }
-    {
-      Entry e;
-      e.info = {"block_size", "auto", "auto or 1..4096 (with local_lanes=1: a multiple of packet_width)",
-                "programs per block; blocks are dispatched over the thread pool. auto: 32 with local_lanes=1; "
-                "with local_lanes=W, ceil(programs / 64) (at most 32), so that up to 64 workers find a block"};
-      e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
-        if (v == "auto") {
-          k.block_size = 0;
-          return std::nullopt;
-        }
-        auto n = parseInt(v);
-        if (!n || *n < 1 || *n > 4096) return rangeError(info, v);
-        k.block_size = *n;
-        return std::nullopt;
-      };
-      e.get = [](const Knobs& k) { return k.block_size == 0 ? std::string("auto") : std::to_string(k.block_size); };
-      t.push_back(e);
-    }
+    auto widths = [](int64_t v) { return v == 1 || v == 4 || v == 8 || v == 16; };
+    t.push_back(autoIntKnob({"packet_width", "auto", "auto or {1, 4, 8, 16}",
+                             "SIMD lanes per packet (W): the vector width. auto: the target model's (one register: "
+                             "AVX2 8, AVX-512 16; nvptx 16)"},
+                            &Knobs::packet_width, widths));
+    t.push_back(autoIntKnob({"block_size", "auto", "auto or 1..4096 (with local_lanes=1: a multiple of packet_width)",
+                             "programs per block; blocks are dispatched over the thread pool. auto: 32 with "
+                             "local_lanes=1; with local_lanes=W, ceil(programs / 64) (at most 32), so that up to 64 "
+                             "workers find a block"},
+                            &Knobs::block_size, inRange(1, 4096)));
     {
       Entry e;
       e.info = {"local_lanes", "W", "1 or W (= packet_width; the number itself is accepted too)",
@@ -157,26 +143,12 @@ const std::vector<Entry>& entries() {
       e.get = [](const Knobs& k) { return k.gpu_lanes; };
       t.push_back(e);
     }
-    {
-      Entry e;
-      e.info = {"gpu_threads", "auto", "auto or 32, 64, 128, 256, 512, 1024",
-                "target nvptx, block realization: the most threads of a thread block (auto: the target model's "
-                "rule: 256; with an mma and a block per SM, enough for a full register tile, at least 128; "
-                "without an mma and fewer blocks than SMs, up to 512); fewer threads hold larger register tiles "
-                "each (docs/gpu.md)"};
-      e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
-        if (v == "auto") {
-          k.gpu_threads = 0;
-          return std::nullopt;
-        }
-        auto n = parseInt(v);
-        if (!n || *n < 32 || *n > 1024 || (*n & (*n - 1)) != 0) return rangeError(info, v);
-        k.gpu_threads = *n;
-        return std::nullopt;
-      };
-      e.get = [](const Knobs& k) { return k.gpu_threads == 0 ? std::string("auto") : std::to_string(k.gpu_threads); };
-      t.push_back(e);
-    }
+    t.push_back(autoIntKnob(
+        {"gpu_threads", "auto", "auto or 32, 64, 128, 256, 512, 1024",
+         "target nvptx, block realization: the most threads of a thread block (auto: the target model's rule: 256; "
+         "with an mma and a block per SM, enough for a full register tile, at least 128; without an mma and fewer "
+         "blocks than SMs, up to 512); fewer threads hold larger register tiles each (docs/gpu.md)"},
+        &Knobs::gpu_threads, [](int64_t v) { return v >= 32 && v <= 1024 && (v & (v - 1)) == 0; }));
     t.push_back(boolKnob({"gpu_async_copy", "on", "",
                           "target nvptx, block realization: a double-buffered stage of an f32 view read with fill 0 "
                           "is copied to shared memory by cp.async, without registers (off: through registers, where "
@@ -187,26 +159,12 @@ const std::vector<Entry>& entries() {
                           "as its origins are known (before the program's other loads), not at the loop; off until "
                           "an H200 run pairs it (docs/gpu.md)"},
                          &Knobs::gpu_early_copies));
-    {
-      Entry e;
-      e.info = {"gpu_blocks_per_sm", "auto", "auto|1|2",
-                "target nvptx, block realization: the shared memory a block's stages are planned in: 2 = the "
-                "target model's share of two blocks per SM (H200: 112 KB), 1 = what one block per SM may take "
-                "(227 KB); auto: two where the stages fit (double-buffered, else single), else one (docs/gpu.md)"};
-      e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
-        if (v == "auto") {
-          k.gpu_blocks_per_sm = 0;
-          return std::nullopt;
-        }
-        if (v != "1" && v != "2") return rangeError(info, v);
-        k.gpu_blocks_per_sm = v == "1" ? 1 : 2;
-        return std::nullopt;
-      };
-      e.get = [](const Knobs& k) {
-        return k.gpu_blocks_per_sm == 0 ? std::string("auto") : std::to_string(k.gpu_blocks_per_sm);
-      };
-      t.push_back(e);
-    }
+    t.push_back(autoIntKnob({"gpu_blocks_per_sm", "auto", "auto|1|2",
+                             "target nvptx, block realization: the shared memory a block's stages are planned in: 2 "
+                             "= the target model's share of two blocks per SM (H200: 112 KB), 1 = what one block per "
+                             "SM may take (227 KB); auto: two where the stages fit (double-buffered, else single), "
+                             "else one (docs/gpu.md)"},
+                            &Knobs::gpu_blocks_per_sm, inRange(1, 2)));
     {
       Entry e;
       e.info = {"gpu_realization", "auto", "auto|block|lanes",
