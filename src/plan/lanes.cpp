@@ -688,12 +688,22 @@ class LanePlanner {
   }
 
   // A carried panel whose next value is an outer-product mma over it, its only use (a GEMM's
-  // accumulator; attention's is rescaled first, a use of its own): the mma reads each register tile's accumulators
-  // before it writes them, so it writes into the carried storage and the trip ends without a copy.
+  // accumulator), or over an element-wise op of it that only the mma uses (attention's rescaled
+  // accumulator acc * alpha, which reads each element where the mma writes it): the mma reads
+  // each register tile's accumulators before it writes them, so it writes into the carried
+  // storage and the trip ends without a copy.
   bool accumulatesInPlace(const Value* arg, const Value* y) const {
     const Op* mma = y->def;
-    if (!mma || mma->kind != OpKind::Mma || mma->operands[2] != arg || users_[arg->id].size() != 1) return false;
-    if (mma->operands[0] == arg || mma->operands[1] == arg) return false;
+    if (!mma || mma->kind != OpKind::Mma || users_[arg->id].size() != 1) return false;
+    const Value* acc = mma->operands[2];
+    if (acc != arg) {
+      const Op* e = acc->def;
+      if (!e || !elementwise(e->kind) || users_[acc->id].size() != 1 || acc->type.dims != arg->type.dims ||
+          std::find(e->operands.begin(), e->operands.end(), arg) == e->operands.end())
+        return false;
+    }
+    if (mma->operands[0] == acc || mma->operands[1] == acc || mma->operands[0] == arg || mma->operands[1] == arg)
+      return false;
     const Layout &al = lp_.layout[arg->id], &rl = lp_.layout[y->id];
     return lp_.mma.at(mma).form == MmaForm::OuterProduct && rl.rep == LaneRep::Panel && rl.rows == al.rows &&
            rl.chunks == al.chunks && y->type.elem == arg->type.elem;

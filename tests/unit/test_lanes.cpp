@@ -279,11 +279,13 @@ TEST(Lanes, StripsReadByRowTilesArePanels) {
 }
 
 // A loop's carried accumulator that only its mma reads is updated in place: each register tile
-// reads its accumulators before it writes them, so the trip ends without copying the panel. An
-// accumulator read elsewhere too keeps its own storage (and the copy).
+// reads its accumulators before it writes them, so the trip ends without copying the panel. So
+// is one that only an element-wise op of it reads, itself read only by the mma (attention's
+// acc * alpha). An accumulator read elsewhere too keeps its own storage (and the copy).
 TEST(Lanes, CarriedAccumulatorsAreUpdatedInPlace) {
   const char* text = R"(
-kernel @acc(%a: view<f32>[40, 64], %b: view<f32>[64, 48], %c: view<f32>[40, 48], %d: view<f32>[40, 48]) {
+kernel @acc(%a: view<f32>[40, 64], %b: view<f32>[64, 48], %c: view<f32>[40, 48], %d: view<f32>[40, 48],
+            %e: view<f32>[40, 48], %f: view<f32>[40, 48]) {
   parallel (%p) in (1) {
     %z = const 0 : f32[m:40, n:48]
     %r = serial %k = 0 to 4 step 1 iter(%acc = %z) : f32[m:40, n:48] {
@@ -303,6 +305,25 @@ kernel @acc(%a: view<f32>[40, 64], %b: view<f32>[64, 48], %c: view<f32>[40, 48],
       yield %sum
     }
     store %r2, %d[0, 0] as [m:40, n:48]
+    %r3 = serial %k = 0 to 4 step 1 iter(%acc = %z) : f32[m:40, n:48] {
+      %k0 = mul %k, 16
+      %at = load %a[0, %k0] as [m:40, e:16] : f32[m:40, e:16]
+      %bt = load %b[%k0, 0] as [e:16, n:48] : f32[e:16, n:48]
+      %half = mul %acc, 0.5
+      %next = mma %at, %bt, %half contract [e] fused : f32[m:40, n:48]
+      yield %next
+    }
+    store %r3, %e[0, 0] as [m:40, n:48]
+    %r4 = serial %k = 0 to 4 step 1 iter(%acc = %z) : f32[m:40, n:48] {
+      %k0 = mul %k, 16
+      %at = load %a[0, %k0] as [m:40, e:16] : f32[m:40, e:16]
+      %bt = load %b[%k0, 0] as [e:16, n:48] : f32[e:16, n:48]
+      %half = mul %acc, 0.5
+      %next = mma %at, %bt, %half contract [e] fused : f32[m:40, n:48]
+      %sum = add %next, %half
+      yield %sum
+    }
+    store %r4, %f[0, 0] as [m:40, n:48]
   }
 })";
   kiln::ir::DiagEngine diag;
@@ -312,9 +333,11 @@ kernel @acc(%a: view<f32>[40, 64], %b: view<f32>[64, 48], %c: view<f32>[40, 48],
     kiln::driver::Compilation c;
     ASSERT_FALSE(kiln::driver::compile(*k, kn, c).has_value());
     const auto& lanes = c.report["phases"][0]["lanes"];
-    ASSERT_EQ(lanes["mma"].size(), 2u);
+    ASSERT_EQ(lanes["mma"].size(), 4u);
     EXPECT_EQ(lanes["mma"][0]["accumulator"], "the loop's carried panel, updated in place") << lanes["mma"].dump();
     EXPECT_EQ(lanes["mma"][1]["accumulator"], "its own storage");
+    EXPECT_EQ(lanes["mma"][2]["accumulator"], "the loop's carried panel, updated in place") << lanes["mma"].dump();
+    EXPECT_EQ(lanes["mma"][3]["accumulator"], "its own storage");
     EXPECT_EQ(lanes["code_per_program"]["predicted"], lanes["code_per_program"]["realized"]);
     expectBitexact(*k, kn, describe(kn));
   }
@@ -324,6 +347,13 @@ kernel @acc(%a: view<f32>[40, 64], %b: view<f32>[64, 48], %c: view<f32>[40, 48],
   kiln::driver::Compilation c;
   ASSERT_FALSE(kiln::driver::compile(*g, Knobs{}, c, kiln::driver::Stage::Plan).has_value());
   EXPECT_EQ(c.report["phases"][0]["lanes"]["mma"][0]["accumulator"], "the loop's carried panel, updated in place");
+  // The library's prefill attention: P.V's accumulator, rescaled by alpha on the way in.
+  std::unique_ptr<kiln::ir::Kernel> at;
+  ASSERT_FALSE(
+      kiln::kernels::buildLibraryKernel({"attention", "1,8,2,64,128,64,64", {{"mask", "none"}}}, at).has_value());
+  kiln::driver::Compilation ca;
+  ASSERT_FALSE(kiln::driver::compile(*at, Knobs{}, ca, kiln::driver::Stage::Plan).has_value());
+  EXPECT_EQ(ca.report["phases"][0]["lanes"]["mma"][1]["accumulator"], "the loop's carried panel, updated in place");
 }
 
 // Prefetch (docs/backend.md, the target model): K and V each within L2 but not together. A
