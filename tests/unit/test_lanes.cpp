@@ -283,49 +283,29 @@ TEST(Lanes, StripsReadByRowTilesArePanels) {
 // is one that only an element-wise op of it reads, itself read only by the mma (attention's
 // acc * alpha). An accumulator read elsewhere too keeps its own storage (and the copy).
 TEST(Lanes, CarriedAccumulatorsAreUpdatedInPlace) {
-  const char* text = R"(
-kernel @acc(%a: view<f32>[40, 64], %b: view<f32>[64, 48], %c: view<f32>[40, 48], %d: view<f32>[40, 48],
-            %e: view<f32>[40, 48], %f: view<f32>[40, 48]) {
-  parallel (%p) in (1) {
-    %z = const 0 : f32[m:40, n:48]
-    %r = serial %k = 0 to 4 step 1 iter(%acc = %z) : f32[m:40, n:48] {
+  // One K loop of the GEMM-like mma into view %out: `acc` is the mma's accumulator (the carried
+  // %acc, or an op of it defined by `pre`), `post` what the trip yields after the mma.
+  auto loop = [](const char* name, const char* out, const char* pre, const char* acc, const char* post) {
+    return fmt::format(R"(    %{0} = serial %k = 0 to 4 step 1 iter(%acc = %z) : f32[m:40, n:48] {{
       %k0 = mul %k, 16
       %at = load %a[0, %k0] as [m:40, e:16] : f32[m:40, e:16]
       %bt = load %b[%k0, 0] as [e:16, n:48] : f32[e:16, n:48]
-      %next = mma %at, %bt, %acc contract [e] fused : f32[m:40, n:48]
-      yield %next
-    }
-    store %r, %c[0, 0] as [m:40, n:48]
-    %r2 = serial %k = 0 to 4 step 1 iter(%acc = %z) : f32[m:40, n:48] {
-      %k0 = mul %k, 16
-      %at = load %a[0, %k0] as [m:40, e:16] : f32[m:40, e:16]
-      %bt = load %b[%k0, 0] as [e:16, n:48] : f32[e:16, n:48]
-      %next = mma %at, %bt, %acc contract [e] fused : f32[m:40, n:48]
-      %sum = add %next, %acc
-      yield %sum
-    }
-    store %r2, %d[0, 0] as [m:40, n:48]
-    %r3 = serial %k = 0 to 4 step 1 iter(%acc = %z) : f32[m:40, n:48] {
-      %k0 = mul %k, 16
-      %at = load %a[0, %k0] as [m:40, e:16] : f32[m:40, e:16]
-      %bt = load %b[%k0, 0] as [e:16, n:48] : f32[e:16, n:48]
-      %half = mul %acc, 0.5
-      %next = mma %at, %bt, %half contract [e] fused : f32[m:40, n:48]
-      yield %next
-    }
-    store %r3, %e[0, 0] as [m:40, n:48]
-    %r4 = serial %k = 0 to 4 step 1 iter(%acc = %z) : f32[m:40, n:48] {
-      %k0 = mul %k, 16
-      %at = load %a[0, %k0] as [m:40, e:16] : f32[m:40, e:16]
-      %bt = load %b[%k0, 0] as [e:16, n:48] : f32[e:16, n:48]
-      %half = mul %acc, 0.5
-      %next = mma %at, %bt, %half contract [e] fused : f32[m:40, n:48]
-      %sum = add %next, %half
-      yield %sum
-    }
-    store %r4, %f[0, 0] as [m:40, n:48]
-  }
-})";
+{2}      %next = mma %at, %bt, {3} contract [e] fused : f32[m:40, n:48]
+{4}    }}
+    store %{0}, %{1}[0, 0] as [m:40, n:48]
+)",
+                       name, out, pre, acc, post);
+  };
+  const char* half = "      %half = mul %acc, 0.5\n";
+  const std::string text =
+      "kernel @acc(%a: view<f32>[40, 64], %b: view<f32>[64, 48], %c: view<f32>[40, 48], %d: view<f32>[40, 48],\n"
+      "            %e: view<f32>[40, 48], %f: view<f32>[40, 48]) {\n"
+      "  parallel (%p) in (1) {\n"
+      "    %z = const 0 : f32[m:40, n:48]\n" +
+      loop("r", "c", "", "%acc", "      yield %next\n") +
+      loop("r2", "d", "", "%acc", "      %sum = add %next, %acc\n      yield %sum\n") +
+      loop("r3", "e", half, "%half", "      yield %next\n") +
+      loop("r4", "f", half, "%half", "      %sum = add %next, %half\n      yield %sum\n") + "  }\n}\n";
   kiln::ir::DiagEngine diag;
   auto k = kiln::ir::parseKernel(text, "acc.tile", diag);
   ASSERT_TRUE(k) << diag.str();
