@@ -74,7 +74,10 @@ nlohmann::json blockJson(const plan::Plan& p) {
          {"operand", s.operand == 0 ? "a" : "b"},
          {"k_dim", s.k_dim},
          {"out_dims", s.out_dims},
-         {"layout", s.k_inner ? "k inner: [out, K] lines, 16-byte copies" : "K lines of out"},
+         {"layout", s.k_inner ? "k inner: [out, K] lines" : "K lines of out"},
+         {"copies", !s.async ? nlohmann::json()
+                    : s.wide ? nlohmann::json("16-byte where aligned")
+                             : nlohmann::json("4-byte")},
          {"shape", s.k_inner ? nlohmann::json{s.out_extent, s.pitch} : nlohmann::json{s.k_extent, s.pitch}},
          {"buffers", s.buffers},
          {"offset_bytes", s.offset * 4},
@@ -110,7 +113,8 @@ nlohmann::json blockJson(const plan::Plan& p) {
           {"shared_budget", b.shared_budget},
           {"dynamic_shared", b.dynamic_shared},
           {"k_unroll", b.k_unroll},
-          {"mma_steps_per_trip", stepsPerTrip}};
+          {"mma_steps_per_trip", stepsPerTrip},
+          {"read_ahead", inSourceOrder(b.read_ahead, [&](const ir::Op* op) { return where(op->loc); })}};
 }
 
 // The lane realization's decisions: every tile value's layout, the conversions, the mma

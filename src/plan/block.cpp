@@ -554,6 +554,29 @@ class BlockPlanner {
     return early(s.mask->operands[0]);
   }
 
+  // An async stage's 16-byte copies (BlockStage::wide): a K-inner stage, or one of K lines whose
+  // single out dim is the view's fastest, its extents and the stage's pitch multiples of 4 (so
+  // a group of 4 lies in one line of both and wholly inside or outside the view), and a mask, if
+  // any, that does not vary along that dim (one condition for the group).
+  bool wideCopies(const Op* load, const BlockStage& s) const {
+    if (s.k_inner) return true;
+    if (s.rows || s.out_dims.size() != 1 || load->access.empty() || load->access.back().name != s.out_dims[0])
+      return false;
+    if (s.out_extent % 4 != 0 || s.pitch % 4 != 0 || load->operands[0]->type.dims.back().extent % 4 != 0) return false;
+    if (!s.mask) return true;
+    const std::string& fast = s.out_dims[0];
+    std::function<bool(const Value*)> varies = [&](const Value* v) {
+      if (v == load->results[0] || v->type.isScalar()) return false;
+      const Op* d = v->def;
+      if (d->kind == OpKind::Iota) return d->dims[0] == fast;
+      if (d->kind == OpKind::Const) return false;
+      for (const Value* o : d->operands)
+        if (varies(o)) return true;
+      return false;
+    };
+    return !varies(s.mask->operands[0]);
+  }
+
   std::string placeStages() {
     // A loaded column stage whose view has K as its fastest dim, read one element of a line at
     // a time (group 1), is kept K-inner: the view's lines as they lie in memory (16-byte copies,
@@ -593,7 +616,7 @@ class BlockPlanner {
     // Early stages of an f32 view read with fill +0 (masked to +0, the mask known a trip early)
     // are filled by cp.async (knob gpu_async_copy): the next trip's copies take no registers.
     for (auto& [op, s] : staged_)
-      if (s.buffers == 2 && asyncCopyable(op, s)) s.async = true;
+      if (s.buffers == 2 && asyncCopyable(op, s)) s.async = true, s.wide = wideCopies(op, s);
     // Loops whose loaded stages are not all early keep single buffers; so do loops whose next
     // trip's tiles would take more registers per thread than a microtile (they stay live across
     // the trip: a few threads prefetching large stages spill).
@@ -810,6 +833,7 @@ class BlockPlanner {
       for (const Value* operand : {mma->operands[0], mma->operands[1]})
         if (const Op* def = b_.stagedDef(operand); def && b_.stages.at(def).k_inner) u = std::max<int64_t>(u, 4);
       b_.mma_steps[mma] = u;
+      if (p_.knobs.gpu_read_ahead) b_.read_ahead.insert(mma);
     }
   }
 

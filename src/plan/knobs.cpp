@@ -159,6 +159,11 @@ const std::vector<Entry>& entries() {
                           "as its origins are known (before the program's other loads), not at the loop; off until "
                           "an H200 run pairs it (docs/gpu.md)"},
                          &Knobs::gpu_early_copies));
+    t.push_back(boolKnob({"gpu_read_ahead", "on", "",
+                          "target nvptx, block realization: an mma whose K is a loop reads the next trip's row and "
+                          "column values from shared memory before this trip's products (off: each trip reads, "
+                          "then multiplies) (docs/gpu.md)"},
+                         &Knobs::gpu_read_ahead));
     t.push_back(autoIntKnob({"gpu_blocks_per_sm", "auto", "auto|1|2",
                              "target nvptx, block realization: the shared memory a block's stages are planned in: 2 "
                              "= the target model's share of two blocks per SM (H200: 112 KB), 1 = what one block per "

@@ -269,6 +269,11 @@ struct BlockStage {
   // lie in memory: filled by 16-byte copies), read 4 K steps at a time; else K lines of the
   // output side (the layout above).
   bool k_inner = false;
+  // An async stage filled by 16-byte copies of 4 elements adjacent in both the view and the
+  // stage (a K-inner stage's K steps, or a K line's out elements where the out dim is the
+  // view's fastest), where the view's base and the origin along that dim allow (checked at
+  // each trip; element by element otherwise).
+  bool wide = false;
   int64_t pitch = 0;    // floats per line in shared memory (the line's elements plus padding)
   int64_t offset = 0;   // float offset of buffer 0 in the block's shared array
   int64_t buffers = 1;  // 2: double-buffered
@@ -314,6 +319,8 @@ struct BlockPlan {
   bool dynamic_shared = false;                 // more than a block may declare statically: sized at launch
   int64_t k_unroll = 16;                       // an mma's K steps unrolled up to this many (else a loop)
   std::map<const ir::Op*, int64_t> mma_steps;  // by mma: K steps per trip of its loop (all: unrolled)
+  // Knob gpu_read_ahead: mmas whose loop reads the next trip's values before this trip's products.
+  std::set<const ir::Op*> read_ahead;
 
   int rowDim(const std::string& name) const;                 // index in ys, or -1
   const BlockDim* columnDim(const std::string& name) const;  // nullptr when not a column dim

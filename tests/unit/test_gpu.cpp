@@ -548,6 +548,62 @@ TEST(Gpu, KvCacheAttentionRunsAsThreadBlocks) {
   }
 }
 
+// Wide copies and reading ahead (docs/gpu.md): an async stage whose groups of 4 elements are
+// adjacent in the view and the stage (K-inner K; V, its value columns the view's fastest dim,
+// also where a KV cache's tail masks its rows) is copied 16 bytes at a time behind one
+// alignment test, element by element in a loop otherwise; a stage transposed on its way in
+// (gemm's A) keeps 4-byte copies. The mmas whose K is a loop read the next trip ahead
+// (gpu_read_ahead, on by default); off gives the loop that reads, then multiplies.
+TEST(Gpu, WideCopiesAndReadAheadAreShownAndSwitchable) {
+  auto copies = [](const kiln::driver::Compilation& c) {
+    std::map<std::string, std::string> out;
+    for (const nlohmann::json& s : c.report["phases"][0]["block"]["stages"])
+      out[s["value"]] = s["copies"].is_null() ? "-" : s["copies"].get<std::string>();
+    return out;
+  };
+  const std::string wide = "16-byte where aligned";
+  std::unique_ptr<kiln::ir::Kernel> k;
+  kiln::driver::Compilation c;
+  ASSERT_NO_FATAL_FAILURE(compileForGpu("attention", "1,32,8,512,512,128,128", k, c));
+  EXPECT_EQ(copies(c), (std::map<std::string, std::string>{{"%qt", "-"}, {"%kt", wide}, {"%vt", wide}, {"%p", "-"}}));
+  // One test of the base's and origin's alignment per stage and trip, then the 16-byte copies
+  // (K and V: 32 x 128 floats over 128 threads, 8 each) or the element loop's 4-byte ones.
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(c.object, "cp.async.cg.shared.global"), 2u * 2u * 8u);  // first trip and the loop's
+  EXPECT_GE(count(c.object, "cp.async.ca.shared.global"), 2u);
+  const nlohmann::json& b = c.report["phases"][0]["block"];
+  ASSERT_EQ(b["read_ahead"].size(), 2u);  // q·kᵀ and p·v
+  EXPECT_EQ(b["read_ahead"],
+            nlohmann::json::array({b["mma_steps_per_trip"][0]["at"], b["mma_steps_per_trip"][1]["at"]}));
+  kiln::plan::Knobs off = gpuKnobs();
+  ASSERT_FALSE(off.setAssignment("gpu_read_ahead=off").has_value());
+  kiln::driver::Compilation co;
+  ASSERT_FALSE(kiln::driver::compile(*k, off, co, kiln::driver::Stage::Report).has_value());
+  EXPECT_TRUE(co.report["phases"][0]["block"]["read_ahead"].empty());
+  EXPECT_EQ(co.report["phases"][0]["block"]["stages"], b["stages"]);
+  // Read ahead, the loop carries the next trip's values through opaque moves; off, none.
+  EXPECT_GT(count(c.object, "mov.b32"), count(co.object, "mov.b32"));
+  expectPrecisePtx(c.object, "read ahead");
+  expectPrecisePtx(co.object, "gpu_read_ahead=off");
+  ASSERT_TRUE(off.setAssignment("gpu_read_ahead=sometimes").has_value());
+
+  std::unique_ptr<kiln::ir::Kernel> kv;
+  kiln::driver::Compilation ckv;
+  ASSERT_NO_FATAL_FAILURE(
+      compileForGpu("attention", "5,8,2,3,1024,64,64", kv, ckv, {{"kv-cache", "dense"}, {"mask", "causal"}}));
+  const std::map<std::string, std::string> kvCopies = copies(ckv);
+  EXPECT_EQ(kvCopies.at("%vt"), wide);
+  EXPECT_EQ(kvCopies.at("%vt.1"), wide);  // masked past the length: the same condition along dv
+  std::unique_ptr<kiln::ir::Kernel> g;
+  kiln::driver::Compilation cg;
+  ASSERT_NO_FATAL_FAILURE(compileForGpu("gemm", "4096,4096,4096", g, cg));
+  EXPECT_EQ(copies(cg), (std::map<std::string, std::string>{{"%at", "4-byte"}, {"%bt", wide}}));
+}
+
 // The lane realization of a split decode (gpu_realization=lanes: the block realization would
 // take both phases).
 TEST(Gpu, SplitAttentionIsTwoEntriesLaunchedInOrder) {

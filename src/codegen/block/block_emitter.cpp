@@ -7,6 +7,8 @@
 // trip i-2, the last to use that buffer, so it needs none before; a barrier at the loop's exit
 // keeps a later run of the loop from writing buffer 0 while a thread still reads it. Loops make
 // both flags conservative (set) at their entry and exit.
+#include <llvm/IR/InlineAsm.h>
+
 #include "codegen/block/block_emitter.h"
 
 #include <fmt/format.h>
@@ -179,6 +181,23 @@ void BlockEmitter::reduceByShuffles(const Op* op) {
                               {b_.getInt32(0xffffffffu), v,
                                b_.CreateAdd(base, b_.getInt32(static_cast<uint32_t>(fromThread))), b_.getInt32(0x1f)});
   };
+  if ((op->reduce == ir::ReduceKind::Max || op->reduce == ir::ReduceKind::Min) && e == Elem::F32 && xd.micro * T == N) {
+    // max and min (NaN-propagating, -0 below +0) pick one operand of a total order: any order
+    // of folding gives the IR's bits (a NaN is a NaN). Each thread folds its own elements, then
+    // log2(T) butterfly shuffles within the row's lanes, then the init.
+    define(res, [&](int64_t r, int64_t) {
+      llvm::Value* v = at(x, r, 0);
+      for (int64_t c = 1; c < xd.micro; ++c) v = ew_.combine(op->reduce, v, at(x, r, c), e);
+      for (int64_t d = 1; d < T; d *= 2)
+        v = ew_.combine(
+            op->reduce, v,
+            b_.CreateIntrinsic(b_.getFloatTy(), llvm::Intrinsic::nvvm_shfl_sync_bfly_f32,
+                               {b_.getInt32(0xffffffffu), v, b_.getInt32(static_cast<uint32_t>(d)), b_.getInt32(0x1f)}),
+            e);
+      return ew_.combine(op->reduce, at(init, r, 0), v, e);
+    });
+    return;
+  }
   const bool local = !ordered && P % (T * G) == 0;
   define(res, [&](int64_t r, int64_t) {
     llvm::Value* acc = at(init, r, 0);
@@ -649,29 +668,67 @@ void BlockEmitter::emitMma(const Op* op) {
   };
   const int64_t K = sa.k_extent;
   const int64_t U = bp_.mma_steps.at(op);  // K steps per trip (plan): their reads first, then their products
-  if (sc.k_inner) {
-    // Whole trips of U steps (or all K at once), their reads first.
-    auto trip = [&](llvm::Value* k, int64_t n, Tile& t) {
-      for (const Reads& r : readSteps(k, n)) multiply(r, t);
-    };
-    if (U >= K)
-      trip(b_.getInt64(0), K, cur);
-    else
-      cur = loop(b_.getInt64(0), b_.getInt64(K), U, cur, [&](llvm::Value* k, const std::vector<llvm::Value*>& in) {
-        Tile t = in;
-        trip(k, U, t);
-        return t;
-      });
+  // The reads of the U steps from k.
+  auto readTrip = [&](llvm::Value* k, int64_t n) {
+    if (sc.k_inner) return readSteps(k, n);
+    std::vector<Reads> reads;
+    for (int64_t u = 0; u < n; ++u) reads.push_back(read(b_.CreateAdd(k, b_.getInt64(u))));
+    return reads;
+  };
+  if (U >= K && sc.k_inner) {
+    for (const Reads& r : readSteps(b_.getInt64(0), K)) multiply(r, cur);
   } else if (U >= K) {
     for (int64_t k = 0; k < K; ++k) multiply(read(b_.getInt64(k)), cur);
-  } else {
+  } else if (!bp_.read_ahead.count(op)) {
     cur = loop(b_.getInt64(0), b_.getInt64(K), U, cur, [&](llvm::Value* k, const std::vector<llvm::Value*>& in) {
       Tile t = in;
-      std::vector<Reads> reads;
-      for (int64_t u = 0; u < U; ++u) reads.push_back(read(b_.CreateAdd(k, b_.getInt64(u))));
-      for (const Reads& r : reads) multiply(r, t);
+      for (const Reads& r : readTrip(k, U)) multiply(r, t);
       return t;
     });
+  } else {
+    // Read ahead (plan: BlockPlan::read_ahead): the loop carries the next trip's values, read
+    // before this trip's products, so their shared-memory latency overlaps the products. The
+    // last trip reads trip 0 again (in the stage, unused) rather than past the stage's K lines.
+    auto flat = [](const std::vector<Reads>& reads) {
+      std::vector<llvm::Value*> out;
+      for (const Reads& r : reads) {
+        out.insert(out.end(), r.first.begin(), r.first.end());
+        out.insert(out.end(), r.second.begin(), r.second.end());
+      }
+      return out;
+    };
+    const size_t n = cur.size();
+    std::vector<llvm::Value*> carried = cur;
+    for (llvm::Value* v : flat(readTrip(b_.getInt64(0), U))) carried.push_back(v);
+    carried =
+        loop(b_.getInt64(0), b_.getInt64(K), U, carried, [&](llvm::Value* k, const std::vector<llvm::Value*>& in) {
+          Tile t(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));
+          std::vector<Reads> reads;
+          size_t at = n;
+          for (int64_t u = 0; u < U; ++u) {
+            Reads r;
+            r.first.assign(in.begin() + static_cast<std::ptrdiff_t>(at),
+                           in.begin() + static_cast<std::ptrdiff_t>(at + my));
+            at += static_cast<size_t>(my);
+            r.second.assign(in.begin() + static_cast<std::ptrdiff_t>(at),
+                            in.begin() + static_cast<std::ptrdiff_t>(at + mx));
+            at += static_cast<size_t>(mx);
+            reads.push_back(std::move(r));
+          }
+          llvm::Value* next = b_.CreateAdd(k, b_.getInt64(U));
+          next = b_.CreateSelect(b_.CreateICmpEQ(next, b_.getInt64(K)), b_.getInt64(0), next);
+          // Each value through an opaque move (free in ptxas): else LLVM folds the loop's phis of
+          // loads back into loads at the trip's start, undoing the read ahead.
+          std::vector<llvm::Value*> ahead = flat(readTrip(next, U));
+          llvm::InlineAsm* move =
+              llvm::InlineAsm::get(llvm::FunctionType::get(b_.getFloatTy(), {b_.getFloatTy()}, false),
+                                   "mov.b32 $0, $1;", "=f,f", /*hasSideEffects=*/false);
+          for (llvm::Value*& v : ahead) v = b_.CreateCall(move, {v});
+          for (const Reads& r : reads) multiply(r, t);
+          t.insert(t.end(), ahead.begin(), ahead.end());
+          return t;
+        });
+    cur.assign(carried.begin(), carried.begin() + static_cast<std::ptrdiff_t>(n));
   }
   pending_reads_ = true;
   tiles_[res->id] = cur;

@@ -89,7 +89,9 @@ class BlockEmitter final : public ProgramEmitter {
   llvm::Value* stageIndex(const ir::Op* load, const plan::BlockStage& s,
                           const std::map<std::string, llvm::Value*>& coord);
   void asyncCopy(const ir::Op* load, const Override& over, llvm::Value* buffer);
-  void asyncCopyLines(const ir::Op* load, const Override& over, llvm::Value* buffer);
+  void asyncCopyElements(const ir::Op* load, const Override& over, llvm::Value* buffer);
+  void asyncCopyElement(const ir::Op* load, const Override& over, llvm::Value* buffer, llvm::Value* e, bool partial);
+  void asyncCopyGroups(const ir::Op* load, const Override& over, llvm::Value* buffer);
   void firstCopies(const ir::Op* loop);
   std::vector<const ir::Op*> doubleBuffered(const ir::Op* loop, bool async) const;
   // A computed mma operand: this thread's register tile into its stage.

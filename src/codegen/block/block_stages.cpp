@@ -1,7 +1,7 @@
 // The block realization's stages (see block_emitter.h and src/plan/block.cpp): how a staged
 // operand gets from global memory (or the threads' registers) into shared memory — element
 // fetches and puts, single-buffered copies, cp.async copies (element by element, or 16-byte
-// lines for a K-inner stage) — and where each element lies there.
+// groups for a wide stage) — and where each element lies there.
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include "codegen/block/block_emitter.h"
@@ -184,26 +184,122 @@ void BlockEmitter::firstCopies(const Op* loop) {
   b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, llvm::ArrayRef<llvm::Value*>{});
 }
 
-// An async stage (plan: BlockStage::async) at `over`'s trip into `buffer` by cp.async, 4 bytes
-// an element: the bytes copied are 0 (the element becomes +0, the load's fill or its mask's
-// value) where the element lies outside the view or its mask keeps the other operand.
+// An async stage (plan: BlockStage::async) at `over`'s trip into `buffer` by cp.async: the bytes
+// copied are 0 (the element becomes +0, the load's fill or its mask's value) where the element
+// lies outside the view or its mask keeps the other operand. A wide stage (BlockStage::wide)
+// goes by 16-byte copies where the view's base is 16-byte aligned and the origin along the
+// groups' dim a multiple of 4 (one test, the same for every thread), else element by element.
 void BlockEmitter::asyncCopy(const Op* load, const Override& over, llvm::Value* buffer) {
   const plan::BlockStage& s = bp_.stages.at(load);
-  if (s.k_inner) return asyncCopyLines(load, over, buffer);
+  if (!s.wide) return asyncCopyElements(load, over, buffer);
+  const ir::Value* view = load->operands[0];
+  llvm::Value* origin = indexValue(load->indices.back(), &over);
+  llvm::Value* ok = b_.CreateICmpEQ(
+      b_.CreateAnd(b_.CreateOr(b_.CreatePtrToInt(base_[view->index], b_.getInt64Ty()), b_.CreateShl(origin, 2)),
+                   b_.getInt64(15)),
+      b_.getInt64(0));
+  auto* wide = llvm::BasicBlock::Create(c_, "copy.wide", f_);
+  auto* apart = llvm::BasicBlock::Create(c_, "copy.apart", f_);
+  auto* cont = llvm::BasicBlock::Create(c_, "copy.done", f_);
+  b_.CreateCondBr(ok, wide, apart);
+  b_.SetInsertPoint(wide);
+  asyncCopyGroups(load, over, buffer);
+  b_.CreateBr(cont);
+  b_.SetInsertPoint(apart);
+  // A loop over the thread's elements: its addresses are computed in each trip, not held (the
+  // unrolled copies' per-element offsets took registers the wide path needed).
+  const int64_t total = s.k_extent * s.out_extent;
+  loop(b_.getInt64(0), b_.getInt64((total + bp_.threads - 1) / bp_.threads), 1, {},
+       [&](llvm::Value* step, const std::vector<llvm::Value*>&) {
+         asyncCopyElement(load, over, buffer, b_.CreateAdd(tid_, b_.CreateMul(step, b_.getInt64(bp_.threads))),
+                          total % bp_.threads != 0);
+         return std::vector<llvm::Value*>{};
+       });
+  b_.CreateBr(cont);
+  b_.SetInsertPoint(cont);
+}
+
+// One cp.async of 4 bytes per element: thread t copies elements t, t + threads, ... in the
+// view's order.
+void BlockEmitter::asyncCopyElements(const Op* load, const Override& over, llvm::Value* buffer) {
+  const plan::BlockStage& s = bp_.stages.at(load);
+  const int64_t total = s.k_extent * s.out_extent;
+  for (int64_t step = 0; step * bp_.threads < total; ++step)
+    asyncCopyElement(load, over, buffer, b_.CreateAdd(tid_, b_.getInt64(step * bp_.threads)),
+                     (step + 1) * bp_.threads > total);
+}
+
+// Element e (view order) of an async stage by a 4-byte cp.async; `partial`: e may pass the tile.
+void BlockEmitter::asyncCopyElement(const Op* load, const Override& over, llvm::Value* buffer, llvm::Value* e,
+                                    bool partial) {
+  const plan::BlockStage& s = bp_.stages.at(load);
   const int64_t total = s.k_extent * s.out_extent;
   const ir::Value* view = load->operands[0];
   auto* global = llvm::PointerType::get(c_, 1);
-  for (int64_t step = 0; step * bp_.threads < total; ++step) {
-    llvm::Value* e = b_.CreateAdd(tid_, b_.getInt64(step * bp_.threads));
-    const bool partial = (step + 1) * bp_.threads > total;
+  llvm::BasicBlock* cont = nullptr;
+  if (partial) {
+    auto* then = llvm::BasicBlock::Create(c_, "async.in", f_);
+    cont = llvm::BasicBlock::Create(c_, "async.next", f_);
+    b_.CreateCondBr(b_.CreateICmpULT(e, b_.getInt64(total)), then, cont);
+    b_.SetInsertPoint(then);
+  }
+  const std::map<std::string, llvm::Value*> coord = stagedCoords(load, e);
+  llvm::Value* inb = nullptr;
+  llvm::Value* src = elementPointer(
+      load, [&](const std::string& d) { return coord.at(d); }, &over, inb);
+  llvm::Value* copied = inb;
+  if (s.mask) {
+    llvm::Value* cond = atCoords(load, s.mask->operands[0], nullptr, coord, over);
+    copied = b_.CreateAnd(copied, s.mask_keeps_load ? cond : b_.CreateNot(cond));
+  }
+  src = b_.CreateAddrSpaceCast(b_.CreateSelect(inb, src, base_[view->index]), global);
+  llvm::Value* dst = stagePointer(s, buffer, stageIndex(load, s, coord));
+  b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4_s, {},
+                     {dst, src, b_.CreateSelect(copied, b_.getInt32(4), b_.getInt32(0))});
+  if (partial) {
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(cont);
+  }
+}
+
+// A wide stage's 16-byte copies (the caller has checked the alignment): thread t copies groups
+// t, t + threads, ... of 4 elements adjacent along the view's fastest dim (the plan makes its
+// extents multiples of 4, so a group lies wholly inside the view or wholly outside: 16 bytes or
+// 0 copied; a mask does not vary within a group). Where the tile has two named dims and a
+// step's groups span whole lines, a step's coordinates are the first step's plus whole lines,
+// so its addresses are the first's plus a constant.
+void BlockEmitter::asyncCopyGroups(const Op* load, const Override& over, llvm::Value* buffer) {
+  const plan::BlockStage& s = bp_.stages.at(load);
+  const int64_t groups = s.k_extent * s.out_extent / 4;
+  const ir::Value* view = load->operands[0];
+  auto* global = llvm::PointerType::get(c_, 1);
+  std::vector<const ir::Dim*> order;  // named access dims, view order
+  for (const ir::Dim& a : load->access)
+    if (!a.name.empty()) order.push_back(&a);
+  const int64_t fast = order.back()->extent;
+  const bool lines = order.size() == 2 && (4 * bp_.threads) % fast == 0;
+  std::map<std::string, llvm::Value*> first;
+  if (lines) {
+    llvm::Value* e = b_.CreateMul(tid_, b_.getInt64(4));
+    first[order[0]->name] = b_.CreateUDiv(e, b_.getInt64(fast));
+    first[order[1]->name] = b_.CreateURem(e, b_.getInt64(fast));
+  }
+  for (int64_t step = 0; step * bp_.threads < groups; ++step) {
+    llvm::Value* g = b_.CreateAdd(tid_, b_.getInt64(step * bp_.threads));
     llvm::BasicBlock* cont = nullptr;
-    if (partial) {
-      auto* then = llvm::BasicBlock::Create(c_, "async.in", f_);
-      cont = llvm::BasicBlock::Create(c_, "async.next", f_);
-      b_.CreateCondBr(b_.CreateICmpULT(e, b_.getInt64(total)), then, cont);
+    if ((step + 1) * bp_.threads > groups) {
+      auto* then = llvm::BasicBlock::Create(c_, "groups.in", f_);
+      cont = llvm::BasicBlock::Create(c_, "groups.next", f_);
+      b_.CreateCondBr(b_.CreateICmpULT(g, b_.getInt64(groups)), then, cont);
       b_.SetInsertPoint(then);
     }
-    const std::map<std::string, llvm::Value*> coord = stagedCoords(load, e);
+    std::map<std::string, llvm::Value*> coord;
+    if (lines) {
+      coord = first;
+      coord[order[0]->name] = b_.CreateNUWAdd(first.at(order[0]->name), b_.getInt64(step * (4 * bp_.threads / fast)));
+    } else {
+      coord = stagedCoords(load, b_.CreateMul(g, b_.getInt64(4)));
+    }
     llvm::Value* inb = nullptr;
     llvm::Value* src = elementPointer(
         load, [&](const std::string& d) { return coord.at(d); }, &over, inb);
@@ -212,67 +308,14 @@ void BlockEmitter::asyncCopy(const Op* load, const Override& over, llvm::Value* 
       llvm::Value* cond = atCoords(load, s.mask->operands[0], nullptr, coord, over);
       copied = b_.CreateAnd(copied, s.mask_keeps_load ? cond : b_.CreateNot(cond));
     }
-    src = b_.CreateAddrSpaceCast(b_.CreateSelect(inb, src, base_[view->index]), global);
-    llvm::Value* dst = stagePointer(s, buffer, stageIndex(load, s, coord));
-    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4_s, {},
-                       {dst, src, b_.CreateSelect(copied, b_.getInt32(4), b_.getInt32(0))});
-    if (partial) {
+    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s, {},
+                       {stagePointer(s, buffer, stageIndex(load, s, coord)),
+                        b_.CreateAddrSpaceCast(b_.CreateSelect(inb, src, base_[view->index]), global),
+                        b_.CreateSelect(copied, b_.getInt32(16), b_.getInt32(0))});
+    if (cont) {
       b_.CreateBr(cont);
       b_.SetInsertPoint(cont);
     }
-  }
-}
-
-// A K-inner stage (plan: BlockStage::k_inner) by cp.async, 16 bytes (4 K steps of one line)
-// a copy: thread t copies groups t, t + threads, ... in the view's order (K fastest, the view's
-// last dim, whose extent the plan makes a multiple of 4). Where the group's source and the
-// view's base are 16-byte aligned, its coordinate along K is a multiple of 4, so its 4 elements
-// are all inside the view (16 bytes copied) or all outside (0 bytes: +0); otherwise (a base or
-// an origin off 16 bytes) the group is copied element by element as asyncCopy does.
-void BlockEmitter::asyncCopyLines(const Op* load, const Override& over, llvm::Value* buffer) {
-  const plan::BlockStage& s = bp_.stages.at(load);
-  const int64_t groups = s.k_extent * s.out_extent / 4;
-  const ir::Value* view = load->operands[0];
-  auto* global = llvm::PointerType::get(c_, 1);
-  auto aligned = [&](llvm::Value* p) {
-    return b_.CreateICmpEQ(b_.CreateAnd(b_.CreatePtrToInt(p, b_.getInt64Ty()), b_.getInt64(15)), b_.getInt64(0));
-  };
-  for (int64_t step = 0; step * bp_.threads < groups; ++step) {
-    llvm::Value* g = b_.CreateAdd(tid_, b_.getInt64(step * bp_.threads));
-    llvm::BasicBlock* cont = llvm::BasicBlock::Create(c_, "lines.next", f_);
-    if ((step + 1) * bp_.threads > groups) {
-      auto* then = llvm::BasicBlock::Create(c_, "lines.in", f_);
-      b_.CreateCondBr(b_.CreateICmpULT(g, b_.getInt64(groups)), then, cont);
-      b_.SetInsertPoint(then);
-    }
-    llvm::Value* e = b_.CreateMul(g, b_.getInt64(4));
-    const std::map<std::string, llvm::Value*> coord = stagedCoords(load, e);
-    llvm::Value* inb = nullptr;
-    llvm::Value* src = elementPointer(
-        load, [&](const std::string& d) { return coord.at(d); }, &over, inb);
-    llvm::Value* dst = stagePointer(s, buffer, stageIndex(load, s, coord));
-    auto* whole = llvm::BasicBlock::Create(c_, "lines.whole", f_);
-    auto* apart = llvm::BasicBlock::Create(c_, "lines.apart", f_);
-    b_.CreateCondBr(b_.CreateAnd(aligned(src), aligned(base_[view->index])), whole, apart);
-    b_.SetInsertPoint(whole);
-    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s, {},
-                       {dst, b_.CreateAddrSpaceCast(b_.CreateSelect(inb, src, base_[view->index]), global),
-                        b_.CreateSelect(inb, b_.getInt32(16), b_.getInt32(0))});
-    b_.CreateBr(cont);
-    b_.SetInsertPoint(apart);
-    for (int64_t i = 0; i < 4; ++i) {
-      std::map<std::string, llvm::Value*> ci = coord;
-      ci[s.k_dim] = b_.CreateAdd(ci[s.k_dim], b_.getInt64(i));
-      llvm::Value* in = nullptr;
-      llvm::Value* p = elementPointer(
-          load, [&](const std::string& d) { return ci.at(d); }, &over, in);
-      b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4_s, {},
-                         {stagePointer(s, buffer, stageIndex(load, s, ci)),
-                          b_.CreateAddrSpaceCast(b_.CreateSelect(in, p, base_[view->index]), global),
-                          b_.CreateSelect(in, b_.getInt32(4), b_.getInt32(0))});
-    }
-    b_.CreateBr(cont);
-    b_.SetInsertPoint(cont);
   }
 }
 
