@@ -560,7 +560,8 @@ class BlockPlanner {
   // any, that does not vary along that dim (one condition for the group).
   bool wideCopies(const Op* load, const BlockStage& s) const {
     if (s.k_inner) return true;
-    if (s.rows || s.out_dims.size() != 1 || load->access.empty() || load->access.back().name != s.out_dims[0])
+    if (!p_.knobs.gpu_wide_copies || s.rows || s.out_dims.size() != 1 || load->access.empty() ||
+        load->access.back().name != s.out_dims[0])
       return false;
     if (s.out_extent % 4 != 0 || s.pitch % 4 != 0 || load->operands[0]->type.dims.back().extent % 4 != 0) return false;
     if (!s.mask) return true;

@@ -159,7 +159,12 @@ const std::vector<Entry>& entries() {
                           "as its origins are known (before the program's other loads), not at the loop; off until "
                           "an H200 run pairs it (docs/gpu.md)"},
                          &Knobs::gpu_early_copies));
-    t.push_back(boolKnob({"gpu_read_ahead", "on", "",
+    t.push_back(boolKnob({"gpu_wide_copies", "on", "",
+                          "target nvptx, block realization: a cp.async stage whose groups of 4 elements lie together "
+                          "in the view and the stage is copied 16 bytes at a time where the view's base and origin are "
+                          "aligned (off: 4-byte copies, except a K-inner stage's) (docs/gpu.md)"},
+                         &Knobs::gpu_wide_copies));
+    t.push_back(boolKnob({"gpu_read_ahead", "off", "",
                           "target nvptx, block realization: an mma whose K is a loop reads the next trip's row and "
                           "column values from shared memory before this trip's products (off: each trip reads, "
                           "then multiplies) (docs/gpu.md)"},

@@ -552,8 +552,9 @@ TEST(Gpu, KvCacheAttentionRunsAsThreadBlocks) {
 // adjacent in the view and the stage (K-inner K; V, its value columns the view's fastest dim,
 // also where a KV cache's tail masks its rows) is copied 16 bytes at a time behind one
 // alignment test, element by element in a loop otherwise; a stage transposed on its way in
-// (gemm's A) keeps 4-byte copies. The mmas whose K is a loop read the next trip ahead
-// (gpu_read_ahead, on by default); off gives the loop that reads, then multiplies.
+// (gemm's A) keeps 4-byte copies (so do all but K-inner ones with gpu_wide_copies=off). With
+// gpu_read_ahead=on the mmas whose K is a loop read the next trip ahead; off (the default)
+// gives the loop that reads, then multiplies.
 TEST(Gpu, WideCopiesAndReadAheadAreShownAndSwitchable) {
   auto copies = [](const kiln::driver::Compilation& c) {
     std::map<std::string, std::string> out;
@@ -576,20 +577,21 @@ TEST(Gpu, WideCopiesAndReadAheadAreShownAndSwitchable) {
   EXPECT_EQ(count(c.object, "cp.async.cg.shared.global"), 2u * 2u * 8u);  // first trip and the loop's
   EXPECT_GE(count(c.object, "cp.async.ca.shared.global"), 2u);
   const nlohmann::json& b = c.report["phases"][0]["block"];
-  ASSERT_EQ(b["read_ahead"].size(), 2u);  // q·kᵀ and p·v
-  EXPECT_EQ(b["read_ahead"],
-            nlohmann::json::array({b["mma_steps_per_trip"][0]["at"], b["mma_steps_per_trip"][1]["at"]}));
-  kiln::plan::Knobs off = gpuKnobs();
-  ASSERT_FALSE(off.setAssignment("gpu_read_ahead=off").has_value());
-  kiln::driver::Compilation co;
-  ASSERT_FALSE(kiln::driver::compile(*k, off, co, kiln::driver::Stage::Report).has_value());
-  EXPECT_TRUE(co.report["phases"][0]["block"]["read_ahead"].empty());
-  EXPECT_EQ(co.report["phases"][0]["block"]["stages"], b["stages"]);
+  EXPECT_TRUE(b["read_ahead"].empty());
+  kiln::plan::Knobs on = gpuKnobs();
+  ASSERT_FALSE(on.setAssignment("gpu_read_ahead=on").has_value());
+  kiln::driver::Compilation ca;
+  ASSERT_FALSE(kiln::driver::compile(*k, on, ca, kiln::driver::Stage::Report).has_value());
+  const nlohmann::json& ba = ca.report["phases"][0]["block"];
+  ASSERT_EQ(ba["read_ahead"].size(), 2u);  // q·kᵀ and p·v
+  EXPECT_EQ(ba["read_ahead"],
+            nlohmann::json::array({ba["mma_steps_per_trip"][0]["at"], ba["mma_steps_per_trip"][1]["at"]}));
+  EXPECT_EQ(ba["stages"], b["stages"]);
   // Read ahead, the loop carries the next trip's values through opaque moves; off, none.
-  EXPECT_GT(count(c.object, "mov.b32"), count(co.object, "mov.b32"));
-  expectPrecisePtx(c.object, "read ahead");
-  expectPrecisePtx(co.object, "gpu_read_ahead=off");
-  ASSERT_TRUE(off.setAssignment("gpu_read_ahead=sometimes").has_value());
+  EXPECT_GT(count(ca.object, "mov.b32"), count(c.object, "mov.b32"));
+  expectPrecisePtx(ca.object, "gpu_read_ahead=on");
+  expectPrecisePtx(c.object, "gpu_read_ahead=off");
+  ASSERT_TRUE(on.setAssignment("gpu_read_ahead=sometimes").has_value());
 
   std::unique_ptr<kiln::ir::Kernel> kv;
   kiln::driver::Compilation ckv;
@@ -602,6 +604,18 @@ TEST(Gpu, WideCopiesAndReadAheadAreShownAndSwitchable) {
   kiln::driver::Compilation cg;
   ASSERT_NO_FATAL_FAILURE(compileForGpu("gemm", "4096,4096,4096", g, cg));
   EXPECT_EQ(copies(cg), (std::map<std::string, std::string>{{"%at", "4-byte"}, {"%bt", wide}}));
+  // gpu_wide_copies=off: 4-byte copies but for a K-inner stage's (attention's K).
+  kiln::plan::Knobs narrow = gpuKnobs();
+  ASSERT_FALSE(narrow.setAssignment("gpu_wide_copies=off").has_value());
+  kiln::driver::Compilation cn;
+  ASSERT_FALSE(kiln::driver::compile(*g, narrow, cn, kiln::driver::Stage::Report).has_value());
+  EXPECT_EQ(copies(cn), (std::map<std::string, std::string>{{"%at", "4-byte"}, {"%bt", "4-byte"}}));
+  EXPECT_EQ(count(cn.object, "cp.async.cg"), 0u);
+  kiln::driver::Compilation an;
+  ASSERT_FALSE(kiln::driver::compile(*k, narrow, an, kiln::driver::Stage::Report).has_value());
+  EXPECT_EQ(copies(an),
+            (std::map<std::string, std::string>{{"%qt", "-"}, {"%kt", wide}, {"%vt", "4-byte"}, {"%p", "-"}}));
+  expectPrecisePtx(an.object, "gpu_wide_copies=off");
 }
 
 // The lane realization of a split decode (gpu_realization=lanes: the block realization would
