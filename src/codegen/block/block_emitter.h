@@ -89,6 +89,13 @@ class BlockEmitter final : public ProgramEmitter {
   llvm::Value* stageIndex(const ir::Op* load, const plan::BlockStage& s,
                           const std::map<std::string, llvm::Value*>& coord);
   void asyncCopy(const ir::Op* load, const Override& over, llvm::Value* buffer);
+  struct CopySource {
+    llvm::Value* src = nullptr;     // the element's address in the view
+    llvm::Value* inb = nullptr;     // inside the view
+    llvm::Value* copied = nullptr;  // inside and not masked away
+    llvm::Value* global(BlockEmitter& e, const ir::Op* load) const;
+  };
+  CopySource copySource(const ir::Op* load, const std::map<std::string, llvm::Value*>& coord, const Override& over);
   void asyncCopyElements(const ir::Op* load, const Override& over, llvm::Value* buffer);
   void asyncCopyElement(const ir::Op* load, const Override& over, llvm::Value* buffer, llvm::Value* e, bool partial);
   void asyncCopyGroups(const ir::Op* load, const Override& over, llvm::Value* buffer);

@@ -219,6 +219,29 @@ void BlockEmitter::asyncCopy(const Op* load, const Override& over, llvm::Value* 
   b_.SetInsertPoint(cont);
 }
 
+// A copy's source at `coord` and whether its bytes are copied: inside the view and, for a
+// masked stage, where the mask keeps the load (`inb`: inside the view).
+BlockEmitter::CopySource BlockEmitter::copySource(const Op* load, const std::map<std::string, llvm::Value*>& coord,
+                                                  const Override& over) {
+  const plan::BlockStage& s = bp_.stages.at(load);
+  CopySource c;
+  c.src = elementPointer(
+      load, [&](const std::string& d) { return coord.at(d); }, &over, c.inb);
+  c.copied = c.inb;
+  if (s.mask) {
+    llvm::Value* cond = atCoords(load, s.mask->operands[0], nullptr, coord, over);
+    c.copied = b_.CreateAnd(c.copied, s.mask_keeps_load ? cond : b_.CreateNot(cond));
+  }
+  return c;
+}
+
+// The source as a global pointer: the view's base where the element lies outside the view, so
+// that the address stays valid (nothing is read there: 0 bytes are copied).
+llvm::Value* BlockEmitter::CopySource::global(BlockEmitter& e, const Op* load) const {
+  return e.b_.CreateAddrSpaceCast(e.b_.CreateSelect(inb, src, e.base_[load->operands[0]->index]),
+                                  llvm::PointerType::get(e.c_, 1));
+}
+
 // One cp.async of 4 bytes per element: thread t copies elements t, t + threads, ... in the
 // view's order.
 void BlockEmitter::asyncCopyElements(const Op* load, const Override& over, llvm::Value* buffer) {
@@ -234,8 +257,6 @@ void BlockEmitter::asyncCopyElement(const Op* load, const Override& over, llvm::
                                     bool partial) {
   const plan::BlockStage& s = bp_.stages.at(load);
   const int64_t total = s.k_extent * s.out_extent;
-  const ir::Value* view = load->operands[0];
-  auto* global = llvm::PointerType::get(c_, 1);
   llvm::BasicBlock* cont = nullptr;
   if (partial) {
     auto* then = llvm::BasicBlock::Create(c_, "async.in", f_);
@@ -244,15 +265,9 @@ void BlockEmitter::asyncCopyElement(const Op* load, const Override& over, llvm::
     b_.SetInsertPoint(then);
   }
   const std::map<std::string, llvm::Value*> coord = stagedCoords(load, e);
-  llvm::Value* inb = nullptr;
-  llvm::Value* src = elementPointer(
-      load, [&](const std::string& d) { return coord.at(d); }, &over, inb);
-  llvm::Value* copied = inb;
-  if (s.mask) {
-    llvm::Value* cond = atCoords(load, s.mask->operands[0], nullptr, coord, over);
-    copied = b_.CreateAnd(copied, s.mask_keeps_load ? cond : b_.CreateNot(cond));
-  }
-  src = b_.CreateAddrSpaceCast(b_.CreateSelect(inb, src, base_[view->index]), global);
+  const CopySource c = copySource(load, coord, over);
+  llvm::Value* src = c.global(*this, load);
+  llvm::Value* copied = c.copied;
   llvm::Value* dst = stagePointer(s, buffer, stageIndex(load, s, coord));
   b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4_s, {},
                      {dst, src, b_.CreateSelect(copied, b_.getInt32(4), b_.getInt32(0))});
@@ -271,8 +286,6 @@ void BlockEmitter::asyncCopyElement(const Op* load, const Override& over, llvm::
 void BlockEmitter::asyncCopyGroups(const Op* load, const Override& over, llvm::Value* buffer) {
   const plan::BlockStage& s = bp_.stages.at(load);
   const int64_t groups = s.k_extent * s.out_extent / 4;
-  const ir::Value* view = load->operands[0];
-  auto* global = llvm::PointerType::get(c_, 1);
   std::vector<const ir::Dim*> order;  // named access dims, view order
   for (const ir::Dim& a : load->access)
     if (!a.name.empty()) order.push_back(&a);
@@ -300,18 +313,10 @@ void BlockEmitter::asyncCopyGroups(const Op* load, const Override& over, llvm::V
     } else {
       coord = stagedCoords(load, b_.CreateMul(g, b_.getInt64(4)));
     }
-    llvm::Value* inb = nullptr;
-    llvm::Value* src = elementPointer(
-        load, [&](const std::string& d) { return coord.at(d); }, &over, inb);
-    llvm::Value* copied = inb;
-    if (s.mask) {
-      llvm::Value* cond = atCoords(load, s.mask->operands[0], nullptr, coord, over);
-      copied = b_.CreateAnd(copied, s.mask_keeps_load ? cond : b_.CreateNot(cond));
-    }
+    const CopySource c = copySource(load, coord, over);
     b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s, {},
-                       {stagePointer(s, buffer, stageIndex(load, s, coord)),
-                        b_.CreateAddrSpaceCast(b_.CreateSelect(inb, src, base_[view->index]), global),
-                        b_.CreateSelect(copied, b_.getInt32(16), b_.getInt32(0))});
+                       {stagePointer(s, buffer, stageIndex(load, s, coord)), c.global(*this, load),
+                        b_.CreateSelect(c.copied, b_.getInt32(16), b_.getInt32(0))});
     if (cont) {
       b_.CreateBr(cont);
       b_.SetInsertPoint(cont);
