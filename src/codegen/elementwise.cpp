@@ -178,4 +178,39 @@ llvm::Value* Elementwise::multiplyAdd(llvm::Value* a, llvm::Value* b, llvm::Valu
   return sum;
 }
 
+// docs/ir.md, MMA, bf16_dot: steps on the bits as i32 of `x`'s shape. A NaN operand stays a NaN
+// (any NaN is as good as another).
+llvm::Value* Elementwise::bitsConst(llvm::Value* like, uint32_t v) {
+  llvm::Constant* c = b_.getInt32(v);
+  if (auto* vt = llvm::dyn_cast<llvm::VectorType>(like->getType()))
+    return llvm::ConstantVector::getSplat(vt->getElementCount(), c);
+  return c;
+}
+
+llvm::Value* Elementwise::flushTiny(llvm::Value* x) {
+  llvm::Value* u = b_.CreateBitCast(x, x->getType()->getWithNewType(b_.getInt32Ty()));
+  llvm::Value* tiny = b_.CreateICmpEQ(b_.CreateAnd(u, bitsConst(u, 0x7F800000u)), bitsConst(u, 0));
+  return b_.CreateBitCast(b_.CreateSelect(tiny, b_.CreateAnd(u, bitsConst(u, 0x80000000u)), u), x->getType());
+}
+
+llvm::Value* Elementwise::bf16DotStep(llvm::Value* a, llvm::Value* b, llvm::Value* e) {
+  auto operand = [&](llvm::Value* x) {
+    // Round to nearest even at bit 16 (bits + 0x7FFF + bit 16, the low half cleared); a NaN as it is.
+    llvm::Value* u = b_.CreateBitCast(x, x->getType()->getWithNewType(b_.getInt32Ty()));
+    llvm::Value* nan = b_.CreateICmpUGT(b_.CreateAnd(u, bitsConst(u, 0x7FFFFFFFu)), bitsConst(u, 0x7F800000u));
+    llvm::Value* odd = b_.CreateAnd(b_.CreateLShr(u, bitsConst(u, 16)), bitsConst(u, 1));
+    llvm::Value* r = b_.CreateAnd(b_.CreateAdd(b_.CreateAdd(u, bitsConst(u, 0x7FFFu)), odd), bitsConst(u, 0xFFFF0000u));
+    return flushTiny(b_.CreateBitCast(b_.CreateSelect(nan, u, r), x->getType()));
+  };
+  return flushTiny(b_.CreateIntrinsic(llvm::Intrinsic::fma, {e->getType()}, {operand(a), operand(b), e}));
+}
+
+llvm::Value* Elementwise::bf16DotPad(llvm::Value* e) {
+  return b_.CreateFAdd(e, llvm::ConstantFP::get(e->getType(), 0.0));
+}
+
+llvm::Value* Elementwise::bf16DotMerge(llvm::Value* c, llvm::Value* even, llvm::Value* odd) {
+  return flushTiny(b_.CreateFAdd(c, flushTiny(b_.CreateFAdd(even, odd))));
+}
+
 }  // namespace kiln::codegen

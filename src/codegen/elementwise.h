@@ -40,11 +40,22 @@ class Elementwise {
   llvm::Value* mmaMerge(llvm::Value* c, llvm::Value* part, const ir::MmaPolicy& p);
   // One mma step: c + a*b (MUL then ADD, flags per the policy) or fma(a, b, c) when fused.
   llvm::Value* multiplyAdd(llvm::Value* a, llvm::Value* b, llvm::Value* c, const ir::MmaPolicy& p);
+  // The bf16_dot order's pieces (docs/ir.md, MMA), by integer steps on the bits (the same on
+  // every ISA and the GPU): `flushTiny` makes a value below 2^-126 in magnitude the zero of its
+  // sign; a chain step flushTiny(fma(bf16(a), bf16(b), e)) with each operand rounded to bf16 (to
+  // nearest even) and flushed; a padding step e + 0; a block's merge flushTiny(c +
+  // flushTiny(even + odd)).
+  llvm::Value* flushTiny(llvm::Value* x);
+  llvm::Value* bf16DotStep(llvm::Value* a, llvm::Value* b, llvm::Value* e);
+  llvm::Value* bf16DotPad(llvm::Value* e);
+  llvm::Value* bf16DotMerge(llvm::Value* c, llvm::Value* even, llvm::Value* odd);
 
   // The type of `like`'s shape with element type `e`.
   llvm::Type* shaped(llvm::Type* like, ir::Elem e);
 
  private:
+  llvm::Value* bitsConst(llvm::Value* like, uint32_t v);  // an i32 constant of like's shape
+
   llvm::IRBuilder<>& b_;
   llvm::Module& m_;
 };

@@ -2,7 +2,9 @@
 #include "host/storage.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 #include <utility>
 
@@ -11,6 +13,39 @@
 
 namespace kiln::interp::detail {
 namespace {
+
+// docs/ir.md, MMA, bf16_dot. A value of magnitude below 2^-126 (a subnormal) becomes the zero of
+// its sign; an operand is first rounded to bf16 (a bf16 store's rounding).
+float flushTiny(float x) {
+  uint32_t u = std::bit_cast<uint32_t>(x);
+  if ((u & 0x7F800000u) == 0) u &= 0x80000000u;
+  return std::bit_cast<float>(u);
+}
+float bf16Operand(float x) {
+  return flushTiny(host::roundToStorage(ir::Elem::BF16, x));
+}
+
+// The strict-FP32 steps: per block of 32 contributions (the last one completed with +0 products),
+// two chains (even and odd k) of fused steps from +0, each result flushed; then c + (even + odd),
+// each flushed.
+float bf16Dot(const float* a, const float* b, const int64_t* ak, const int64_t* bk, int64_t terms, float acc) {
+  float c = flushTiny(acc);
+  for (int64_t k0 = 0; k0 < terms; k0 += 32) {
+    float chain[2] = {0.0f, 0.0f};
+    for (int64_t k = k0; k < k0 + 32; ++k) {
+      float& e = chain[k % 2];
+      e = k < terms ? flushTiny(std::fma(bf16Operand(a[ak[k]]), bf16Operand(b[bk[k]]), e)) : e + 0.0f;
+    }
+    c = flushTiny(c + flushTiny(chain[0] + chain[1]));
+  }
+  return c;
+}
+// The f64 oracle: the ideal sum of the bf16-rounded operands' products.
+double bf16Dot(const double* a, const double* b, const int64_t* ak, const int64_t* bk, int64_t terms, double acc) {
+  auto op = [](double x) { return static_cast<double>(host::roundToStorage(ir::Elem::BF16, static_cast<float>(x))); };
+  for (int64_t k = 0; k < terms; ++k) acc += op(a[ak[k]]) * op(b[bk[k]]);
+  return acc;
+}
 
 // Coordinates i in [0, extent) with 0 <= origin + i < size form [lo, hi) (lo == hi: none).
 struct Range {
@@ -508,7 +543,9 @@ void Machine<F>::execMma(const Step& s) {
     const F* ao = a.data() + s.map0[o];
     const F* bo = b.data() + s.map1[o];
     F c = acc[o];
-    if (const int64_t P = op.mma_policy.partitions; P > 0) {
+    if (op.mma_policy.bf16_dot) {
+      c = bf16Dot(ao, bo, ak, bk, terms, c);
+    } else if (const int64_t P = op.mma_policy.partitions; P > 0) {
       // docs/ir.md, MMA: partition q = k mod P, each from its first product; then acc merges
       // partitions 0..min(P, K)-1 in order.
       const int64_t parts = std::min(P, terms);

@@ -139,8 +139,18 @@ struct MmaPolicy {
   // partitions 0..min(P, K)-1 in order, ((acc + p0) + p1) + ... — the order a dot product
   // across P lanes executes, defined independently of the machine.
   int partitions = 0;
+  // The bf16 dot order (`bf16_dot`, docs/ir.md, MMA): operands rounded to bf16, K in blocks of
+  // 32, per block two chains of fused steps (even and odd k) from +0, then acc + (even + odd);
+  // subnormal operands and results flushed to zero. Exclusive of every other flag.
+  bool bf16_dot = false;
   bool operator==(const MmaPolicy&) const = default;
 };
+
+// The K contributions an mma's element path folds per round: P for `partitions(P)`, 32 (one
+// block) for `bf16_dot`, 0 for ascending K.
+inline int64_t mmaRound(const MmaPolicy& p) {
+  return p.bf16_dot ? 32 : p.partitions;
+}
 
 struct Op;
 struct Region;

@@ -270,7 +270,15 @@ void Parser::parseMma(const std::vector<Token>& names, const Token& opTok) {
   expectWord("contract", "'contract' and the contracted dims");
   auto dims = parseDimNames("the contracted dims");
   MmaPolicy policy;
-  while (atWord("allow_reassociation") || atWord("allow_fma") || atWord("fused") || atWord("partitions")) {
+  Token first = tok_;
+  while (atWord("allow_reassociation") || atWord("allow_fma") || atWord("fused") || atWord("partitions") ||
+         atWord("bf16_dot")) {
+    if (atWord("bf16_dot")) {
+      if (policy.bf16_dot) error(loc(tok_), "policy", "mma flag bf16_dot is given twice");
+      policy.bf16_dot = true;
+      bump();
+      continue;
+    }
     if (atWord("partitions")) {
       Token at = tok_;
       bump();
@@ -284,6 +292,10 @@ void Parser::parseMma(const std::vector<Token>& names, const Token& opTok) {
     flag = true;
     bump();
   }
+  if (policy.bf16_dot && (policy.fused || policy.partitions != 0 || policy.allow_fma || policy.allow_reassociation))
+    error(loc(first), "policy",
+          "mma policy bf16_dot is an order of its own (fused steps in blocks of 32); it takes no fused, "
+          "partitions, allow_fma or allow_reassociation");
   Loc typeLoc;
   auto declared = parseResultType(typeLoc);
   Op* op = k_->newOp(OpKind::Mma, loc(opTok));

@@ -357,6 +357,7 @@ class BlockPlanner {
     (void)r;
     if (op->dims.size() != 1) return fail(op, "more than one contracted dim");
     if (op->mma_policy.partitions != 0) return fail(op, "a partitioned order (partitions(P))");
+    if (op->mma_policy.bf16_dot) return fail(op, "the bf16 dot order (bf16_dot)");
     const std::string& kd = op->dims[0];
     const ir::Dim& column = op->results[0]->type.dims.back();
     bool sideRows[2] = {false, false};

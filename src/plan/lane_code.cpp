@@ -267,8 +267,8 @@ class CodeModel {
     const MmaPlan& mp = p_.mma.at(op);
     const int64_t fma = op->mma_policy.fused ? 1 : 0;
     const Value* acc = op->operands[2];
-    const int64_t P = op->mma_policy.partitions;
-    // Partitioned element by element (scalars): a loop over whole rounds per element when planned.
+    const int64_t P = ir::mmaRound(op->mma_policy);
+    // Partitioned (or bf16_dot) element by element (scalars): a loop over whole rounds per element when planned.
     auto element = [&] {
       if (mp.k > 0) add(&LaneCode::loops, m.k_loop ? 1 : 0);
     };

@@ -183,16 +183,17 @@ class LanePlanner {
         lp_.mma[op] = m;
         return;
       }
-      if (const int64_t P = op->mma_policy.partitions; P > 0) {
+      if (const int64_t P = ir::mmaRound(op->mma_policy); P > 0) {
         // A partitioned order (docs/ir.md): the dot form when the lanes can hold the
         // partitions — one contracted dim, the last dim of both operands (vectors along K),
         // P a multiple of W and K a multiple of P; else element by element in that order.
+        // The bf16 dot order: element by element, a block of 32 per step.
         const int64_t w = p_.knobs.packet_width;
         const std::string& kd = op->dims[0];
         const Value* a = op->operands[0];
         const Value* b = op->operands[1];
-        const bool dot = op->dims.size() == 1 && a->type.dims.back().name == kd && b->type.dims.back().name == kd &&
-                         P % w == 0 && mp.k > 0 && mp.k % P == 0;
+        const bool dot = !op->mma_policy.bf16_dot && op->dims.size() == 1 && a->type.dims.back().name == kd &&
+                         b->type.dims.back().name == kd && P % w == 0 && mp.k > 0 && mp.k % P == 0;
         m.form = dot ? MmaForm::Dot : MmaForm::Elements;
         if (dot) {  // K / W vectors per output: unrolled up to 16, else one loop per output
           m.k_rolled = mp.k / w > 16;
@@ -204,6 +205,9 @@ class LanePlanner {
                                "partitions({}): lanes along {} hold the partitions, {} vector(s) each; {} "
                                "vectors of K per output {}",
                                P, kd, P / w, mp.k / w, mp.k / w > 16 ? "in a loop" : "unrolled")
+                     : op->mma_policy.bf16_dot
+                         ? fmt::format("bf16_dot: element by element, {} block(s) of 32 per output {}",
+                                       (mp.k + 31) / 32, m.k_rolled && mp.k / 32 > 1 ? "in a loop" : "unrolled")
                          : fmt::format("partitions({}): element by element (the lanes cannot hold the partitions)", P);
         if (!dot)
           for (int i = 0; i < 2; ++i) materialize(op->operands[i]);
@@ -624,8 +628,8 @@ class LanePlanner {
     }
     for (auto& [op, m] : lp_.mma) {
       const MmaPlan& mp = p_.mma.at(op);
-      if (const int64_t P = op->mma_policy.partitions; P > 0) {
-        m.k_loop = m.k_rolled && mp.k / P > 1;  // whole rounds of P contributions
+      if (const int64_t P = ir::mmaRound(op->mma_policy); P > 0) {
+        m.k_loop = m.k_rolled && mp.k / P > 1;  // whole rounds of P contributions (bf16_dot: blocks)
         continue;
       }
       if (m.fused_transpose) {

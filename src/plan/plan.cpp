@@ -363,8 +363,9 @@ class Planner {
           p_.runtime_loops += snap ? 1 : res->type.numElements();
         if (op->kind == OpKind::Mma) {
           const MmaPlan& m = p_.mma[op];
-          // A partitioned mma loops over whole rounds of P, only when there are two or more.
-          const int64_t P = op->mma_policy.partitions;
+          // A partitioned mma loops over whole rounds of P (bf16_dot: blocks of 32), only when
+          // there are two or more.
+          const int64_t P = ir::mmaRound(op->mma_policy);
           const bool loops = m.contraction_rolled && m.k > 0 && (P == 0 || m.k / P > 1);
           if (loops && m.outputs > 0) p_.runtime_loops += snap ? 1 : m.outputs / m.output_block;
         }

@@ -291,7 +291,7 @@ llvm::Value* LaneEmitter::partitionedElement(const Op* op, llvm::Value* acc, con
   const plan::MmaPlan& mp = p_.mma.at(op);
   const plan::LaneMma& lm = lp_.mma.at(op);
   const ir::MmaPolicy& pol = op->mma_policy;
-  const int64_t P = pol.partitions, K = mp.k, parts = std::min(P, K), rounds = K / P;
+  const int64_t P = pol.partitions, K = mp.k, parts = std::min(P, K), rounds = P > 0 ? K / P : 0;
   if (K == 0) return acc;
   const ir::Type ct = contractedType(op);
   auto term = [&](Ix k) {
@@ -301,6 +301,35 @@ llvm::Value* LaneEmitter::partitionedElement(const Op* op, llvm::Value* acc, con
     };
     return std::pair{one(a), one(bv)};
   };
+  if (pol.bf16_dot) {
+    // docs/ir.md, MMA, bf16_dot: blocks of 32 (whole blocks by a loop when LaneMma::k_loop), the
+    // last completed with +0 products; per block an even and an odd chain from +0, then the merge.
+    const int64_t full = K / 32, tail = K % 32;
+    auto block = [&](Ix k0, int64_t count, llvm::Value* c) {
+      llvm::Value* chain[2] = {llvm::ConstantFP::get(b_.getFloatTy(), 0.0),
+                               llvm::ConstantFP::get(b_.getFloatTy(), 0.0)};
+      for (int64_t j = 0; j < 32; ++j) {
+        if (j >= count) {
+          chain[j % 2] = ew_.bf16DotPad(chain[j % 2]);
+          continue;
+        }
+        auto [x, y] = term(add(k0, Ix{nullptr, j}));
+        chain[j % 2] = ew_.bf16DotStep(x, y, chain[j % 2]);
+      }
+      return ew_.bf16DotMerge(c, chain[0], chain[1]);
+    };
+    acc = ew_.flushTiny(acc);
+    int64_t done = 0;
+    if (lm.k_loop) {
+      acc = loop(b_.getInt64(0), b_.getInt64(full), 1, {acc}, [&](llvm::Value* t, const std::vector<llvm::Value*>& c) {
+        return std::vector<llvm::Value*>{block(mul(Ix{t, 0}, 32), 32, c[0])};
+      })[0];
+      done = full;
+    }
+    for (int64_t t = done; t < full; ++t) acc = block(Ix{nullptr, t * 32}, 32, acc);
+    if (tail > 0) acc = block(Ix{nullptr, full * 32}, tail, acc);
+    return acc;
+  }
   std::vector<llvm::Value*> part(parts);
   for (int64_t q = 0; q < parts; ++q) {
     auto [x, y] = term(Ix{nullptr, q});
@@ -411,7 +440,7 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
     emitMmaElements(op);
     return;
   }
-  if (form.form == plan::MmaForm::Scalar && op->mma_policy.partitions > 0) {
+  if (form.form == plan::MmaForm::Scalar && ir::mmaRound(op->mma_policy) > 0) {
     scalars_[op->results[0]->id] = partitionedElement(op, scalar(op->operands[2]), {});
     return;
   }

@@ -206,6 +206,33 @@ std::vector<llvm::Value*> PacketEmitter::genMmaGroup(const Op* op, Ix first, int
     for (int64_t r = 0; r < group; ++r) cur[r] = ew_.multiplyAdd(t[r].first, t[r].second, cur[r], op->mma_policy);
     return cur;
   };
+  if (op->mma_policy.bf16_dot) {
+    // docs/ir.md, MMA, bf16_dot: blocks of 32 (whole blocks by a loop when rolled), the last
+    // completed with +0 products; per block an even and an odd chain from +0, then the merge.
+    const int64_t full = mp.k / 32, tail = mp.k % 32;
+    for (int64_t r = 0; r < group; ++r) s[r] = ew_.flushTiny(s[r]);
+    auto block = [&](Ix k0, int64_t count, std::vector<llvm::Value*> cur) {
+      std::vector<llvm::Value*> chain(2 * group, llvm::ConstantFP::get(cur[0]->getType(), 0.0));
+      for (int64_t j = 0; j < 32; ++j) {
+        std::vector<std::pair<llvm::Value*, llvm::Value*>> t;
+        if (j < count) t = terms(add(k0, Ix{nullptr, j}));
+        for (int64_t r = 0; r < group; ++r) {
+          llvm::Value*& e = chain[2 * r + j % 2];
+          e = j < count ? ew_.bf16DotStep(t[r].first, t[r].second, e) : ew_.bf16DotPad(e);
+        }
+      }
+      for (int64_t r = 0; r < group; ++r) cur[r] = ew_.bf16DotMerge(cur[r], chain[2 * r], chain[2 * r + 1]);
+      return cur;
+    };
+    if (mp.contraction_rolled && full > 1)
+      s = loop(b_.getInt64(0), b_.getInt64(full), 1, s, [&](llvm::Value* t, const std::vector<llvm::Value*>& c) {
+        return block(mul(Ix{t, 0}, 32), 32, c);
+      });
+    else
+      for (int64_t t = 0; t < full; ++t) s = block(Ix{nullptr, t * 32}, 32, s);
+    if (tail > 0) s = block(Ix{nullptr, full * 32}, tail, s);
+    return s;
+  }
   if (const int64_t P = op->mma_policy.partitions; P > 0) {
     // docs/ir.md, MMA: partition q = k mod P (part[r * P + q]), each from its first product;
     // later contributions fold in ascending k, whole rounds of P by a loop when rolled; then

@@ -1,0 +1,303 @@
+// The mma order `bf16_dot` (docs/ir.md, MMA): the interpreter on hand-computed cases that tell
+// it apart from every other order; the interpreter against Intel AMX's TDPBF16PS on random and
+// edge inputs where this CPU has AMX (the order is defined to be that instruction's, so a
+// compiled realization may use it); and compiled code (both CPU realizations, AVX2 and AVX-512,
+// K unrolled and in a loop) against the interpreter bit for bit on the same inputs.
+#include <fmt/format.h>
+#include <cpuid.h>
+#include <gtest/gtest.h>
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "driver/compile.h"
+#include "host/storage.h"
+#include "host_isa.h"
+#include "interp/interp.h"
+#include "ir/diag.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "plan/knobs.h"
+#include "runtime/runtime.h"
+
+namespace kiln {
+namespace {
+
+constexpr int kM = 16, kN = 16;
+
+// c[m, n] = mma(a[m, :], b[n, :], acc[m, n]) over K in the bf16 dot order.
+std::string dotKernel(int K, int M = kM, int N = kN) {
+  return fmt::format(R"(kernel @dot(%a: view<f32>[{0}, {2}], %b: view<f32>[{1}, {2}], %acc: view<f32>[{0}, {1}], %c: view<f32>[{0}, {1}]) {{
+  parallel (%p) in (1) {{
+    %at = load %a[0, 0] as [m:{0}, k:{2}] fill 0
+    %bt = load %b[0, 0] as [n:{1}, k:{2}] fill 0
+    %ct = load %acc[0, 0] as [m:{0}, n:{1}] fill 0
+    %r = mma %at, %bt, %ct contract [k] bf16_dot
+    store %r, %c[0, 0] as [m:{0}, n:{1}]
+  }}
+}}
+)",
+                     M, N, K);
+}
+
+std::unique_ptr<ir::Kernel> parse(const std::string& text) {
+  ir::DiagEngine diag;
+  auto k = ir::parseKernel(text, "dot.tile", diag);
+  EXPECT_TRUE(k) << diag.str();
+  return k;
+}
+
+struct Inputs {
+  int K = 0;
+  std::vector<float> a, b, acc;  // [M, K], [N, K], [M, N]
+};
+
+std::vector<float> interpret(const ir::Kernel& k, const Inputs& in) {
+  std::vector<host::ParamData> ps(4);
+  ps[0].data = in.a;
+  ps[1].data = in.b;
+  ps[2].data = in.acc;
+  ps[3].data.assign(in.acc.size(), 0.0f);
+  interp::Options o;
+  o.mode = interp::Mode::StrictF32;
+  auto e = interp::evaluate(k, ps, o);
+  EXPECT_FALSE(e) << *e;
+  return ps[3].data;
+}
+
+bool sameBits(float x, float y) {
+  return (std::isnan(x) && std::isnan(y)) || std::bit_cast<uint32_t>(x) == std::bit_cast<uint32_t>(y);
+}
+
+// One output element, c[0, 0], from a row of a and of b (other rows zero).
+float element(int K, const std::vector<float>& a, const std::vector<float>& b, float acc) {
+  Inputs in{K, std::vector<float>(kM * K, 0.0f), std::vector<float>(kN * K, 0.0f), std::vector<float>(kM * kN, 0.0f)};
+  for (int k = 0; k < K; ++k) in.a[k] = a[k], in.b[k] = b[k];
+  in.acc[0] = acc;
+  auto k = parse(dotKernel(K));
+  return interpret(*k, in)[0];
+}
+
+TEST(Bf16Dot, InterpreterRunsTwoChainsPerBlockOf32) {
+  const float big = 0x1p24f;  // a bf16 value: 2^24 + 1 is not an f32 sum that survives
+  // K = 4, b = 1: even chain (0 + 2^24) - 2^24 = 0, odd chain 1 + 1 = 2, c = 0 + (0 + 2) = 2.
+  // Ascending K gives ((2^24 + 1) - 2^24) + 1 = 1; partitions(2) gives the same 2, but:
+  EXPECT_EQ(element(4, {big, 1, -big, 1}, {1, 1, 1, 1}, 0.0f), 2.0f);
+  // acc + (even + odd), not (acc + even) + odd: acc = 2^24, even = 1, odd = 1: 2^24 + 2.
+  // ((2^24 + 1) + 1) would be 2^24.
+  EXPECT_EQ(element(2, {1, 1}, {1, 1}, big), big + 2.0f);
+  // Blocks of 32: k = 32 starts new chains. a0 = 2^24, a32 = 1, a34 = 1, a2 = -2^24: block 0
+  // gives 0 + (0 + 0)... with a2 the block's even chain is exact; block 1's even chain 1 + 1 = 2.
+  std::vector<float> a(35, 0.0f), b(35, 1.0f);
+  a[0] = big, a[32] = 1, a[34] = 1;
+  // Block 0: even = 2^24, c = 2^24; block 1: even = 2, c = 2^24 + 2. One chain over K would
+  // fold 1 into 2^24 twice and keep 2^24.
+  EXPECT_EQ(element(35, a, b, 0.0f), big + 2.0f);
+}
+
+TEST(Bf16Dot, InterpreterRoundsOperandsToBf16AndFlushesTinyValues) {
+  // 1 + 2^-9 lies halfway between two bf16 values: to even, 1. 1 + 3 * 2^-9 rounds up to 1 + 2^-7.
+  EXPECT_EQ(element(2, {1 + 0x1p-9f, 0}, {1, 0}, 0.0f), 1.0f);
+  EXPECT_EQ(element(2, {1 + 3 * 0x1p-9f, 0}, {1, 0}, 0.0f), 1 + 0x1p-7f);
+  // A subnormal operand is zero: 2^-130 * 2^100 gives 0, not 2^-30.
+  EXPECT_EQ(element(2, {0x1p-130f, 0}, {0x1p100f, 0}, 0.0f), 0.0f);
+  // A subnormal acc is zero: 2^-128 + 2^-126 = 2^-126.
+  EXPECT_EQ(element(2, {0x1p-63f, 0}, {0x1p-63f, 0}, 0x1p-128f), 0x1p-126f);
+  // A chain's subnormal value is flushed: 2^-120 - (2^-120 - 2^-128) = 2^-128 -> 0, + 2^-126.
+  EXPECT_EQ(element(6, {0x1p-60f, 0, -0x1p-60f, 0, 0x1p-63f, 0}, {0x1p-60f, 0, 0x1p-60f * (1 - 0x1p-8f), 0, 0x1p-63f, 0},
+                    0.0f),
+            0x1p-126f);
+  // A tiny product is not flushed before it is added (the step is one fused multiply-add):
+  // 2^-126 (1 + 2^-7) + 2^-127.
+  EXPECT_EQ(element(4, {0x1p-63f * (1 + 0x1p-7f), 0, 0x1p-64f, 0}, {0x1p-63f, 0, 0x1p-63f, 0}, 0.0f),
+            0x1p-126f * (1 + 0x1p-7f) + 0x1p-127f);
+  // Tininess after rounding: 2^-126 - 2^-151 rounds to 2^-126, which is kept.
+  EXPECT_EQ(element(4, {0x1p-63f, 0, -0x1p-63f, 0}, {0x1p-63f, 0, 0x1p-88f, 0}, 0.0f), 0x1p-126f);
+  // The merge's result keeps its sign when flushed: -2^-125 + 2^-125 (1 - 2^-3) = -2^-128 -> -0.
+  const float r = element(2, {0x1p-62f, 0}, {0x1p-63f * (1 - 0x1p-3f), 0}, -0x1p-125f);
+  EXPECT_TRUE(sameBits(r, -0.0f)) << r;
+  // Chains start from +0: every product -0 and acc -0 gives +0.
+  EXPECT_TRUE(sameBits(element(2, {-1, -1}, {0, 0}, -0.0f), 0.0f));
+}
+
+// ---- the silicon ----------------------------------------------------------------------------
+
+struct TileConfig {
+  uint8_t palette = 1, start = 0, reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+bool amxHere(std::string& why) {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  __cpuid_count(7, 0, eax, ebx, ecx, edx);
+  if (!(edx & (1u << 22)) || !(edx & (1u << 24))) {
+    why = "this CPU has no AMX-BF16";
+    return false;
+  }
+  // Linux grants the tile data state per process on request (ARCH_REQ_XCOMP_PERM, XTILEDATA).
+  if (syscall(SYS_arch_prctl, 0x1023, 18) != 0) {
+    why = "the kernel refused AMX tile state";
+    return false;
+  }
+  return true;
+}
+
+// c[m, n] over K: one TDPBF16PS per block of 32, the last block padded with zeros. The operands
+// go in as bf16 rounded to nearest even (host/storage.h); the instruction flushes them itself.
+__attribute__((target("amx-tile,amx-bf16"))) std::vector<float> amx(const Inputs& in) {
+  TileConfig cfg;
+  for (int t = 0; t < 3; ++t) cfg.rows[t] = 16, cfg.colsb[t] = 64;
+  _tile_loadconfig(&cfg);
+  alignas(64) float c[kM][kN];
+  alignas(64) uint16_t A[kM][32], B[16][32];
+  for (int m = 0; m < kM; ++m)
+    for (int n = 0; n < kN; ++n) c[m][n] = in.acc[m * kN + n];
+  _tile_loadd(0, c, 64);
+  for (int k0 = 0; k0 < in.K; k0 += 32) {
+    for (int m = 0; m < kM; ++m)
+      for (int j = 0; j < 32; ++j) A[m][j] = k0 + j < in.K ? host::f32ToBf16(in.a[m * in.K + k0 + j]) : 0;
+    for (int p = 0; p < 16; ++p)
+      for (int n = 0; n < kN; ++n)
+        for (int t = 0; t < 2; ++t) {
+          const int k = k0 + 2 * p + t;
+          B[p][2 * n + t] = k < in.K ? host::f32ToBf16(in.b[n * in.K + k]) : 0;
+        }
+    _tile_loadd(1, A, 64);
+    _tile_loadd(2, B, 64);
+    _tile_dpbf16ps(0, 1, 2);
+  }
+  _tile_stored(0, c, 64);
+  _tile_release();
+  std::vector<float> out(kM * kN);
+  for (int m = 0; m < kM; ++m)
+    for (int n = 0; n < kN; ++n) out[m * kN + n] = c[m][n];
+  return out;
+}
+
+// Values that exercise every rule: wide and narrow exponents (products near 2^-126, cancelling
+// chains), f32 values between bf16 values and halfway, subnormals, zeros of both signs, and a
+// rare inf or NaN.
+float edgeValue(std::mt19937_64& rng, int mode) {
+  const uint32_t sign = (rng() & 1) << 31;
+  const int r = static_cast<int>(rng() % 64);
+  if (r == 0) return std::bit_cast<float>(sign);                                  // ±0
+  if (r == 1) return std::bit_cast<float>(sign | static_cast<uint32_t>(rng() % 0x7FFFFF + 1));  // subnormal
+  if (r == 2 && mode == 2) return std::bit_cast<float>(sign | 0x7F800000u);     // inf
+  if (r == 3 && mode == 2) return std::numeric_limits<float>::quiet_NaN();
+  int e = mode == 0 ? 127 + static_cast<int>(rng() % 17) - 8 : 127 - 70 + static_cast<int>(rng() % 16) - 8;
+  uint32_t mant = static_cast<uint32_t>(rng()) & 0x7FFFFFu;
+  if (r < 40) mant &= 0x7F0000u;  // a bf16 value
+  if (r == 4) mant = (mant & 0x7F0000u) | 0x8000u;  // halfway
+  return std::bit_cast<float>(sign | static_cast<uint32_t>(e) << 23 | mant);
+}
+
+Inputs edgeInputs(int K, uint64_t seed, int mode, int M = kM, int N = kN) {
+  std::mt19937_64 rng(seed);
+  Inputs in{K, {}, {}, {}};
+  for (int i = 0; i < M * K; ++i) in.a.push_back(edgeValue(rng, mode));
+  for (int i = 0; i < N * K; ++i) in.b.push_back(edgeValue(rng, mode));
+  // acc near the products' magnitudes (mode 1: around 2^-126..2^-140 sums)
+  for (int i = 0; i < M * N; ++i) {
+    float v = edgeValue(rng, mode);
+    in.acc.push_back(mode == 1 ? v * v : v);
+  }
+  return in;
+}
+
+int64_t differing(const std::vector<float>& x, const std::vector<float>& y, const std::string& what) {
+  int64_t bad = 0;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (!sameBits(x[i], y[i]) && ++bad <= 3)
+      ADD_FAILURE() << what << " element " << i << std::hex << ": 0x" << std::bit_cast<uint32_t>(x[i]) << " against 0x"
+                    << std::bit_cast<uint32_t>(y[i]);
+  return bad;
+}
+
+TEST(Bf16Dot, InterpreterMatchesAmxWhereTheCpuHasIt) {
+  std::string why;
+  if (!amxHere(why)) {
+    testhost::sayNotRun("Bf16Dot against AMX's TDPBF16PS", why);
+    return;
+  }
+  int64_t cases = 0;
+  for (int K : {2, 32, 33, 64, 77, 200})
+    for (int mode = 0; mode < 3; ++mode)
+      for (uint64_t seed = 0; seed < 6; ++seed) {
+        const Inputs in = edgeInputs(K, seed * 3 + mode + 1000 * K, mode);
+        auto k = parse(dotKernel(K));
+        ASSERT_TRUE(k);
+        EXPECT_EQ(differing(interpret(*k, in), amx(in), fmt::format("K={} mode={} seed={}", K, mode, seed)), 0);
+        cases += kM * kN;
+      }
+  EXPECT_EQ(cases, 6 * 3 * 6 * kM * kN);
+}
+
+// ---- compiled code --------------------------------------------------------------------------
+
+// 3 x 16 outputs (the lanes along n), K unrolled or in a loop with a padded last block.
+void compiledMatchesInterpreter(const std::string& isa, const std::vector<std::pair<std::string, std::string>>& set) {
+  constexpr int M = 3, N = 16;
+  for (int K : {33, 77}) {
+    auto k = parse(dotKernel(K, M, N));
+    ASSERT_TRUE(k);
+    plan::Knobs knobs;
+    ASSERT_FALSE(knobs.set("isa", isa));
+    std::string label = "isa=" + isa;
+    for (const auto& [name, value] : set) {
+      ASSERT_FALSE(knobs.set(name, value)) << name;
+      label += " " + name + "=" + value;
+    }
+    driver::Compilation c;
+    ASSERT_FALSE(driver::compile(*k, knobs, c, driver::Stage::Obj)) << label;
+    if (!testhost::runsHere(isa, "Bf16Dot compiled " + label)) continue;
+    std::unique_ptr<runtime::LoadedKernel> loaded;
+    ASSERT_FALSE(driver::load(c.object, *k, isa, 1, loaded)) << label;
+    for (int mode = 0; mode < 3; ++mode) {
+      Inputs in = edgeInputs(K, 77 + mode, mode, M, N);
+      std::vector<float> out(M * N, 0.0f);
+      auto view = [](std::vector<float>& v) {
+        return runtime::Arg::view(v.data(), static_cast<int64_t>(v.size() * sizeof(float)));
+      };
+      const std::vector<runtime::Arg> args = {view(in.a), view(in.b), view(in.acc), view(out)};
+      auto e = loaded->launch(args);
+      ASSERT_FALSE(e) << *e;
+      EXPECT_EQ(differing(out, interpret(*k, in), fmt::format("{} K={} mode={}", label, K, mode)), 0);
+    }
+  }
+}
+
+TEST(Bf16Dot, CompiledMatchesInterpreterBitForBit) {
+  for (const std::string isa : {"avx2", "avx512"}) {
+    compiledMatchesInterpreter(isa, {});
+    compiledMatchesInterpreter(isa, {{"local_lanes", "1"}});
+    compiledMatchesInterpreter(isa, {{"max_unrolled_tile_elements", "0"}});
+  }
+}
+
+TEST(Bf16Dot, ParsesPrintsAndRefusesOtherFlags) {
+  auto k = parse(dotKernel(8));
+  ASSERT_TRUE(k);
+  const std::string printed = ir::print(*k);
+  EXPECT_NE(printed.find("contract [k] bf16_dot"), std::string::npos) << printed;
+  auto again = parse(printed);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(ir::print(*again), printed);
+  ir::DiagEngine diag;
+  std::string text = dotKernel(8);
+  const size_t at = text.find("bf16_dot");
+  EXPECT_FALSE(ir::parseKernel(text.substr(0, at) + "bf16_dot fused" + text.substr(at + 8), "x.tile", diag));
+  EXPECT_NE(diag.str().find("bf16_dot is an order of its own"), std::string::npos) << diag.str();
+}
+
+}  // namespace
+}  // namespace kiln
