@@ -107,6 +107,10 @@ struct MmaFlags {
   // accumulator merges the partitions in order), which vector lanes run as a dot product; 0:
   // ascending K.
   int partitions = 0;
+  // The bf16 dot order of docs/ir.md (operands rounded to bf16, blocks of 32 in two chains,
+  // flushes): Intel AMX's TDPBF16PS arithmetic, which AVX-512 code on an AMX host runs on tiles.
+  // Alone: no other flag with it.
+  bool bf16_dot = false;
 };
 inline constexpr MmaFlags fusedMma{false, false, true};
 

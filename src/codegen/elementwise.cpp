@@ -193,14 +193,22 @@ llvm::Value* Elementwise::flushTiny(llvm::Value* x) {
   return b_.CreateBitCast(b_.CreateSelect(tiny, b_.CreateAnd(u, bitsConst(u, 0x80000000u)), u), x->getType());
 }
 
+llvm::Value* Elementwise::bf16Bits(llvm::Value* x) {
+  // Round to nearest even at bit 16 (bits + 0x7FFF + bit 16); a NaN keeps its top bits, made quiet.
+  llvm::Value* u = b_.CreateBitCast(x, x->getType()->getWithNewType(b_.getInt32Ty()));
+  llvm::Value* nan = b_.CreateICmpUGT(b_.CreateAnd(u, bitsConst(u, 0x7FFFFFFFu)), bitsConst(u, 0x7F800000u));
+  llvm::Value* top = b_.CreateLShr(u, bitsConst(u, 16));
+  llvm::Value* rounded = b_.CreateLShr(
+      b_.CreateAdd(b_.CreateAdd(u, bitsConst(u, 0x7FFFu)), b_.CreateAnd(top, bitsConst(u, 1))), bitsConst(u, 16));
+  llvm::Value* r = b_.CreateSelect(nan, b_.CreateOr(top, bitsConst(u, 0x40u)), rounded);
+  return b_.CreateTrunc(r, x->getType()->getWithNewType(b_.getInt16Ty()));
+}
+
 llvm::Value* Elementwise::bf16DotStep(llvm::Value* a, llvm::Value* b, llvm::Value* e) {
   auto operand = [&](llvm::Value* x) {
-    // Round to nearest even at bit 16 (bits + 0x7FFF + bit 16, the low half cleared); a NaN as it is.
-    llvm::Value* u = b_.CreateBitCast(x, x->getType()->getWithNewType(b_.getInt32Ty()));
-    llvm::Value* nan = b_.CreateICmpUGT(b_.CreateAnd(u, bitsConst(u, 0x7FFFFFFFu)), bitsConst(u, 0x7F800000u));
-    llvm::Value* odd = b_.CreateAnd(b_.CreateLShr(u, bitsConst(u, 16)), bitsConst(u, 1));
-    llvm::Value* r = b_.CreateAnd(b_.CreateAdd(b_.CreateAdd(u, bitsConst(u, 0x7FFFu)), odd), bitsConst(u, 0xFFFF0000u));
-    return flushTiny(b_.CreateBitCast(b_.CreateSelect(nan, u, r), x->getType()));
+    llvm::Value* wide =
+        b_.CreateShl(b_.CreateZExt(bf16Bits(x), x->getType()->getWithNewType(b_.getInt32Ty())), bitsConst(x, 16));
+    return flushTiny(b_.CreateBitCast(wide, x->getType()));
   };
   return flushTiny(b_.CreateIntrinsic(llvm::Intrinsic::fma, {e->getType()}, {operand(a), operand(b), e}));
 }

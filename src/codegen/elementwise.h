@@ -46,6 +46,8 @@ class Elementwise {
   // nearest even) and flushed; a padding step e + 0; a block's merge flushTiny(c +
   // flushTiny(even + odd)).
   llvm::Value* flushTiny(llvm::Value* x);
+  // f32 (scalar or vector) to bf16 bits (i16 of its shape), to nearest even; a NaN stays a NaN.
+  llvm::Value* bf16Bits(llvm::Value* x);
   llvm::Value* bf16DotStep(llvm::Value* a, llvm::Value* b, llvm::Value* e);
   llvm::Value* bf16DotPad(llvm::Value* e);
   llvm::Value* bf16DotMerge(llvm::Value* c, llvm::Value* even, llvm::Value* odd);

@@ -1,4 +1,5 @@
 #include "driver/compile.h"
+#include "host/isa.h"
 #include "host/storage.h"
 
 #include <fmt/format.h>
@@ -60,6 +61,9 @@ jit::ObjectCacheKey cacheKey(const ir::Kernel& kernel, const plan::Knobs& knobs,
   const jit::HostTarget& host = jit::hostTarget();
   const jit::TargetCpu target = jit::targetCpu(knobs.isa);
   key.cpu = target.features.empty() ? target.cpu : target.cpu + " " + target.features;
+  // amx=auto compiles AMX code only on a host with AMX (plan/lanes.cpp): a cache shared between
+  // hosts must not hand that object to one without.
+  if (knobs.amx == "auto" && host::cpuHasAmxBf16()) key.cpu += " +amx-bf16 (amx=auto)";
   key.llvm_version = host.llvm_version;
   key.kiln_version = jit::kilnBuildId();
   return key;

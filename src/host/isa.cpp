@@ -1,5 +1,9 @@
 #include "host/isa.h"
 
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -23,6 +27,17 @@ bool cpuHasAvx512() {
 bool cpuHasAvx2() {
   static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return has;
+}
+
+bool cpuHasAmxBf16() {
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+    const bool tile = edx & (1u << 24), bf16 = edx & (1u << 22);
+    // ARCH_REQ_XCOMP_PERM (0x1023) for XFEATURE_XTILEDATA (18): granted once for the process.
+    return tile && bf16 && syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+  }();
+  return has && cpuHasAvx512();
 }
 
 }  // namespace kiln::host

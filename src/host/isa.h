@@ -11,6 +11,10 @@ namespace kiln::host {
 bool cpuHasAvx512();
 // The CPU has AVX2 and FMA (x86-64-v3's vector part).
 bool cpuHasAvx2();
+// The CPU has AMX with bf16 (AMX-TILE, AMX-BF16), the OS granted this process the tile data state
+// (Linux: arch_prctl ARCH_REQ_XCOMP_PERM, asked once here), and AVX-512 answers yes (the switch
+// above turns AMX off too).
+bool cpuHasAmxBf16();
 // KILN_HOST_WITHOUT_AVX512 is set to a non-empty value other than "0".
 bool pretendingNoAvx512();
 

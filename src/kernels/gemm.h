@@ -30,9 +30,11 @@ struct GemmTiles {
 // products a program of its own (acc from 0, K ascending) storing its partial tile in a
 // workspace `c_part` [split_k, M, N]; a second phase sums the partials in chunk order,
 // c = ((0 + p0) + p1) + ... — a different, equally defined result.
+// bf16_dot: the mma in the bf16 dot order (docs/ir.md, MMA; `fused` is then not used): each K
+// step's tile contracts in blocks of 32, which AVX-512 code on an AMX host runs on AMX tiles.
 dsl::BuildResult gemm(const GemmShape& shape, const GemmTiles& tiles = {}, bool trans_b = false, bool fused = true,
                       bool runtime_rows = false, dsl::FloatElem a_elem = dsl::FloatElem::F32,
-                      dsl::FloatElem b_elem = dsl::FloatElem::F32, int64_t split_k = 1);
+                      dsl::FloatElem b_elem = dsl::FloatElem::F32, int64_t split_k = 1, bool bf16_dot = false);
 
 // The library's tiles for a shape on a CPU whose programs run on `threads` threads: up to
 // 64 x 64 outputs per program (a 64-column row is four 16-lane vectors), K in steps of up to 64.

@@ -14,6 +14,7 @@
 #include <numeric>
 #include <span>
 
+#include "host/storage.h"
 #include "kernels/attention.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
@@ -382,7 +383,10 @@ const std::vector<Entry>& entries() {
     t.push_back(Entry{
         {"gemm", "M,N,K",
          "--trans-b   B is given as N x K (default K x N)\n--fma fused|unfused   mma steps as one fused multiply-add "
-         "rounded once, or MUL then ADD (default fused)\n" +
+         "rounded once, or MUL then ADD (default fused)\n"
+         "--order ascending|bf16_dot   the mma's order: K ascending (default), or the bf16 dot order (operands "
+         "rounded to bf16, each K step's tile in blocks of 32: AMX's TDPBF16PS, which AVX-512 code on an AMX host "
+         "runs; docs/ir.md)\n" +
              std::string(kRuntimeRowsHelp) +
              " (M: a partial last row tile runs row by row)\n"
              "--a-dtype f32|f16|bf16, --b-dtype f32|f16|bf16   the storage of A and of B (16-bit weights): loads "
@@ -395,12 +399,14 @@ const std::vector<Entry>& entries() {
          "C[M,N] = A[M,K] . B (K = 0 gives zeros); tiles up to 64x64 outputs, K steps up to 64"},
         {"M", "N", "K"},
         {1, 1, 0},
-        {"trans-b", "fma", "runtime-rows", "a-dtype", "b-dtype", "tile", "split-k"},
+        {"trans-b", "fma", "order", "runtime-rows", "a-dtype", "b-dtype", "tile", "split-k"},
         [](const LibraryRequest& r, Spec& s) -> Error {
           if (auto e = gemmTileOption(r, s)) return e;
-          std::string fma = "fused";
+          std::string fma = "fused", order = "ascending";
           if (auto e = optionChoice(r, "fma", {"fused", "unfused"}, fma)) return e;
+          if (auto e = optionChoice(r, "order", {"ascending", "bf16_dot"}, order)) return e;
           s.fused = fma == "fused";
+          s.bf16_dot = order == "bf16_dot";
           if (auto e = dtypeOption(r, "a-dtype", s.a_elem)) return e;
           if (auto e = dtypeOption(r, "b-dtype", s.b_elem)) return e;
           if (auto e = runtimeRowsOption(r, s)) return e;
@@ -417,11 +423,20 @@ const std::vector<Entry>& entries() {
         },
         [](const Spec& s) {
           GemmShape g{s.shape[0], s.shape[1], s.shape[2]};
-          return gemm(g, gemmTiles(s), s.trans_b, s.fused, s.runtime_rows, s.a_elem, s.b_elem, gemmSplitK(s));
+          return gemm(g, gemmTiles(s), s.trans_b, s.fused, s.runtime_rows, s.a_elem, s.b_elem, gemmSplitK(s),
+                      s.bf16_dot);
         },
         [](const Spec& s, const std::vector<host::ParamData>& in) {
+          // The bf16 dot order's operands are bf16 values (part of the kernel's meaning).
+          auto operand = [&](const std::vector<float>& x) {
+            std::vector<float> r = x;
+            if (s.bf16_dot)
+              for (float& v : r) v = host::roundToStorage(ir::Elem::BF16, v);
+            return r;
+          };
           return cutRows(s, in,
-                         reference::gemm({s.shape[0], s.shape[1], s.shape[2]}, s.trans_b, in[0].data, in[1].data));
+                         reference::gemm({s.shape[0], s.shape[1], s.shape[2]}, s.trans_b, operand(in[0].data),
+                                         operand(in[1].data)));
         }});
 
     t.push_back(Entry{{"softmax", "rows,cols",

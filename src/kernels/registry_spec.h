@@ -47,6 +47,7 @@ struct Spec {
   bool causal = true;
   std::optional<double> scale;
   bool trans_b = false;            // gemm
+  bool bf16_dot = false;           // gemm --order bf16_dot
   std::optional<GemmTiles> tiles;  // gemm --tile (else the target's default: gemmTiles)
   int64_t split_k = 0;             // gemm --split-k: K chunks (0: auto, the target's rule: gemmSplitK)
   LibraryTarget target;

@@ -133,6 +133,19 @@ const std::vector<Entry>& entries() {
     }
     {
       Entry e;
+      e.info = {"amx", "auto", "auto|off",
+                "cpu, AVX-512 code: an mma in the bf16_dot order runs on AMX tile instructions (TDPBF16PS, whose "
+                "arithmetic the order is: the same bits either way); auto: where this host has AMX (docs/backend.md)"};
+      e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
+        if (v != "auto" && v != "off") return rangeError(info, v);
+        k.amx = v;
+        return std::nullopt;
+      };
+      e.get = [](const Knobs& k) { return k.amx; };
+      t.push_back(e);
+    }
+    {
+      Entry e;
       e.info = {"gpu_lanes", "threads", "threads|registers",
                 "target nvptx: a program's W lanes spread over W threads of a warp, or kept in one thread's registers"};
       e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {

@@ -287,6 +287,10 @@ class CodeModel {
       });
       return;
     }
+    if (m.form == MmaForm::Amx) {  // packing loops over rows of a, b and the accumulator, twice
+      if (mp.k > 0) add(&LaneCode::loops, 5);
+      return;
+    }
     if (m.form == MmaForm::Dot) {
       const int64_t A = P / w_, rounds = mp.k / P;
       const int64_t folds = m.k_loop ? A : (rounds - 1) * A;  // vectors folded after the first A

@@ -26,6 +26,7 @@
 #include <map>
 #include <set>
 
+#include "host/isa.h"
 #include "plan/plan.h"
 #include "target/target.h"
 
@@ -163,6 +164,21 @@ class LanePlanner {
 
   static std::vector<std::string> contracted(const Op* op) { return op->dims; }
 
+  // An mma the AMX form runs (knob amx; docs/backend.md): the bf16 dot order, AVX-512 code on a
+  // host with AMX, c[r, n] from a[r, k] (K last) and b[n, k] or b[k, n] (n the lanes).
+  bool amxForm(const Op* op) const {
+    if (!op->mma_policy.bf16_dot || p_.knobs.amx == "off" || p_.knobs.target != target::Kind::Cpu) return false;
+    if (model_->isa != "avx512" || p_.knobs.packet_width != 16 || !host::cpuHasAmxBf16()) return false;
+    const ir::Type& at = op->operands[2]->type;
+    const ir::Type& xa = op->operands[0]->type;
+    const ir::Type& xb = op->operands[1]->type;
+    if (at.dims.size() != 2 || op->dims.size() != 1 || xa.dims.size() != 2 || xb.dims.size() != 2) return false;
+    const std::string& k = op->dims[0];
+    const bool kInner = xb.dims[1].name == k && xb.dims[0].name == at.dims[1].name;
+    const bool kOuter = xb.dims[0].name == k && xb.dims[1].name == at.dims[1].name;
+    return xa.dims[1].name == k && xa.dims[0].name == at.dims[0].name && (kInner || kOuter);
+  }
+
   void planMmas() {
     ir::walk(k_.body, [&](const Op* op) {
       if (op->kind != OpKind::Mma) return;
@@ -180,6 +196,21 @@ class LanePlanner {
       if (acc->type.isScalar()) {
         m.form = MmaForm::Scalar;
         for (int i = 0; i < 2; ++i) materialize(op->operands[i]);
+        lp_.mma[op] = m;
+        return;
+      }
+      if (amxForm(op)) {
+        // The bf16 dot order on AMX tiles (docs/backend.md): operands packed as bf16 at runtime
+        // rows (memory), the accumulator through a 16 x 16 f32 tile buffer.
+        m.form = MmaForm::Amx;
+        m.lane_dim = acc->type.dims.back().name;
+        m.k_rolled = false;
+        m.k_reason =
+            fmt::format("bf16_dot on AMX: {} x {} outputs in 16 x 16 tiles, K={} in {} block(s) of 32 (TDPBF16PS)",
+                        acc->type.dims[0].extent, acc->type.dims[1].extent, mp.k, (mp.k + 31) / 32);
+        for (int i = 0; i < 2; ++i) materialize(op->operands[i]);
+        needMemory(acc);
+        needMemory(op->results[0]);
         lp_.mma[op] = m;
         return;
       }

@@ -457,6 +457,7 @@ const char* toString(MmaForm form) {
     case MmaForm::Scalar: return "scalar";
     case MmaForm::Dot: return "dot";
     case MmaForm::Elements: return "elements";
+    case MmaForm::Amx: return "amx";
   }
   return "?";
 }

@@ -131,8 +131,8 @@ struct Conversion {
 enum class Realization { Packets, Lanes, Block };
 const char* toString(Realization r);  // "packets" | "lanes" | "block"
 
-enum class MmaForm { OuterProduct, Scalar, Dot, Elements };
-const char* toString(MmaForm form);  // "outer_product" | "scalar" | "dot" | "elements"
+enum class MmaForm { OuterProduct, Scalar, Dot, Elements, Amx };
+const char* toString(MmaForm form);  // "outer_product" | "scalar" | "dot" | "elements" | "amx"
 
 struct LaneMma {
   MmaForm form = MmaForm::OuterProduct;

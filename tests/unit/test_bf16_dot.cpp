@@ -3,8 +3,8 @@
 // edge inputs where this CPU has AMX (the order is defined to be that instruction's, so a
 // compiled realization may use it); and compiled code (both CPU realizations, AVX2 and AVX-512,
 // K unrolled and in a loop) against the interpreter bit for bit on the same inputs.
-#include <fmt/format.h>
 #include <cpuid.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
@@ -16,10 +16,12 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "driver/compile.h"
+#include "host/isa.h"
 #include "host/storage.h"
 #include "host_isa.h"
 #include "interp/interp.h"
@@ -34,9 +36,24 @@ namespace {
 
 constexpr int kM = 16, kN = 16;
 
-// c[m, n] = mma(a[m, :], b[n, :], acc[m, n]) over K in the bf16 dot order.
-std::string dotKernel(int K, int M = kM, int N = kN) {
-  return fmt::format(R"(kernel @dot(%a: view<f32>[{0}, {2}], %b: view<f32>[{1}, {2}], %acc: view<f32>[{0}, {1}], %c: view<f32>[{0}, {1}]) {{
+// c[m, n] = mma(a[m, :], b[n, :], acc[m, n]) over K in the bf16 dot order (kOuter: b stored
+// [K, N] and loaded as [k, n]).
+std::string dotKernel(int K, int M = kM, int N = kN, bool kOuter = false) {
+  if (kOuter)
+    return fmt::format(
+        R"(kernel @dot(%a: view<f32>[{0}, {2}], %b: view<f32>[{2}, {1}], %acc: view<f32>[{0}, {1}], %c: view<f32>[{0}, {1}]) {{
+  parallel (%p) in (1) {{
+    %at = load %a[0, 0] as [m:{0}, k:{2}] fill 0
+    %bt = load %b[0, 0] as [k:{2}, n:{1}] fill 0
+    %ct = load %acc[0, 0] as [m:{0}, n:{1}] fill 0
+    %r = mma %at, %bt, %ct contract [k] bf16_dot
+    store %r, %c[0, 0] as [m:{0}, n:{1}]
+  }}
+}}
+)",
+        M, N, K);
+  return fmt::format(
+      R"(kernel @dot(%a: view<f32>[{0}, {2}], %b: view<f32>[{1}, {2}], %acc: view<f32>[{0}, {1}], %c: view<f32>[{0}, {1}]) {{
   parallel (%p) in (1) {{
     %at = load %a[0, 0] as [m:{0}, k:{2}] fill 0
     %bt = load %b[0, 0] as [n:{1}, k:{2}] fill 0
@@ -46,7 +63,7 @@ std::string dotKernel(int K, int M = kM, int N = kN) {
   }}
 }}
 )",
-                     M, N, K);
+      M, N, K);
 }
 
 std::unique_ptr<ir::Kernel> parse(const std::string& text) {
@@ -113,8 +130,8 @@ TEST(Bf16Dot, InterpreterRoundsOperandsToBf16AndFlushesTinyValues) {
   // A subnormal acc is zero: 2^-128 + 2^-126 = 2^-126.
   EXPECT_EQ(element(2, {0x1p-63f, 0}, {0x1p-63f, 0}, 0x1p-128f), 0x1p-126f);
   // A chain's subnormal value is flushed: 2^-120 - (2^-120 - 2^-128) = 2^-128 -> 0, + 2^-126.
-  EXPECT_EQ(element(6, {0x1p-60f, 0, -0x1p-60f, 0, 0x1p-63f, 0}, {0x1p-60f, 0, 0x1p-60f * (1 - 0x1p-8f), 0, 0x1p-63f, 0},
-                    0.0f),
+  EXPECT_EQ(element(6, {0x1p-60f, 0, -0x1p-60f, 0, 0x1p-63f, 0},
+                    {0x1p-60f, 0, 0x1p-60f * (1 - 0x1p-8f), 0, 0x1p-63f, 0}, 0.0f),
             0x1p-126f);
   // A tiny product is not flushed before it is added (the step is one fused multiply-add):
   // 2^-126 (1 + 2^-7) + 2^-127.
@@ -190,13 +207,13 @@ __attribute__((target("amx-tile,amx-bf16"))) std::vector<float> amx(const Inputs
 float edgeValue(std::mt19937_64& rng, int mode) {
   const uint32_t sign = (rng() & 1) << 31;
   const int r = static_cast<int>(rng() % 64);
-  if (r == 0) return std::bit_cast<float>(sign);                                  // ±0
+  if (r == 0) return std::bit_cast<float>(sign);                                                // ±0
   if (r == 1) return std::bit_cast<float>(sign | static_cast<uint32_t>(rng() % 0x7FFFFF + 1));  // subnormal
-  if (r == 2 && mode == 2) return std::bit_cast<float>(sign | 0x7F800000u);     // inf
+  if (r == 2 && mode == 2) return std::bit_cast<float>(sign | 0x7F800000u);                     // inf
   if (r == 3 && mode == 2) return std::numeric_limits<float>::quiet_NaN();
   int e = mode == 0 ? 127 + static_cast<int>(rng() % 17) - 8 : 127 - 70 + static_cast<int>(rng() % 16) - 8;
   uint32_t mant = static_cast<uint32_t>(rng()) & 0x7FFFFFu;
-  if (r < 40) mant &= 0x7F0000u;  // a bf16 value
+  if (r < 40) mant &= 0x7F0000u;                    // a bf16 value
   if (r == 4) mant = (mant & 0x7F0000u) | 0x8000u;  // halfway
   return std::bit_cast<float>(sign | static_cast<uint32_t>(e) << 23 | mant);
 }
@@ -244,44 +261,79 @@ TEST(Bf16Dot, InterpreterMatchesAmxWhereTheCpuHasIt) {
 
 // ---- compiled code --------------------------------------------------------------------------
 
-// 3 x 16 outputs (the lanes along n), K unrolled or in a loop with a padded last block.
-void compiledMatchesInterpreter(const std::string& isa, const std::vector<std::pair<std::string, std::string>>& set) {
-  constexpr int M = 3, N = 16;
+// M x N outputs (the lanes along n), K unrolled or in a loop with a padded last block. Returns
+// the mma forms the plans chose.
+std::set<std::string> compiledMatchesInterpreter(const std::string& isa,
+                                                 const std::vector<std::pair<std::string, std::string>>& set, int M = 3,
+                                                 int N = 16, bool kOuter = false) {
+  std::set<std::string> forms;
   for (int K : {33, 77}) {
-    auto k = parse(dotKernel(K, M, N));
-    ASSERT_TRUE(k);
+    auto k = parse(dotKernel(K, M, N, kOuter));
+    if (!k) {
+      ADD_FAILURE() << "parse";
+      continue;
+    }
     plan::Knobs knobs;
-    ASSERT_FALSE(knobs.set("isa", isa));
+    EXPECT_FALSE(knobs.set("isa", isa));
     std::string label = "isa=" + isa;
     for (const auto& [name, value] : set) {
-      ASSERT_FALSE(knobs.set(name, value)) << name;
+      EXPECT_FALSE(knobs.set(name, value)) << name;
       label += " " + name + "=" + value;
     }
     driver::Compilation c;
-    ASSERT_FALSE(driver::compile(*k, knobs, c, driver::Stage::Obj)) << label;
+    EXPECT_FALSE(driver::compile(*k, knobs, c, driver::Stage::Obj)) << label;
+    for (const auto& phase : c.report["phases"]) {
+      const auto lanes = phase.find("lanes");
+      if (lanes != phase.end() && lanes->is_object() && lanes->contains("mma"))
+        for (const auto& m : (*lanes)["mma"]) forms.insert(m["form"].get<std::string>());
+    }
     if (!testhost::runsHere(isa, "Bf16Dot compiled " + label)) continue;
     std::unique_ptr<runtime::LoadedKernel> loaded;
-    ASSERT_FALSE(driver::load(c.object, *k, isa, 1, loaded)) << label;
+    EXPECT_FALSE(driver::load(c.object, *k, isa, 1, loaded)) << label;
+    if (!loaded) continue;
     for (int mode = 0; mode < 3; ++mode) {
       Inputs in = edgeInputs(K, 77 + mode, mode, M, N);
       std::vector<float> out(M * N, 0.0f);
       auto view = [](std::vector<float>& v) {
         return runtime::Arg::view(v.data(), static_cast<int64_t>(v.size() * sizeof(float)));
       };
+      if (kOuter) {  // b as [K, N]
+        std::vector<float> t(in.b.size());
+        for (int n = 0; n < N; ++n)
+          for (int q = 0; q < K; ++q) t[q * N + n] = in.b[n * K + q];
+        in.b = t;
+      }
       const std::vector<runtime::Arg> args = {view(in.a), view(in.b), view(in.acc), view(out)};
       auto e = loaded->launch(args);
-      ASSERT_FALSE(e) << *e;
+      EXPECT_FALSE(e) << *e;
       EXPECT_EQ(differing(out, interpret(*k, in), fmt::format("{} K={} mode={}", label, K, mode)), 0);
     }
   }
+  return forms;
 }
 
 TEST(Bf16Dot, CompiledMatchesInterpreterBitForBit) {
   for (const std::string isa : {"avx2", "avx512"}) {
-    compiledMatchesInterpreter(isa, {});
+    compiledMatchesInterpreter(isa, {{"amx", "off"}});
     compiledMatchesInterpreter(isa, {{"local_lanes", "1"}});
-    compiledMatchesInterpreter(isa, {{"max_unrolled_tile_elements", "0"}});
+    compiledMatchesInterpreter(isa, {{"max_unrolled_tile_elements", "0"}, {"amx", "off"}});
   }
+}
+
+// The AMX form (knob amx=auto: AVX-512 code on a host with AMX): b as [n, k] and as [k, n],
+// ragged M, N and K (tiles padded to 16 x 16, K to blocks of 32), against the interpreter.
+TEST(Bf16Dot, AmxFormMatchesInterpreterBitForBit) {
+  // Kiln's own answer (KILN_HOST_WITHOUT_AVX512 turns AMX off with AVX-512).
+  const bool amx = host::cpuHasAmxBf16();
+  const std::string why = "this host has no AMX-BF16 for Kiln (or KILN_HOST_WITHOUT_AVX512 is set)";
+  for (bool kOuter : {false, true}) {
+    const std::set<std::string> forms = compiledMatchesInterpreter("avx512", {}, 37, 20, kOuter);
+    if (amx)
+      EXPECT_EQ(forms, std::set<std::string>{"amx"});
+    else
+      EXPECT_EQ(forms.count("amx"), 0u);
+  }
+  if (!amx) testhost::sayNotRun("Bf16Dot AMX form", why);
 }
 
 TEST(Bf16Dot, ParsesPrintsAndRefusesOtherFlags) {

@@ -428,6 +428,10 @@ void LaneEmitter::emitMmaDot(const Op* op) {
 
 void LaneEmitter::emitMmaTiles(const Op* op) {
   const plan::LaneMma& form = lp_.mma.at(op);
+  if (form.form == plan::MmaForm::Amx) {
+    emitMmaAmx(op);
+    return;
+  }
   if (form.fused_transpose) {
     emitMmaFusedTranspose(op);
     return;
