@@ -534,7 +534,7 @@ class LanePlanner {
   // the lane operand of register tiles narrower than its rows.
   bool readInStrips(const Value* x) const {
     return anyMmaOperandUse(x, [&](const Op*, const LaneMma& m, int i) {
-      return m.conversion[i] >= 0 ||
+      return m.conversion[i] >= 0 || m.form == MmaForm::Amx ||
              (m.form == MmaForm::OuterProduct && !m.broadcast[i] && m.block_chunks < lp_.layout[x->id].chunks);
     });
   }

@@ -18,6 +18,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "driver/compile.h"
@@ -326,8 +327,9 @@ TEST(Bf16Dot, AmxFormMatchesInterpreterBitForBit) {
   // Kiln's own answer (KILN_HOST_WITHOUT_AVX512 turns AMX off with AVX-512).
   const bool amx = host::cpuHasAmxBf16();
   const std::string why = "this host has no AMX-BF16 for Kiln (or KILN_HOST_WITHOUT_AVX512 is set)";
-  for (bool kOuter : {false, true}) {
-    const std::set<std::string> forms = compiledMatchesInterpreter("avx512", {}, 37, 20, kOuter);
+  // 37 x 20: through a tile buffer; 32 x 48: the tiles are the result's rows.
+  for (auto [M, N, kOuter] : {std::tuple{37, 20, false}, {37, 20, true}, {32, 48, false}, {32, 48, true}}) {
+    const std::set<std::string> forms = compiledMatchesInterpreter("avx512", {}, M, N, kOuter);
     if (amx)
       EXPECT_EQ(forms, std::set<std::string>{"amx"});
     else

@@ -63,6 +63,12 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
   const int64_t chunksK = (K + w_ - 1) / w_, chunksN = (N + w_ - 1) / w_;
   f_->addFnAttr("target-features", "+amx-tile,+amx-bf16,+avx512bf16");
 
+  // Whole 16 x 16 tiles of a result in memory: the C tiles are the result's own rows (a panel is
+  // row-major, N floats a row), the accumulator copied there first unless it is the same panel
+  // (a loop's carried accumulator, updated in place); else through a tile buffer.
+  const plan::Layout& al = lp_.layout[acc->id];
+  const plan::Layout& rl = lp_.layout[r->id];
+  const bool inPlace = M == M16 && N == N16 && al.rep == plan::LaneRep::Panel && rl.rep == plan::LaneRep::Panel;
   llvm::Value *abuf = nullptr, *bbuf = nullptr, *cbuf = nullptr;
   {
     llvm::IRBuilder<>::InsertPointGuard g(b_);
@@ -74,7 +80,13 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
     };
     abuf = buffer(b_.getInt16Ty(), M16 * Kp);
     bbuf = buffer(b_.getInt32Ty(), Kp / 2 * N16);
-    cbuf = buffer(b_.getFloatTy(), M16 * N16);
+    if (!inPlace) cbuf = buffer(b_.getFloatTy(), M16 * N16);
+  }
+  if (inPlace) {
+    cbuf = slotPtr(rl.slot, Elem::F32, Ix{nullptr, 0});
+    if (al.slot != rl.slot)
+      b_.CreateMemCpy(cbuf, llvm::MaybeAlign(4), slotPtr(al.slot, Elem::F32, Ix{nullptr, 0}), llvm::MaybeAlign(4),
+                      M * N * 4);
   }
   requestTileState();
   // Padding (rows past M, K past its extent, columns past N) must hold zeros.
@@ -129,7 +141,8 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
     }
   }
   // The accumulator into the tile buffer (columns past N hold whatever the last vector had).
-  forEach(M, true, [&](Ix m) {
+  if (!inPlace)
+    forEach(M, true, [&](Ix m) {
     Coords cs = {m, Ix{nullptr, 0}};
     for (int64_t c = 0; c < chunksN; ++c)
       b_.CreateAlignedStore(vec(acc, rowOf(at, cs), Ix{nullptr, c}),
@@ -178,7 +191,7 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
       for (int64_t j = 0; j < tj; j += 2) square(i, std::min<int64_t>(2, ti - i), j, std::min<int64_t>(2, tj - j));
   }
   // The result from the tile buffer (plan: in memory).
-  const plan::Layout& rl = lp_.layout[r->id];
+  if (inPlace) return;
   forEach(M, true, [&](Ix m) {
     Coords cs = {m, Ix{nullptr, 0}};
     for (int64_t c = 0; c < chunksN; ++c) {
