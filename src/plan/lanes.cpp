@@ -208,7 +208,10 @@ class LanePlanner {
         m.k_reason =
             fmt::format("bf16_dot on AMX: {} x {} outputs in 16 x 16 tiles, K={} in {} block(s) of 32 (TDPBF16PS)",
                         acc->type.dims[0].extent, acc->type.dims[1].extent, mp.k, (mp.k + 31) / 32);
-        for (int i = 0; i < 2; ++i) materialize(op->operands[i]);
+        // An operand read from its view at use stays so (a bf16 view's bits go to the tiles as
+        // they are); any other is read at runtime rows from memory.
+        for (int i = 0; i < 2; ++i)
+          if (L(op->operands[i]).rep != LaneRep::Direct) materialize(op->operands[i]);
         needMemory(acc);
         needMemory(op->results[0]);
         lp_.mma[op] = m;

@@ -39,7 +39,12 @@ constexpr int kM = 16, kN = 16;
 
 // c[m, n] = mma(a[m, :], b[n, :], acc[m, n]) over K in the bf16 dot order (kOuter: b stored
 // [K, N] and loaded as [k, n]).
-std::string dotKernel(int K, int M = kM, int N = kN, bool kOuter = false) {
+std::string dotKernel(int K, int M = kM, int N = kN, bool kOuter = false, bool bf16B = false) {
+  if (bf16B) {
+    std::string t = dotKernel(K, M, N, kOuter);
+    t.replace(t.find("%b: view<f32>"), 13, "%b: view<bf16>");
+    return t;
+  }
   if (kOuter)
     return fmt::format(
         R"(kernel @dot(%a: view<f32>[{0}, {2}], %b: view<f32>[{2}, {1}], %acc: view<f32>[{0}, {1}], %c: view<f32>[{0}, {1}]) {{
@@ -266,10 +271,10 @@ TEST(Bf16Dot, InterpreterMatchesAmxWhereTheCpuHasIt) {
 // the mma forms the plans chose.
 std::set<std::string> compiledMatchesInterpreter(const std::string& isa,
                                                  const std::vector<std::pair<std::string, std::string>>& set, int M = 3,
-                                                 int N = 16, bool kOuter = false) {
+                                                 int N = 16, bool kOuter = false, bool bf16B = false) {
   std::set<std::string> forms;
   for (int K : {33, 77}) {
-    auto k = parse(dotKernel(K, M, N, kOuter));
+    auto k = parse(dotKernel(K, M, N, kOuter, bf16B));
     if (!k) {
       ADD_FAILURE() << "parse";
       continue;
@@ -304,7 +309,13 @@ std::set<std::string> compiledMatchesInterpreter(const std::string& isa,
           for (int q = 0; q < K; ++q) t[q * N + n] = in.b[n * K + q];
         in.b = t;
       }
-      const std::vector<runtime::Arg> args = {view(in.a), view(in.b), view(in.acc), view(out)};
+      // A bf16 b: its values are bf16 (subnormals included), given as bits.
+      std::vector<uint16_t> bits;
+      if (bf16B)
+        for (float& v : in.b) bits.push_back(host::f32ToBf16(v)), v = host::bf16ToF32(bits.back());
+      const runtime::Arg bArg =
+          bf16B ? runtime::Arg::view(bits.data(), static_cast<int64_t>(bits.size() * 2)) : view(in.b);
+      const std::vector<runtime::Arg> args = {view(in.a), bArg, view(in.acc), view(out)};
       auto e = loaded->launch(args);
       EXPECT_FALSE(e) << *e;
       EXPECT_EQ(differing(out, interpret(*k, in), fmt::format("{} K={} mode={}", label, K, mode)), 0);
@@ -328,8 +339,14 @@ TEST(Bf16Dot, AmxFormMatchesInterpreterBitForBit) {
   const bool amx = host::cpuHasAmxBf16();
   const std::string why = "this host has no AMX-BF16 for Kiln (or KILN_HOST_WITHOUT_AVX512 is set)";
   // 37 x 20: through a tile buffer; 32 x 48: the tiles are the result's rows.
-  for (auto [M, N, kOuter] : {std::tuple{37, 20, false}, {37, 20, true}, {32, 48, false}, {32, 48, true}}) {
-    const std::set<std::string> forms = compiledMatchesInterpreter("avx512", {}, M, N, kOuter);
+  // A bf16 view's bits go to the tiles as they are.
+  for (auto [M, N, kOuter, bf16B] : {std::tuple{37, 20, false, false},
+                                     {37, 20, true, false},
+                                     {32, 48, false, false},
+                                     {32, 48, true, false},
+                                     {37, 20, true, true},
+                                     {32, 48, false, true}}) {
+    const std::set<std::string> forms = compiledMatchesInterpreter("avx512", {}, M, N, kOuter, bf16B);
     if (amx)
       EXPECT_EQ(forms, std::set<std::string>{"amx"});
     else

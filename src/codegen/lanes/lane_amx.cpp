@@ -93,13 +93,23 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
   if (M16 != M || K % 32 != 0) b_.CreateMemSet(abuf, b_.getInt8(0), M16 * Kp * 2, llvm::Align(64));
   if (N16 != N || K % 32 != 0) b_.CreateMemSet(bbuf, b_.getInt8(0), Kp / 2 * N16 * 4, llvm::Align(64));
 
+  // A vector of an operand as bf16 bits: a bf16 view's read at use as they are (its values are
+  // bf16 already), anything else rounded.
+  auto bits = [&](const ir::Value* x, Ix row, Ix chunk) {
+    const ir::Op* def = x->def;
+    if (lp_.layout[x->id].rep == plan::LaneRep::Direct && def && def->kind == ir::OpKind::Load &&
+        def->operands[0]->type.elem == Elem::BF16)
+      return loadMemoryVector(def, row, chunk);
+    return bf16Vector(vec(x, row, chunk));
+  };
   // A chunk of K of a row of an operand (rows by their first dim), past K's extent zero, as bf16.
   auto packed = [&](const ir::Value* x, Ix row, int64_t chunk) {
     Coords cs = {row, Ix{nullptr, 0}};
-    llvm::Value* v = vec(x, rowOf(x->type, cs), Ix{nullptr, chunk});
+    llvm::Value* v = bits(x, rowOf(x->type, cs), Ix{nullptr, chunk});
     if ((chunk + 1) * static_cast<int64_t>(w_) > K)
-      v = b_.CreateSelect(laneMask(K - chunk * static_cast<int64_t>(w_)), v, llvm::Constant::getNullValue(v->getType()));
-    return bf16Vector(v);
+      v = b_.CreateSelect(laneMask(K - chunk * static_cast<int64_t>(w_)), v,
+                          llvm::Constant::getNullValue(v->getType()));
+    return v;
   };
   auto gep = [&](llvm::Type* t, llvm::Value* base, llvm::Value* index) { return b_.CreateInBoundsGEP(t, base, index); };
   if (K > 0) {
@@ -113,14 +123,14 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
       auto row = [&](Ix k, int64_t c, bool inside) -> llvm::Value* {
         if (!inside) return llvm::Constant::getNullValue(llvm::FixedVectorType::get(b_.getInt16Ty(), w_));
         Coords cs = {k, Ix{nullptr, 0}};
-        return bf16Vector(vec(bv, rowOf(bv->type, cs), Ix{nullptr, c}));
+        return bits(bv, rowOf(bv->type, cs), Ix{nullptr, c});
       };
       std::vector<int> mix;
       for (unsigned j = 0; j < w_; ++j) mix.push_back(static_cast<int>(j)), mix.push_back(static_cast<int>(j + w_));
       auto pairRow = [&](Ix kp, bool oddInside) {
         for (int64_t c = 0; c < chunksN; ++c) {
-          llvm::Value* v = b_.CreateShuffleVector(row(mul(kp, 2), c, true), row(add(mul(kp, 2), Ix{nullptr, 1}), c, oddInside),
-                                                  mix);
+          llvm::Value* v =
+              b_.CreateShuffleVector(row(mul(kp, 2), c, true), row(add(mul(kp, 2), Ix{nullptr, 1}), c, oddInside), mix);
           b_.CreateAlignedStore(v, gep(b_.getInt16Ty(), bbuf, val(add(mul(kp, 2 * N16), Ix{nullptr, 2 * c * w_}))),
                                 llvm::Align(4));
         }
@@ -128,26 +138,26 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
       forEach(K / 2, true, [&](Ix kp) { pairRow(kp, true); });
       if (K % 2) pairRow(Ix{nullptr, K / 2}, false);
     } else {
-    forEach(N, true, [&](Ix n) {
-      for (int64_t c = 0; c < chunksK; ++c) {
-        llvm::Value* words = b_.CreateBitCast(packed(bv, n, c), llvm::FixedVectorType::get(b_.getInt32Ty(), w_ / 2));
-        for (unsigned j = 0; j < w_ / 2; ++j) {
-          Ix at = add(Ix{nullptr, (c * w_ / 2 + j) * N16}, n);
-          b_.CreateAlignedStore(b_.CreateExtractElement(words, uint64_t(j)), gep(b_.getInt32Ty(), bbuf, val(at)),
-                                llvm::Align(4));
+      forEach(N, true, [&](Ix n) {
+        for (int64_t c = 0; c < chunksK; ++c) {
+          llvm::Value* words = b_.CreateBitCast(packed(bv, n, c), llvm::FixedVectorType::get(b_.getInt32Ty(), w_ / 2));
+          for (unsigned j = 0; j < w_ / 2; ++j) {
+            Ix at = add(Ix{nullptr, (c * w_ / 2 + j) * N16}, n);
+            b_.CreateAlignedStore(b_.CreateExtractElement(words, uint64_t(j)), gep(b_.getInt32Ty(), bbuf, val(at)),
+                                  llvm::Align(4));
+          }
         }
-      }
-    });
+      });
     }
   }
   // The accumulator into the tile buffer (columns past N hold whatever the last vector had).
   if (!inPlace)
     forEach(M, true, [&](Ix m) {
-    Coords cs = {m, Ix{nullptr, 0}};
-    for (int64_t c = 0; c < chunksN; ++c)
-      b_.CreateAlignedStore(vec(acc, rowOf(at, cs), Ix{nullptr, c}),
-                            gep(b_.getFloatTy(), cbuf, val(add(mul(m, N16), Ix{nullptr, c * w_}))), llvm::Align(4));
-  });
+      Coords cs = {m, Ix{nullptr, 0}};
+      for (int64_t c = 0; c < chunksN; ++c)
+        b_.CreateAlignedStore(vec(acc, rowOf(at, cs), Ix{nullptr, c}),
+                              gep(b_.getFloatTy(), cbuf, val(add(mul(m, N16), Ix{nullptr, c * w_}))), llvm::Align(4));
+    });
   if (K > 0) {
     llvm::Value* i16 = b_.getInt16(16);
     llvm::Value* b64 = b_.getInt16(64);
@@ -173,15 +183,16 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
           for (int64_t i = i0; i < i0 + ni; ++i)
             ta.push_back(tileLoad(gep(b_.getInt16Ty(), abuf, val(add(Ix{nullptr, i * 16 * Kp}, mul(kb, 32)))), Kp * 2));
           for (int64_t j = j0; j < j0 + nj; ++j)
-            tb.push_back(tileLoad(gep(b_.getInt32Ty(), bbuf, val(add(Ix{nullptr, j * 16}, mul(kb, 16 * N16)))),
-                                  N16 * 4));
+            tb.push_back(
+                tileLoad(gep(b_.getInt32Ty(), bbuf, val(add(Ix{nullptr, j * 16}, mul(kb, 16 * N16)))), N16 * 4));
           for (int64_t i = 0; i < ni; ++i)
             for (int64_t j = 0; j < nj; ++j)
               c[i * nj + j] = b_.CreateIntrinsic(llvm::Intrinsic::x86_tdpbf16ps_internal, {},
                                                  {i16, b64, b64, c[i * nj + j], ta[i], tb[j]});
         }
         for (size_t t = 0; t < c.size(); ++t)
-          b_.CreateIntrinsic(llvm::Intrinsic::x86_tilestored64_internal, {}, {i16, b64, cptr[t], b_.getInt64(N16 * 4), c[t]});
+          b_.CreateIntrinsic(llvm::Intrinsic::x86_tilestored64_internal, {},
+                             {i16, b64, cptr[t], b_.getInt64(N16 * 4), c[t]});
       };
       forEach(groups, groups > 1, [&](Ix g) { run(mul(g, group), group); });
       if (rest > 0) run(Ix{nullptr, groups * group}, rest);
@@ -195,9 +206,8 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
   forEach(M, true, [&](Ix m) {
     Coords cs = {m, Ix{nullptr, 0}};
     for (int64_t c = 0; c < chunksN; ++c) {
-      llvm::Value* v = b_.CreateAlignedLoad(vty(Elem::F32),
-                                            gep(b_.getFloatTy(), cbuf, val(add(mul(m, N16), Ix{nullptr, c * w_}))),
-                                            llvm::Align(4));
+      llvm::Value* v = b_.CreateAlignedLoad(
+          vty(Elem::F32), gep(b_.getFloatTy(), cbuf, val(add(mul(m, N16), Ix{nullptr, c * w_}))), llvm::Align(4));
       b_.CreateStore(v, slotPtr(rl.slot, Elem::F32, vindex(r, rowOf(r->type, cs), Ix{nullptr, c})));
     }
   });
