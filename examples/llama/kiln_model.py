@@ -30,16 +30,30 @@ import kiln
 import weights as W
 
 
+def bf16_dot_on_amx(knobs=None):
+    """Whether Kiln runs bf16_dot GEMMs on AMX tiles here with these knobs (the planner's choice,
+    read from a small probe kernel's report)."""
+    probe = kiln.library("gemm", shape=(16, 16, 32), order="bf16_dot", knobs=dict(knobs or {}))
+    return any(m.get("form") == "amx" for ph in probe.report["phases"]
+               for m in ((ph.get("lanes") or {}).get("mma") or []))
+
+
 class KilnLlama:
     """The model, its kernels and its KV cache. `weight_dtype`: "f32", or "bf16" (every
     projection's weights stored as bfloat16, read by the GEMMs as such; embeddings too; norms
     stay f32). `knobs`: planner knobs for every kernel ({"threads": 2, "isa": "avx2"})."""
 
-    def __init__(self, cfg, weights, weight_dtype="f32", knobs=None):
+    def __init__(self, cfg, weights, weight_dtype="f32", knobs=None, gemm_order="ascending"):
         if weight_dtype not in ("f32", "bf16"):
             raise ValueError(f"weight_dtype must be 'f32' or 'bf16', not {weight_dtype!r}")
+        if gemm_order not in ("ascending", "bf16_dot"):
+            raise ValueError(f"gemm_order must be 'ascending' or 'bf16_dot', not {gemm_order!r}")
         W.check_weights(cfg, weights)
         self.cfg, self.weight_dtype, self.knobs = cfg, weight_dtype, dict(knobs or {})
+        # "bf16_dot": every projection's GEMM in the bf16 dot order (docs/ir.md, MMA: activations
+        # and weights rounded to bf16, AMX's TDPBF16PS arithmetic), on AMX tiles where the host
+        # has them (docs/kernels.md, gemm); the same bits everywhere.
+        self.gemm_order = gemm_order
         self.kernels = {}  # request -> compiled kernel: each request compiled once
         self.times = {}  # kernel kind -> seconds spent in its launches
         self.calls = {}
@@ -114,6 +128,14 @@ class KilnLlama:
         (0.88x again per row, 0.97x on two threads); on AVX2 code 64 or 128 rows x 128 columns,
         K in steps of 64 (0.75-0.85x the time of 64x64x256 there)."""
         b = "bf16" if self.weight_dtype == "bf16" else None
+        if self.gemm_order == "bf16_dot":
+            # Whole blocks of 32 along K per step; on AMX 128 x 128 outputs (measured on
+            # 128 x 5632 x 2048: 8.1 ms against 8.7 with K steps of 256); elsewhere (step by step)
+            # the library's tiles. Any tile gives the same bits.
+            amx = self.isa == "avx512" and self._has_amx()
+            tile = f"{min(rows or 128, M)}x{128 if M > 4 else 256}x{min(512 if M > 4 else 256, K)}" if amx else None
+            options = {"tile": tile} if tile else {}
+            return self._kernel("gemm", (M, N, K), runtime_rows=True, b_dtype=b, order="bf16_dot", **options)
         if M <= 4:
             tile = None
         elif self.isa == "avx2":  # 16 ymm registers: wider column tiles, K in steps of 64
@@ -124,6 +146,11 @@ class KilnLlama:
             tile = f"{min(64, M)}x64x{min(256, K)}"
         options = {"tile": tile} if tile else {}
         return self._kernel("gemm", (M, N, K), runtime_rows=True, b_dtype=b, **options)
+
+    def _has_amx(self):
+        if not hasattr(self, "_amx"):
+            self._amx = bf16_dot_on_amx(self.knobs)
+        return self._amx
 
     def _gemms(self, T):
         """The phase's projections for up to T rows: one set of kernels per row tile, each

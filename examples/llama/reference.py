@@ -15,14 +15,17 @@ import weights as W
 class _NumPy:
     name = "numpy-f64"
 
-    def __init__(self):
+    def __init__(self, bf16_activations=False):
         self.dtype = np.float64
+        self.bf16_activations = bf16_activations
 
     def weight(self, w, transpose):  # kept as [in, out] for x @ w
         w = np.asarray(w, dtype=np.float64)
         return np.ascontiguousarray(w.T) if transpose else w
 
     def linear(self, x, w):
+        if self.bf16_activations:  # the bf16 dot order's operands (weights are bf16 already)
+            x = W.from_bf16_bits(W.to_bf16_bits(np.asarray(x, np.float32))).astype(np.float64)
         return x @ w
 
     def array(self, a):
@@ -96,11 +99,14 @@ class _Torch:
 class Reference:
     """`backend`: "numpy-f64", "torch-f32" or "torch-bf16". `weight_dtype` "bf16" rounds every
     weight Kiln stores as bfloat16 (kiln_model.py) to bfloat16 first, so both models see the
-    same values."""
+    same values; `gemm_order` "bf16_dot" rounds the projections' inputs too (numpy-f64)."""
 
-    def __init__(self, cfg, weights, backend="numpy-f64", weight_dtype="f32", threads=None):
+    def __init__(self, cfg, weights, backend="numpy-f64", weight_dtype="f32", threads=None, gemm_order="ascending"):
         self.cfg = cfg
-        self.xp = xp = _NumPy() if backend == "numpy-f64" else _Torch(backend.split("-")[1], threads)
+        # gemm_order "bf16_dot" (numpy-f64): each projection's activations rounded to bf16 first,
+        # as Kiln's bf16 dot order rounds them; the sums stay float64.
+        self.xp = xp = (_NumPy(gemm_order == "bf16_dot") if backend == "numpy-f64"
+                        else _Torch(backend.split("-")[1], threads))
 
         def val(name):
             w = np.asarray(weights[name], dtype=np.float32)

@@ -67,7 +67,7 @@ def run_kiln(args, cfg, w, prompts, steps):
     from kiln_model import KilnLlama
 
     t0 = time.perf_counter()
-    model = KilnLlama(cfg, w, weight_dtype=args.dtype, knobs=knobs_of(args))
+    model = KilnLlama(cfg, w, weight_dtype=args.dtype, knobs=knobs_of(args), gemm_order=args.gemm_order)
     build_s = time.perf_counter() - t0
     compiled = len(model.kernels)
     tokens, logits, times = _timed_generate(model, prompts, steps)
@@ -175,9 +175,9 @@ def cmd_check(args):
     cfg = W.load_config(args.config)
     w = load_weights(args, cfg)
     prompts = make_prompts(cfg, args.prompts, args.prompt_seed)
-    model = KilnLlama(cfg, w, weight_dtype=args.dtype, knobs=knobs_of(args))
+    model = KilnLlama(cfg, w, weight_dtype=args.dtype, knobs=knobs_of(args), gemm_order=args.gemm_order)
     compiled = len(model.kernels)
-    ref = Reference(cfg, w, backend="numpy-f64", weight_dtype=args.dtype)
+    ref = Reference(cfg, w, backend="numpy-f64", weight_dtype=args.dtype, gemm_order=args.gemm_order)
     kl, rl = [model.prefill(prompts)], [ref.prefill(prompts)]
     kt, rt = [kl[-1].argmax(-1)], [rl[-1].argmax(-1)]
     for _ in range(args.steps):
@@ -215,7 +215,7 @@ def cmd_pair(args):
     w = load_weights(args, cfg)
     prompts = make_prompts(cfg, args.prompts, args.prompt_seed)
     t0 = time.perf_counter()
-    models = {"kiln": KilnLlama(cfg, w, weight_dtype=args.dtype, knobs=knobs_of(args))}
+    models = {"kiln": KilnLlama(cfg, w, weight_dtype=args.dtype, knobs=knobs_of(args), gemm_order=args.gemm_order)}
     build = {"kiln": time.perf_counter() - t0}
     t0 = time.perf_counter()
     models["torch"] = Reference(cfg, w, backend=f"torch-{args.dtype}", weight_dtype=args.dtype, threads=args.threads)
@@ -263,7 +263,8 @@ def cmd_pair(args):
 
     n_prompt = sum(len(p) for p in prompts)
     B = len(prompts)
-    out = {"dtype": args.dtype, "threads": args.threads, "isa": args.isa or "native", "build_s": build,
+    out = {"dtype": args.dtype, "gemm_order": args.gemm_order, "threads": args.threads, "isa": args.isa or "native",
+           "build_s": build,
            "kernels": compiled, "breakdown": breakdown, "torch_error": torch_error}
     for name in names:
         pre = [p[name] for p in prefill]
@@ -416,6 +417,9 @@ def main(argv=None):
         p.add_argument("--dtype", choices=("f32", "bf16"), default="f32", help="weights' storage")
         p.add_argument("--threads", type=int, default=1)
         p.add_argument("--isa", choices=("avx2", "avx512"), help="Kiln's isa knob (default: the host's)")
+        p.add_argument("--gemm-order", choices=("ascending", "bf16_dot"), default="ascending",
+                       help="Kiln's projections: K ascending in f32, or the bf16 dot order (AMX tiles where "
+                            "the host has them; activations rounded to bf16)")
 
     g = sub.add_parser("generate", help="greedy generation, tokens and tokens/s")
     common(g, 32)

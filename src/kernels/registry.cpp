@@ -194,8 +194,12 @@ dsl::ReduceOrder rowOrder(const Spec& s) {
 GemmTiles gemmTiles(const Spec& s) {
   const GemmShape g{s.shape[0], s.shape[1], s.shape[2]};
   if (s.tiles) return *s.tiles;
-  return s.target.gpu ? defaultGpuGemmTiles(g, s.target.multiprocessors)
-                      : defaultGemmTiles(g, s.trans_b, s.target.threads, s.target.l1d_bytes);
+  GemmTiles t = s.target.gpu ? defaultGpuGemmTiles(g, s.target.multiprocessors)
+                             : defaultGemmTiles(g, s.trans_b, s.target.threads, s.target.l1d_bytes);
+  // The bf16 dot order completes each mma's last block of 32 with zeros: K steps of whole blocks
+  // (or all of K) keep the blocks where one mma over K has them, so any tile gives its bits.
+  if (s.bf16_dot && t.TK % 32 != 0 && t.TK < g.K) t.TK = std::min<int64_t>(g.K, (t.TK + 31) / 32 * 32);
+  return t;
 }
 
 // gemm's K chunks: --split-k, else the target's rule (a CPU: none).
@@ -407,6 +411,11 @@ const std::vector<Entry>& entries() {
           if (auto e = optionChoice(r, "order", {"ascending", "bf16_dot"}, order)) return e;
           s.fused = fma == "fused";
           s.bf16_dot = order == "bf16_dot";
+          if (s.bf16_dot && s.tiles && s.tiles->TK % 32 != 0 && s.tiles->TK < s.shape[2])
+            return fmt::format(
+                "gemm: with --order bf16_dot the K step of --tile must be a multiple of 32 (the order's blocks) or "
+                "all of K ({}), not {}: a step's last block is completed with zeros",
+                s.shape[2], s.tiles->TK);
           if (auto e = dtypeOption(r, "a-dtype", s.a_elem)) return e;
           if (auto e = dtypeOption(r, "b-dtype", s.b_elem)) return e;
           if (auto e = runtimeRowsOption(r, s)) return e;
