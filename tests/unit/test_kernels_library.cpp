@@ -148,6 +148,10 @@ TEST(Library, BadRequestsAreErrorsNamingTheParameter) {
       {req("gemm", "4,4,4", {{"tile", "64x64"}}), "gemm: --tile '64x64' is not TMxTNxTK (e.g. 64x64x64)"},
       {req("gemm", "4,4,4", {{"tile", "8x8x8x8"}}), "--tile '8x8x8x8' is not TMxTNxTK"},
       {req("gemm", "4,4,4", {{"tile", "8x8xk"}}), "--tile '8x8xk' is not TMxTNxTK"},
+      {req("gemm", "4,4,100", {{"order", "bf16_dot"}, {"tile", "4x4x40"}}),
+       "with --order bf16_dot the K step of --tile must be a multiple of 32 (the order's blocks) or all of K (100), "
+       "not 40"},
+      {req("gemm", "4,4,4", {{"order", "k"}}), "--order 'k' is not one of ascending|bf16_dot"},
       {req("gemm", "4,4,4", {{"tile", "0x8x8"}}), "--tile TM=0 is out of range; legal: 1..256"},
       {req("gemm", "4,4,4", {{"tile", "8x8x2000"}}), "--tile TK=2000 is out of range; legal: 1..1024"},
       {req("gemm", "4,4,4", {{"tile", "256x128x8"}}), "--tile 256x128x8 is too large: at most 16384 outputs"},
@@ -355,6 +359,10 @@ TEST(LibraryNative, SixteenBitStorage) {
                            {{"kv-cache", "paged"}, {"page", "32"}, {"varlen", ""}, {"kv-dtype", t}}));
     expectNativePasses(req("gemm", "13,17,29", {{"b-dtype", t}}));
     expectNativePasses(req("gemm", "37,20,45", {{"a-dtype", t}, {"b-dtype", t}, {"trans-b", ""}}));
+    // The bf16 dot order (AMX tiles where the host has them), B as K x N and N x K, K steps of 32.
+    expectNativePasses(req("gemm", "37,20,100", {{"b-dtype", t}, {"order", "bf16_dot"}, {"tile", "16x16x32"}}));
+    expectNativePasses(
+        req("gemm", "37,20,100", {{"a-dtype", t}, {"b-dtype", t}, {"order", "bf16_dot"}, {"trans-b", ""}}));
     for (const char* k : {"softmax", "rmsnorm", "layernorm", "swiglu"})
       expectNativePasses(req(k, "3,1031", {{"dtype", t}}));
     expectNativePasses(req("swiglu", "5,70", {{"dtype", t}, {"runtime-rows", ""}}));
