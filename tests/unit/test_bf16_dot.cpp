@@ -38,38 +38,22 @@ namespace {
 constexpr int kM = 16, kN = 16;
 
 // c[m, n] = mma(a[m, :], b[n, :], acc[m, n]) over K in the bf16 dot order (kOuter: b stored
-// [K, N] and loaded as [k, n]).
+// [K, N] and loaded as [k, n]; bf16B: b a bf16 view).
 std::string dotKernel(int K, int M = kM, int N = kN, bool kOuter = false, bool bf16B = false) {
-  if (bf16B) {
-    std::string t = dotKernel(K, M, N, kOuter);
-    t.replace(t.find("%b: view<f32>"), 13, "%b: view<bf16>");
-    return t;
-  }
-  if (kOuter)
-    return fmt::format(
-        R"(kernel @dot(%a: view<f32>[{0}, {2}], %b: view<f32>[{2}, {1}], %acc: view<f32>[{0}, {1}], %c: view<f32>[{0}, {1}]) {{
-  parallel (%p) in (1) {{
-    %at = load %a[0, 0] as [m:{0}, k:{2}] fill 0
-    %bt = load %b[0, 0] as [k:{2}, n:{1}] fill 0
-    %ct = load %acc[0, 0] as [m:{0}, n:{1}] fill 0
-    %r = mma %at, %bt, %ct contract [k] bf16_dot
-    store %r, %c[0, 0] as [m:{0}, n:{1}]
-  }}
-}}
-)",
-        M, N, K);
+  const std::string bView = fmt::format("view<{}>[{}, {}]", bf16B ? "bf16" : "f32", kOuter ? K : N, kOuter ? N : K);
+  const std::string bTile = kOuter ? fmt::format("[k:{}, n:{}]", K, N) : fmt::format("[n:{}, k:{}]", N, K);
   return fmt::format(
-      R"(kernel @dot(%a: view<f32>[{0}, {2}], %b: view<f32>[{1}, {2}], %acc: view<f32>[{0}, {1}], %c: view<f32>[{0}, {1}]) {{
+      R"(kernel @dot(%a: view<f32>[{0}, {2}], %b: {3}, %acc: view<f32>[{0}, {1}], %c: view<f32>[{0}, {1}]) {{
   parallel (%p) in (1) {{
     %at = load %a[0, 0] as [m:{0}, k:{2}] fill 0
-    %bt = load %b[0, 0] as [n:{1}, k:{2}] fill 0
+    %bt = load %b[0, 0] as {4} fill 0
     %ct = load %acc[0, 0] as [m:{0}, n:{1}] fill 0
     %r = mma %at, %bt, %ct contract [k] bf16_dot
     store %r, %c[0, 0] as [m:{0}, n:{1}]
   }}
 }}
 )",
-      M, N, K);
+      M, N, K, bView, bTile);
 }
 
 std::unique_ptr<ir::Kernel> parse(const std::string& text) {
