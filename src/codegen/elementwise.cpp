@@ -204,21 +204,28 @@ llvm::Value* Elementwise::bf16Bits(llvm::Value* x) {
   return b_.CreateTrunc(r, x->getType()->getWithNewType(b_.getInt16Ty()));
 }
 
-llvm::Value* Elementwise::bf16DotStep(llvm::Value* a, llvm::Value* b, llvm::Value* e) {
+std::vector<llvm::Value*> Elementwise::bf16DotBlock(std::vector<llvm::Value*> c, int64_t count,
+                                                    const Bf16DotTerms& terms) {
   auto operand = [&](llvm::Value* x) {
     llvm::Value* wide =
         b_.CreateShl(b_.CreateZExt(bf16Bits(x), x->getType()->getWithNewType(b_.getInt32Ty())), bitsConst(x, 16));
     return flushTiny(b_.CreateBitCast(wide, x->getType()));
   };
-  return flushTiny(b_.CreateIntrinsic(llvm::Intrinsic::fma, {e->getType()}, {operand(a), operand(b), e}));
-}
-
-llvm::Value* Elementwise::bf16DotPad(llvm::Value* e) {
-  return b_.CreateFAdd(e, llvm::ConstantFP::get(e->getType(), 0.0));
-}
-
-llvm::Value* Elementwise::bf16DotMerge(llvm::Value* c, llvm::Value* even, llvm::Value* odd) {
-  return flushTiny(b_.CreateFAdd(c, flushTiny(b_.CreateFAdd(even, odd))));
+  std::vector<llvm::Value*> chain;
+  for (llvm::Value* v : c) chain.insert(chain.end(), 2, llvm::ConstantFP::get(v->getType(), 0.0));
+  for (int64_t j = 0; j < 32; ++j) {
+    std::vector<std::pair<llvm::Value*, llvm::Value*>> t;
+    if (j < count) t = terms(j);
+    for (size_t r = 0; r < c.size(); ++r) {
+      llvm::Value*& e = chain[2 * r + j % 2];
+      e = j < count ? flushTiny(b_.CreateIntrinsic(llvm::Intrinsic::fma, {e->getType()},
+                                                   {operand(t[r].first), operand(t[r].second), e}))
+                    : b_.CreateFAdd(e, llvm::ConstantFP::get(e->getType(), 0.0));
+    }
+  }
+  for (size_t r = 0; r < c.size(); ++r)
+    c[r] = flushTiny(b_.CreateFAdd(c[r], flushTiny(b_.CreateFAdd(chain[2 * r], chain[2 * r + 1]))));
+  return c;
 }
 
 }  // namespace kiln::codegen

@@ -6,7 +6,9 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/ir.h"
@@ -40,17 +42,17 @@ class Elementwise {
   llvm::Value* mmaMerge(llvm::Value* c, llvm::Value* part, const ir::MmaPolicy& p);
   // One mma step: c + a*b (MUL then ADD, flags per the policy) or fma(a, b, c) when fused.
   llvm::Value* multiplyAdd(llvm::Value* a, llvm::Value* b, llvm::Value* c, const ir::MmaPolicy& p);
-  // The bf16_dot order's pieces (docs/ir.md, MMA), by integer steps on the bits (the same on
-  // every ISA and the GPU): `flushTiny` makes a value below 2^-126 in magnitude the zero of its
-  // sign; a chain step flushTiny(fma(bf16(a), bf16(b), e)) with each operand rounded to bf16 (to
-  // nearest even) and flushed; a padding step e + 0; a block's merge flushTiny(c +
-  // flushTiny(even + odd)).
+  // The bf16_dot order (docs/ir.md, MMA), by integer steps on the bits (the same on every ISA
+  // and the GPU). `flushTiny` makes a value below 2^-126 in magnitude the zero of its sign.
+  // `bf16DotBlock`: one block of 32 contributions for outputs `c` (each already flushed):
+  // contributions j < count are terms(j) (an (a, b) pair per output), the rest +0 padding; per
+  // output an even and an odd chain of flushTiny(fma(bf16(a), bf16(b), e)) from +0, each operand
+  // rounded to bf16 (to nearest even) and flushed; then flushTiny(c + flushTiny(even + odd)).
   llvm::Value* flushTiny(llvm::Value* x);
   // f32 (scalar or vector) to bf16 bits (i16 of its shape), to nearest even; a NaN stays a NaN.
   llvm::Value* bf16Bits(llvm::Value* x);
-  llvm::Value* bf16DotStep(llvm::Value* a, llvm::Value* b, llvm::Value* e);
-  llvm::Value* bf16DotPad(llvm::Value* e);
-  llvm::Value* bf16DotMerge(llvm::Value* c, llvm::Value* even, llvm::Value* odd);
+  using Bf16DotTerms = std::function<std::vector<std::pair<llvm::Value*, llvm::Value*>>(int64_t j)>;
+  std::vector<llvm::Value*> bf16DotBlock(std::vector<llvm::Value*> c, int64_t count, const Bf16DotTerms& terms);
 
   // The type of `like`'s shape with element type `e`.
   llvm::Type* shaped(llvm::Type* like, ir::Elem e);

@@ -306,17 +306,10 @@ llvm::Value* LaneEmitter::partitionedElement(const Op* op, llvm::Value* acc, con
     // last completed with +0 products; per block an even and an odd chain from +0, then the merge.
     const int64_t full = K / 32, tail = K % 32;
     auto block = [&](Ix k0, int64_t count, llvm::Value* c) {
-      llvm::Value* chain[2] = {llvm::ConstantFP::get(b_.getFloatTy(), 0.0),
-                               llvm::ConstantFP::get(b_.getFloatTy(), 0.0)};
-      for (int64_t j = 0; j < 32; ++j) {
-        if (j >= count) {
-          chain[j % 2] = ew_.bf16DotPad(chain[j % 2]);
-          continue;
-        }
+      return ew_.bf16DotBlock({c}, count, [&](int64_t j) {
         auto [x, y] = term(add(k0, Ix{nullptr, j}));
-        chain[j % 2] = ew_.bf16DotStep(x, y, chain[j % 2]);
-      }
-      return ew_.bf16DotMerge(c, chain[0], chain[1]);
+        return std::vector<std::pair<llvm::Value*, llvm::Value*>>{{x, y}};
+      })[0];
     };
     acc = ew_.flushTiny(acc);
     int64_t done = 0;

@@ -212,17 +212,7 @@ std::vector<llvm::Value*> PacketEmitter::genMmaGroup(const Op* op, Ix first, int
     const int64_t full = mp.k / 32, tail = mp.k % 32;
     for (int64_t r = 0; r < group; ++r) s[r] = ew_.flushTiny(s[r]);
     auto block = [&](Ix k0, int64_t count, std::vector<llvm::Value*> cur) {
-      std::vector<llvm::Value*> chain(2 * group, llvm::ConstantFP::get(cur[0]->getType(), 0.0));
-      for (int64_t j = 0; j < 32; ++j) {
-        std::vector<std::pair<llvm::Value*, llvm::Value*>> t;
-        if (j < count) t = terms(add(k0, Ix{nullptr, j}));
-        for (int64_t r = 0; r < group; ++r) {
-          llvm::Value*& e = chain[2 * r + j % 2];
-          e = j < count ? ew_.bf16DotStep(t[r].first, t[r].second, e) : ew_.bf16DotPad(e);
-        }
-      }
-      for (int64_t r = 0; r < group; ++r) cur[r] = ew_.bf16DotMerge(cur[r], chain[2 * r], chain[2 * r + 1]);
-      return cur;
+      return ew_.bf16DotBlock(std::move(cur), count, [&](int64_t j) { return terms(add(k0, Ix{nullptr, j})); });
     };
     if (mp.contraction_rolled && full > 1)
       s = loop(b_.getInt64(0), b_.getInt64(full), 1, s, [&](llvm::Value* t, const std::vector<llvm::Value*>& c) {
