@@ -16,7 +16,8 @@ Per layer (Hugging Face Llama's computation, weights of weights.py):
     x   = rmsnorm(h, post_attention_layernorm)
     h  += swiglu(x Wgate^T, x Wup^T) Wdown^T                  gemm, swiglu --runtime-rows, gemm
 then logits = rmsnorm(h[last token of each sequence], norm) Wlm^T. Hugging Face's [out, in]
-weights are transposed once when the model is made (B as K x N: see _gemm for why).
+weights are transposed once when the model is made (B as K x N: see _gemm for why; kept as
+they are, N x K, for the bf16_dot order).
 
 What runs in NumPy is the glue: embedding rows, the residual adds, the KV cache scatter and
 the gathers of last tokens (a few thousand floats a token, beside megabytes of weights).
@@ -61,8 +62,10 @@ class KilnLlama:
         c = cfg
         L, d, hd, H, KH, F, V = c["n_layers"], c["d_model"], c["head_dim"], c["n_heads"], c["n_kv_heads"], c["d_ff"], c["vocab"]
 
-        def proj(name):  # HF's [out, in] -> the GEMM's B as K x N (rows of B along the outputs)
-            w = np.ascontiguousarray(np.asarray(weights[name], dtype=np.float32).T)
+        def proj(name):  # HF's [out, in] -> the GEMM's B as K x N (rows of B along the outputs);
+            # kept [out, in] (N x K, --trans-b) for bf16_dot, whose AMX form packs rows of k
+            w = np.asarray(weights[name], dtype=np.float32)
+            w = np.ascontiguousarray(w if gemm_order == "bf16_dot" else w.T)
             return W.to_bf16_bits(w) if weight_dtype == "bf16" else w
 
         def vec(name):
@@ -129,13 +132,18 @@ class KilnLlama:
         K in steps of 64 (0.75-0.85x the time of 64x64x256 there)."""
         b = "bf16" if self.weight_dtype == "bf16" else None
         if self.gemm_order == "bf16_dot":
-            # Whole blocks of 32 along K per step; on AMX 128 x 128 outputs (measured on
-            # 128 x 5632 x 2048: 8.1 ms against 8.7 with K steps of 256); elsewhere (step by step)
-            # the library's tiles. Any tile gives the same bits.
+            # B as N x K (HF's layout): on AMX each program packs whole rows of B's K step
+            # (contiguous, which the hardware prefetcher streams: 128 x 5632 x 2048 5.9 ms
+            # against 7.9 with B as K x N, weights from DRAM). Whole blocks of 32 along K per
+            # step; on AMX 128 x 128 outputs with K steps of 512 (8.1 ms against 8.7 with
+            # steps of 256), decode M x 64 with steps of 1024 (1 x 5632 x 2048: 2.2 ms against
+            # 3.1 with M x 256 x 256, 2.5 with 1 x 128 x 512); elsewhere (step by step) the
+            # library's tiles. Any tile gives the same bits.
             amx = self.isa == "avx512" and self._has_amx()
-            tile = f"{min(rows or 128, M)}x{128 if M > 4 else 256}x{min(512 if M > 4 else 256, K)}" if amx else None
+            tile = (f"{min(rows or 128, M)}x128x{min(512, K)}" if M > 4 else f"{M}x64x{min(1024, K)}") if amx else None
             options = {"tile": tile} if tile else {}
-            return self._kernel("gemm", (M, N, K), runtime_rows=True, b_dtype=b, order="bf16_dot", **options)
+            return self._kernel("gemm", (M, N, K), runtime_rows=True, b_dtype=b, order="bf16_dot", trans_b=True,
+                                **options)
         if M <= 4:
             tile = None
         elif self.isa == "avx2":  # 16 ymm registers: wider column tiles, K in steps of 64

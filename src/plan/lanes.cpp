@@ -534,10 +534,13 @@ class LanePlanner {
   }
 
   // Whether an mma reads `x` a strip of columns at a time: transposed (W rows per block), or as
-  // the lane operand of register tiles narrower than its rows.
+  // the lane operand of register tiles narrower than its rows. Not the AMX form's packing,
+  // though it reads b[k, n] in strips: its software prefetches took 1.04-1.1x the time there
+  // and 1.25x for b[n, k] (gemm 128,5632,2048, bf16 b from DRAM, Intel Xeon; in a burst while
+  // packing or spread between the tile products alike).
   bool readInStrips(const Value* x) const {
     return anyMmaOperandUse(x, [&](const Op*, const LaneMma& m, int i) {
-      return m.conversion[i] >= 0 || m.form == MmaForm::Amx ||
+      return m.conversion[i] >= 0 ||
              (m.form == MmaForm::OuterProduct && !m.broadcast[i] && m.block_chunks < lp_.layout[x->id].chunks);
     });
   }
@@ -729,7 +732,8 @@ class LanePlanner {
   // accumulator), or over an element-wise op of it that only the mma uses (attention's rescaled
   // accumulator acc * alpha, which reads each element where the mma writes it): the mma reads
   // each register tile's accumulators before it writes them, so it writes into the carried
-  // storage and the trip ends without a copy.
+  // storage and the trip ends without a copy. The AMX form likewise over the carried panel
+  // itself (not an element-wise op of it).
   bool accumulatesInPlace(const Value* arg, const Value* y) const {
     const Op* mma = y->def;
     if (!mma || mma->kind != OpKind::Mma || users_[arg->id].size() != 1) return false;
@@ -743,8 +747,9 @@ class LanePlanner {
     if (mma->operands[0] == acc || mma->operands[1] == acc || mma->operands[0] == arg || mma->operands[1] == arg)
       return false;
     const Layout &al = lp_.layout[arg->id], &rl = lp_.layout[y->id];
-    return lp_.mma.at(mma).form == MmaForm::OuterProduct && rl.rep == LaneRep::Panel && rl.rows == al.rows &&
-           rl.chunks == al.chunks && y->type.elem == arg->type.elem;
+    const MmaForm form = lp_.mma.at(mma).form;
+    return (form == MmaForm::OuterProduct || (form == MmaForm::Amx && acc == arg)) && rl.rep == LaneRep::Panel &&
+           rl.rows == al.rows && rl.chunks == al.chunks && y->type.elem == arg->type.elem;
   }
 
   void assignSlots() {

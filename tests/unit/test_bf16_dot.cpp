@@ -255,9 +255,10 @@ TEST(Bf16Dot, InterpreterMatchesAmxWhereTheCpuHasIt) {
 // the mma forms the plans chose.
 std::set<std::string> compiledMatchesInterpreter(const std::string& isa,
                                                  const std::vector<std::pair<std::string, std::string>>& set, int M = 3,
-                                                 int N = 16, bool kOuter = false, bool bf16B = false) {
+                                                 int N = 16, bool kOuter = false, bool bf16B = false,
+                                                 const std::vector<int>& Ks = {33, 77}) {
   std::set<std::string> forms;
-  for (int K : {33, 77}) {
+  for (int K : Ks) {
     auto k = parse(dotKernel(K, M, N, kOuter, bf16B));
     if (!k) {
       ADD_FAILURE() << "parse";
@@ -317,7 +318,9 @@ TEST(Bf16Dot, CompiledMatchesInterpreterBitForBit) {
 }
 
 // The AMX form (knob amx=auto: AVX-512 code on a host with AMX): b as [n, k] and as [k, n],
-// ragged M, N and K (tiles padded to 16 x 16, K to blocks of 32), against the interpreter.
+// ragged M, N and K (tiles padded to 16 x 16, K to blocks of 32; b[n, k]'s words transposed 16
+// rows at a time, K in whole pairs of 16-chunks, a last pair of one or two), against the
+// interpreter.
 TEST(Bf16Dot, AmxFormMatchesInterpreterBitForBit) {
   // Kiln's own answer (KILN_HOST_WITHOUT_AVX512 turns AMX off with AVX-512).
   const bool amx = host::cpuHasAmxBf16();
@@ -330,7 +333,7 @@ TEST(Bf16Dot, AmxFormMatchesInterpreterBitForBit) {
                                      {32, 48, true, false},
                                      {37, 20, true, true},
                                      {32, 48, false, true}}) {
-    const std::set<std::string> forms = compiledMatchesInterpreter("avx512", {}, M, N, kOuter, bf16B);
+    const std::set<std::string> forms = compiledMatchesInterpreter("avx512", {}, M, N, kOuter, bf16B, {33, 50, 64, 77});
     if (amx)
       EXPECT_EQ(forms, std::set<std::string>{"amx"});
     else

@@ -61,6 +61,11 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
   const int64_t M = at.dims[0].extent, N = at.dims[1].extent, K = mp.k;
   const int64_t M16 = roundUp(M, 16), N16 = roundUp(N, 16), Kp = roundUp(std::max<int64_t>(K, 1), 32);
   const int64_t chunksK = (K + w_ - 1) / w_, chunksN = (N + w_ - 1) / w_;
+  // Rows of the A and B buffers a line longer than their data (bf16 words of A, 32-bit words of
+  // B): a power-of-two row stride would put a tile's 16 rows in a few cache sets.
+  const char* pe = getenv("KILN_AMX_PAD");
+  const int64_t pad = pe ? atoi(pe) : 1;
+  const int64_t aRow = Kp + 32 * pad, bRow = N16 + 16 * pad;
   f_->addFnAttr("target-features", "+amx-tile,+amx-bf16,+avx512bf16");
 
   // Whole 16 x 16 tiles of a result in memory: the C tiles are the result's own rows (a panel is
@@ -78,8 +83,8 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
       x->setAlignment(llvm::Align(64));
       return x;
     };
-    abuf = buffer(b_.getInt16Ty(), M16 * Kp);
-    bbuf = buffer(b_.getInt32Ty(), Kp / 2 * N16);
+    abuf = buffer(b_.getInt16Ty(), M16 * aRow);
+    bbuf = buffer(b_.getInt32Ty(), Kp / 2 * bRow);
     if (!inPlace) cbuf = buffer(b_.getFloatTy(), M16 * N16);
   }
   if (inPlace) {
@@ -90,8 +95,8 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
   }
   requestTileState();
   // Padding (rows past M, K past its extent, columns past N) must hold zeros.
-  if (M16 != M || K % 32 != 0) b_.CreateMemSet(abuf, b_.getInt8(0), M16 * Kp * 2, llvm::Align(64));
-  if (N16 != N || K % 32 != 0) b_.CreateMemSet(bbuf, b_.getInt8(0), Kp / 2 * N16 * 4, llvm::Align(64));
+  if (M16 != M || K % 32 != 0) b_.CreateMemSet(abuf, b_.getInt8(0), M16 * aRow * 2, llvm::Align(64));
+  if (N16 != N || K % 32 != 0) b_.CreateMemSet(bbuf, b_.getInt8(0), Kp / 2 * bRow * 4, llvm::Align(64));
 
   // A vector of an operand as bf16 bits: a bf16 view's read at use as they are (its values are
   // bf16 already), anything else rounded.
@@ -115,7 +120,7 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
   if (K > 0) {
     forEach(M, true, [&](Ix m) {
       for (int64_t c = 0; c < chunksK; ++c)
-        b_.CreateAlignedStore(packed(a, m, c), gep(b_.getInt16Ty(), abuf, val(add(mul(m, Kp), Ix{nullptr, c * w_}))),
+        b_.CreateAlignedStore(packed(a, m, c), gep(b_.getInt16Ty(), abuf, val(add(mul(m, aRow), Ix{nullptr, c * w_}))),
                               llvm::Align(2));
     });
     if (bv->type.dims[0].name == op->dims[0]) {
@@ -131,18 +136,72 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
         for (int64_t c = 0; c < chunksN; ++c) {
           llvm::Value* v =
               b_.CreateShuffleVector(row(mul(kp, 2), c, true), row(add(mul(kp, 2), Ix{nullptr, 1}), c, oddInside), mix);
-          b_.CreateAlignedStore(v, gep(b_.getInt16Ty(), bbuf, val(add(mul(kp, 2 * N16), Ix{nullptr, 2 * c * w_}))),
+          b_.CreateAlignedStore(v, gep(b_.getInt16Ty(), bbuf, val(add(mul(kp, 2 * bRow), Ix{nullptr, 2 * c * w_}))),
                                 llvm::Align(4));
         }
       };
       forEach(K / 2, true, [&](Ix kp) { pairRow(kp, true); });
       if (K % 2) pairRow(Ix{nullptr, K / 2}, false);
     } else {
-      forEach(N, true, [&](Ix n) {
+      // b[n, k]: the words of 16 rows are a 16 x 16 block of 32-bit words, transposed in
+      // registers (four rounds of two-source shuffles) and stored as 16 rows of the words; the
+      // last rows of N not a multiple of 16 word by word.
+      auto words32 = [&](llvm::Value* lo, llvm::Value* hi) {  // two chunks of 16 bf16: 16 words
+        std::vector<int> both(2 * w_);
+        for (unsigned j = 0; j < 2 * w_; ++j) both[j] = static_cast<int>(j);
+        return b_.CreateBitCast(b_.CreateShuffleVector(lo, hi, both), llvm::FixedVectorType::get(b_.getInt32Ty(), w_));
+      };
+      auto transposeStore = [&](std::vector<llvm::Value*> t, Ix n0, Ix kp0) {
+        for (unsigned h = 8; h >= 1; h /= 2) {
+          std::vector<int> lo(16), hi(16);
+          for (unsigned j = 0; j < 16; ++j) {
+            lo[j] = static_cast<int>((j & h) ? 16 + j - h : j);
+            hi[j] = static_cast<int>((j & h) ? 16 + j : j + h);
+          }
+          for (unsigned i = 0; i < 16; ++i)
+            if (!(i & h)) {
+              llvm::Value* x = t[i];
+              t[i] = b_.CreateShuffleVector(x, t[i + h], lo);
+              t[i + h] = b_.CreateShuffleVector(x, t[i + h], hi);
+            }
+        }
+        for (unsigned j = 0; j < 16; ++j)
+          b_.CreateAlignedStore(t[j], gep(b_.getInt32Ty(), bbuf, val(add(mul(add(kp0, Ix{nullptr, j}), bRow), n0))),
+                                llvm::Align(4));
+      };
+      const int64_t pairs = K / 32;  // pairs of chunks inside K; the last, partial one masked
+      if (w_ == 16 && N >= 16)
+        forEach(N / 16, true, [&](Ix nb) {
+          Ix n0 = mul(nb, 16);
+          auto rowAt = [&](unsigned i) {
+            Coords cs = {add(n0, Ix{nullptr, i}), Ix{nullptr, 0}};
+            return rowOf(bv->type, cs);
+          };
+          forEach(pairs, pairs > 1, [&](Ix pr) {
+            std::vector<llvm::Value*> t;
+            for (unsigned i = 0; i < 16; ++i)
+              t.push_back(words32(bits(bv, rowAt(i), mul(pr, 2)), bits(bv, rowAt(i), add(mul(pr, 2), Ix{nullptr, 1}))));
+            transposeStore(t, n0, mul(pr, 16));
+          });
+          if (K % 32 != 0) {
+            const int64_t c = 2 * pairs;
+            std::vector<llvm::Value*> t;
+            for (unsigned i = 0; i < 16; ++i) {
+              llvm::Value* lo = packed(bv, add(n0, Ix{nullptr, i}), c);
+              llvm::Value* hi = c + 1 < chunksK ? packed(bv, add(n0, Ix{nullptr, i}), c + 1)
+                                                : llvm::Constant::getNullValue(lo->getType());
+              t.push_back(words32(lo, hi));
+            }
+            transposeStore(t, n0, Ix{nullptr, pairs * 16});
+          }
+        });
+      const int64_t nWords = w_ == 16 ? N / 16 * 16 : 0;
+      forEach(N - nWords, true, [&](Ix nr) {
+        Ix n = add(nr, Ix{nullptr, nWords});
         for (int64_t c = 0; c < chunksK; ++c) {
           llvm::Value* words = b_.CreateBitCast(packed(bv, n, c), llvm::FixedVectorType::get(b_.getInt32Ty(), w_ / 2));
           for (unsigned j = 0; j < w_ / 2; ++j) {
-            Ix at = add(Ix{nullptr, (c * w_ / 2 + j) * N16}, n);
+            Ix at = add(Ix{nullptr, (c * w_ / 2 + j) * bRow}, n);
             b_.CreateAlignedStore(b_.CreateExtractElement(words, uint64_t(j)), gep(b_.getInt32Ty(), bbuf, val(at)),
                                   llvm::Align(4));
           }
@@ -165,41 +224,44 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
       return b_.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {},
                                 {i16, b64, ptr, b_.getInt64(strideBytes)});
     };
-    const int64_t blocks = Kp / 32, group = std::min<int64_t>(8, blocks), groups = blocks / group,
+    const char* ge = getenv("KILN_AMX_GROUP");
+    const int64_t blocks = Kp / 32, group = std::min<int64_t>(ge ? atoi(ge) : 8, blocks), groups = blocks / group,
                   rest = blocks % group;
     // Output tiles two by two where they pair (2 x 2: 4 C, 2 A and 2 B tiles, the 8 tile
     // registers): each A and B tile loaded serves two products.
-    auto square = [&](int64_t i0, int64_t ni, int64_t j0, int64_t nj) {
+    auto square = [&](int64_t i0, int64_t ni, int64_t j0, int64_t nj, Ix first, int64_t count) {
       std::vector<llvm::Value*> cptr;
       for (int64_t i = i0; i < i0 + ni; ++i)
         for (int64_t j = j0; j < j0 + nj; ++j)
           cptr.push_back(gep(b_.getFloatTy(), cbuf, b_.getInt64(i * 16 * N16 + j * 16)));
-      auto run = [&](Ix first, int64_t count) {
-        std::vector<llvm::Value*> c;
-        for (llvm::Value* p : cptr) c.push_back(tileLoad(p, N16 * 4));
-        for (int64_t q = 0; q < count; ++q) {
-          Ix kb = add(first, Ix{nullptr, q});
-          std::vector<llvm::Value*> ta, tb;
-          for (int64_t i = i0; i < i0 + ni; ++i)
-            ta.push_back(tileLoad(gep(b_.getInt16Ty(), abuf, val(add(Ix{nullptr, i * 16 * Kp}, mul(kb, 32)))), Kp * 2));
-          for (int64_t j = j0; j < j0 + nj; ++j)
-            tb.push_back(
-                tileLoad(gep(b_.getInt32Ty(), bbuf, val(add(Ix{nullptr, j * 16}, mul(kb, 16 * N16)))), N16 * 4));
-          for (int64_t i = 0; i < ni; ++i)
-            for (int64_t j = 0; j < nj; ++j)
-              c[i * nj + j] = b_.CreateIntrinsic(llvm::Intrinsic::x86_tdpbf16ps_internal, {},
-                                                 {i16, b64, b64, c[i * nj + j], ta[i], tb[j]});
-        }
-        for (size_t t = 0; t < c.size(); ++t)
-          b_.CreateIntrinsic(llvm::Intrinsic::x86_tilestored64_internal, {},
-                             {i16, b64, cptr[t], b_.getInt64(N16 * 4), c[t]});
-      };
-      forEach(groups, groups > 1, [&](Ix g) { run(mul(g, group), group); });
-      if (rest > 0) run(Ix{nullptr, groups * group}, rest);
+      std::vector<llvm::Value*> c;
+      for (llvm::Value* p : cptr) c.push_back(tileLoad(p, N16 * 4));
+      for (int64_t q = 0; q < count; ++q) {
+        Ix kb = add(first, Ix{nullptr, q});
+        std::vector<llvm::Value*> ta, tb;
+        for (int64_t i = i0; i < i0 + ni; ++i)
+          ta.push_back(
+              tileLoad(gep(b_.getInt16Ty(), abuf, val(add(Ix{nullptr, i * 16 * aRow}, mul(kb, 32)))), aRow * 2));
+        for (int64_t j = j0; j < j0 + nj; ++j)
+          tb.push_back(
+              tileLoad(gep(b_.getInt32Ty(), bbuf, val(add(Ix{nullptr, j * 16}, mul(kb, 16 * bRow)))), bRow * 4));
+        for (int64_t i = 0; i < ni; ++i)
+          for (int64_t j = 0; j < nj; ++j)
+            c[i * nj + j] = b_.CreateIntrinsic(llvm::Intrinsic::x86_tdpbf16ps_internal, {},
+                                               {i16, b64, b64, c[i * nj + j], ta[i], tb[j]});
+      }
+      for (size_t t = 0; t < c.size(); ++t)
+        b_.CreateIntrinsic(llvm::Intrinsic::x86_tilestored64_internal, {},
+                           {i16, b64, cptr[t], b_.getInt64(N16 * 4), c[t]});
     };
     const int64_t ti = M16 / 16, tj = N16 / 16;
-    for (int64_t i = 0; i < ti; i += 2)
-      for (int64_t j = 0; j < tj; j += 2) square(i, std::min<int64_t>(2, ti - i), j, std::min<int64_t>(2, tj - j));
+    auto squares = [&](Ix first, int64_t count) {
+      for (int64_t i = 0; i < ti; i += 2)
+        for (int64_t j = 0; j < tj; j += 2)
+          square(i, std::min<int64_t>(2, ti - i), j, std::min<int64_t>(2, tj - j), first, count);
+    };
+    forEach(groups, groups > 1, [&](Ix g) { squares(mul(g, group), group); });
+    if (rest > 0) squares(Ix{nullptr, groups * group}, rest);
   }
   // The result from the tile buffer (plan: in memory).
   if (inPlace) return;
