@@ -4,10 +4,11 @@
 //   - a is packed as bf16 rows (r, k) and b as TDPBF16PS's B operand: 32-bit words of two
 //     consecutive k, word kp of row n at [kp][n]; both zero past their extents (rows to a multiple
 //     of 16, K to one of 32: the padding's products are the +0 contributions that complete the
-//     last block), rounded to bf16 by the shared integer steps (the instruction flushes subnormal
-//     operands itself);
-//   - the accumulator goes through a 16 x 16 f32 tile buffer: per output tile, K in groups of up
-//     to 8 blocks of 32 with the C tile held in a tile register, loaded and stored per group.
+//     last block), rounded to bf16 by vcvtneps2bf16 (the instruction flushes subnormal operands
+//     itself); b[n, k]'s words 16 rows at a time, a 16 x 16 block transposed in registers;
+//   - C tiles are the accumulator panel's rows (whole 16 x 16 tiles) or a tile buffer's; K in
+//     groups of up to 8 blocks of 32, every output tile per group, the C tile held in a tile
+//     register, loaded and stored per group.
 // The first AMX mma of a process asks Linux for the tile state (arch_prctl ARCH_REQ_XCOMP_PERM,
 // once: a flag in the module), so an object runs in any process on an AMX host.
 #include <llvm/IR/InlineAsm.h>
@@ -63,9 +64,7 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
   const int64_t chunksK = (K + w_ - 1) / w_, chunksN = (N + w_ - 1) / w_;
   // Rows of the A and B buffers a line longer than their data (bf16 words of A, 32-bit words of
   // B): a power-of-two row stride would put a tile's 16 rows in a few cache sets.
-  const char* pe = getenv("KILN_AMX_PAD");
-  const int64_t pad = pe ? atoi(pe) : 1;
-  const int64_t aRow = Kp + 32 * pad, bRow = N16 + 16 * pad;
+  const int64_t aRow = Kp + 32, bRow = N16 + 16;
   f_->addFnAttr("target-features", "+amx-tile,+amx-bf16,+avx512bf16");
 
   // Whole 16 x 16 tiles of a result in memory: the C tiles are the result's own rows (a panel is
@@ -224,8 +223,7 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
       return b_.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {},
                                 {i16, b64, ptr, b_.getInt64(strideBytes)});
     };
-    const char* ge = getenv("KILN_AMX_GROUP");
-    const int64_t blocks = Kp / 32, group = std::min<int64_t>(ge ? atoi(ge) : 8, blocks), groups = blocks / group,
+    const int64_t blocks = Kp / 32, group = std::min<int64_t>(8, blocks), groups = blocks / group,
                   rest = blocks % group;
     // Output tiles two by two where they pair (2 x 2: 4 C, 2 A and 2 B tiles, the 8 tile
     // registers): each A and B tile loaded serves two products.
