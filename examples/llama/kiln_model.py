@@ -55,6 +55,13 @@ class KilnLlama:
         # and weights rounded to bf16, AMX's TDPBF16PS arithmetic), on AMX tiles where the host
         # has them (docs/kernels.md, gemm); the same bits everywhere.
         self.gemm_order = gemm_order
+        # Under bf16_dot the GEMMs' activations from rmsnorm and swiglu are stored as bf16 (their
+        # --out-dtype; the GEMMs' --a-dtype): the order rounds them to bf16 anyway (and flushes
+        # subnormals, which it does to a bf16 view's too), so the values are the same, and each
+        # GEMM program reads half the bytes and converts nothing. bf16 bits in uint16 arrays.
+        self.act16 = gemm_order == "bf16_dot"
+        act = np.uint16 if self.act16 else np.float32
+        out16 = {"out_dtype": "bf16"} if self.act16 else {}
         self.kernels = {}  # request -> compiled kernel: each request compiled once
         self.times = {}  # kernel kind -> seconds spent in its launches
         self.calls = {}
@@ -93,7 +100,7 @@ class KilnLlama:
         B, S = c["max_batch"], c["max_seq"]
         # The ISA the kernels are compiled for (the host's, or the isa knob): the prefill's GEMM
         # tiles depend on it. Any tile gives the same bits.
-        final_norm = self._kernel("rmsnorm", (B, d), eps=c["norm_eps"], runtime_rows=True)
+        final_norm = self._kernel("rmsnorm", (B, d), eps=c["norm_eps"], runtime_rows=True, **out16)
         self.isa = final_norm.report["target"]["model"]["isa"]
         self.k_cache = [np.zeros((B, KH, S, hd), np.float32) for _ in range(L)]
         self.v_cache = [np.zeros((B, KH, S, hd), np.float32) for _ in range(L)]
@@ -104,9 +111,9 @@ class KilnLlama:
         self.phases = {"prefill": self._phase(c["max_prefill_tokens"]), "decode": self._phase(B)}
         self.final = {
             "norm": final_norm,
-            "lm": self._row_sets(B, lambda M: self._gemm(M, V, d)),
+            "lm": self._row_sets(B, lambda M: self._gemm(M, V, d, a16=self.act16)),
             "x": np.zeros((B, d), np.float32),
-            "y": np.zeros((B, d), np.float32),
+            "y": np.zeros((B, d), act),
             "logits": np.zeros((B, V), np.float32),
         }
         self._frozen = True  # from here on a new compile is a bug: runs only launch
@@ -121,7 +128,7 @@ class KilnLlama:
             self.kernels[key] = kiln.library(name, shape=shape, knobs=self.knobs, **options)
         return self.kernels[key]
 
-    def _gemm(self, M, N, K, rows=None):
+    def _gemm(self, M, N, K, rows=None, a16=False):
         """x W^T with W stored [K, N], for up to M rows, tiles of `rows` rows (default: the
         rule below). Tiles measured on this model's weights (256 to 5632 by 2048, 2048 by
         5632; docs/llama.md; any tile gives the same bits). Decode (M <= 4 rows) streams B:
@@ -142,6 +149,8 @@ class KilnLlama:
             amx = self.isa == "avx512" and self._has_amx()
             tile = (f"{min(rows or 128, M)}x128x{min(512, K)}" if M > 4 else f"{M}x64x{min(1024, K)}") if amx else None
             options = {"tile": tile} if tile else {}
+            if a16:
+                options["a_dtype"] = "bf16"
             return self._kernel("gemm", (M, N, K), runtime_rows=True, b_dtype=b, order="bf16_dot", trans_b=True,
                                 **options)
         if M <= 4:
@@ -170,9 +179,10 @@ class KilnLlama:
         d, hd, H, KH, F = c["d_model"], c["head_dim"], c["n_heads"], c["n_kv_heads"], c["d_ff"]
 
         def kernels(M, tm):
-            return {"q": self._gemm(M, H * hd, d, tm), "kv": self._gemm(M, KH * hd, d, tm),
-                    "o": self._gemm(M, d, H * hd, tm), "gate_up": self._gemm(M, F, d, tm),
-                    "down": self._gemm(M, d, F, tm)}
+            a16 = self.act16  # from rmsnorm and swiglu; o's from attention is f32
+            return {"q": self._gemm(M, H * hd, d, tm, a16), "kv": self._gemm(M, KH * hd, d, tm, a16),
+                    "o": self._gemm(M, d, H * hd, tm), "gate_up": self._gemm(M, F, d, tm, a16),
+                    "down": self._gemm(M, d, F, tm, a16)}
         if T <= 4:
             return self._row_sets(T, lambda M: kernels(M, M))
         tiles = [(min(64, T), 1.1)] + ([(128, 1.0)] if T >= 128 else [])
@@ -196,18 +206,20 @@ class KilnLlama:
         c = self.cfg
         d, hd, H, KH, F = c["d_model"], c["head_dim"], c["n_heads"], c["n_kv_heads"], c["d_ff"]
         rope = dict(positions=c["max_seq"], base=c["rope_base"], runtime_rows=True)
+        act = np.uint16 if self.act16 else np.float32  # the GEMMs' activations (see __init__)
+        out16 = {"out_dtype": "bf16"} if self.act16 else {}
         return {
             "T": T,
-            "norm": self._kernel("rmsnorm", (T, d), eps=c["norm_eps"], runtime_rows=True),
+            "norm": self._kernel("rmsnorm", (T, d), eps=c["norm_eps"], runtime_rows=True, **out16),
             "gemms": self._gemms(T),
             "rope_q": self._kernel("rope", (T, H, hd), **rope),
             "rope_k": self._kernel("rope", (T, KH, hd), **rope),
             "attention": self._kernel("attention", (c["max_batch"], H, KH, T, c["max_seq"], hd, hd),
                                       kv_cache="dense", varlen=True, mask="causal"),
-            "swiglu": self._kernel("swiglu", (T, F), runtime_rows=True),
+            "swiglu": self._kernel("swiglu", (T, F), runtime_rows=True, **out16),
             # buffers
             "h": np.zeros((T, d), np.float32),
-            "x": np.zeros((T, d), np.float32),
+            "x": np.zeros((T, d), act),
             "q_": np.zeros((T, H, hd), np.float32),
             "k_": np.zeros((T, KH, hd), np.float32),
             "v_": np.zeros((T, KH, hd), np.float32),
@@ -217,7 +229,7 @@ class KilnLlama:
             "proj": np.zeros((T, d), np.float32),
             "g": np.zeros((T, F), np.float32),
             "u": np.zeros((T, F), np.float32),
-            "s": np.zeros((T, F), np.float32),
+            "s": np.zeros((T, F), act),
             "positions": np.zeros(T, np.int32),
             "cu": np.zeros(c["max_batch"] + 1, np.int32),
         }

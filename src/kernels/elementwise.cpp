@@ -28,7 +28,8 @@ BuildResult gelu(int64_t n, int64_t block, GeluForm form, FloatElem io) {
   return kb.finish();
 }
 
-BuildResult swiglu(int64_t rows, int64_t cols, int64_t block, bool runtime_rows, FloatElem io) {
+BuildResult swiglu(int64_t rows, int64_t cols, int64_t block, bool runtime_rows, FloatElem io,
+                   std::optional<FloatElem> out) {
   KernelBuilder kb("swiglu");
   if (rows < 1 || cols < 1 || block < 1) {
     kb.error("bad-shape", "swiglu needs rows, cols and block >= 1");
@@ -37,7 +38,7 @@ BuildResult swiglu(int64_t rows, int64_t cols, int64_t block, bool runtime_rows,
   const int64_t C = std::min(cols, block);
   View gate = kb.view("gate", {rows, cols}, io);
   View up = kb.view("up", {rows, cols}, io);
-  View y = kb.view("y", {rows, cols}, io);
+  View y = kb.view("y", {rows, cols}, out.value_or(io));
   const std::vector<Access> row = {_, {"c", C}};
   const Dim rowDim = runtime_rows ? kb.runtimeAxis("r", kb.scalarI64("rows", Range{0, rows})) : Dim{"r", rows};
   kb.parallel({rowDim, {"cb", (cols + C - 1) / C}}, [&](Idx r, Idx cb) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "kiln/dsl.h"
 
@@ -20,8 +21,8 @@ dsl::BuildResult gelu(int64_t n, int64_t block = 64, GeluForm form = GeluForm::T
                       dsl::FloatElem io = dsl::FloatElem::F32);
 
 // runtime_rows: the row count comes with each launch, `rows: i64 in [0, rows]` after y (rows
-// past it are not written).
+// past it are not written). io: the storage of every view; out, where given, y's alone.
 dsl::BuildResult swiglu(int64_t rows, int64_t cols, int64_t block = 64, bool runtime_rows = false,
-                        dsl::FloatElem io = dsl::FloatElem::F32);
+                        dsl::FloatElem io = dsl::FloatElem::F32, std::optional<dsl::FloatElem> out = std::nullopt);
 
 }  // namespace kiln::kernels

@@ -257,10 +257,14 @@ Error gemmTileOption(const LibraryRequest& r, Spec& s) {
   return std::nullopt;
 }
 
-// The row kernels' common options: --runtime-rows and --dtype.
+// The row kernels' common options: --runtime-rows and --dtype; --out-dtype (default: --dtype)
+// where the kernel takes it.
 Error rowsOptions(const LibraryRequest& r, Spec& s) {
   if (auto e = runtimeRowsOption(r, s)) return e;
-  return dtypeOption(r, "dtype", s.io_elem);
+  if (auto e = dtypeOption(r, "dtype", s.io_elem)) return e;
+  s.out_elem = s.io_elem;
+  if (!r.options.count("out-dtype")) return std::nullopt;
+  return dtypeOption(r, "out-dtype", s.out_elem);
 }
 void addRowsParam(const Spec& s, std::vector<ViewShape>& v) {
   if (s.runtime_rows) v.push_back({"rows", {}, false, false, true});
@@ -281,6 +285,9 @@ constexpr const char* kRuntimeRowsHelp =
 constexpr const char* kDtypeHelp =
     "--dtype f32|f16|bf16   the storage of the input and output views: loads convert to f32 exactly, stores round "
     "to nearest even; the arithmetic is f32 either way (default f32)";
+constexpr const char* kOutDtypeHelp =
+    "--out-dtype f32|f16|bf16   the storage of y alone (default: --dtype), e.g. bf16 for a GEMM that takes a "
+    "16-bit A";
 
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> table = [] {
@@ -473,15 +480,16 @@ const std::vector<Entry>& entries() {
     t.push_back(
         Entry{{"rmsnorm", "rows,cols",
                std::string("--eps E   added to the mean square (default 1e-6), rounded to f32; 0..1\n") +
-                   kRuntimeRowsHelp + "\n" + kDtypeHelp + " (w stays f32)",
+                   kRuntimeRowsHelp + "\n" + kDtypeHelp + " (w stays f32)\n" + kOutDtypeHelp,
                "y[r,c] = x[r,c] / sqrt(mean(x[r,:]^2) + eps) * w[c]"},
               {"rows", "cols"},
               {1, 1},
-              {"eps", "runtime-rows", "dtype"},
+              {"eps", "runtime-rows", "dtype", "out-dtype"},
               epsOption(1e-6),
               rowsViews({"x"}, true, false),
               [](const Spec& s) {
-                return rmsnorm(s.shape[0], s.shape[1], s.eps, 1, rowChunk(s), s.runtime_rows, s.io_elem, rowOrder(s));
+                return rmsnorm(s.shape[0], s.shape[1], s.eps, 1, rowChunk(s), s.runtime_rows, s.io_elem, rowOrder(s),
+                               s.out_elem);
               },
               [](const Spec& s, const std::vector<host::ParamData>& in) {
                 return cutRows(
@@ -505,14 +513,16 @@ const std::vector<Entry>& entries() {
           return reference::layernorm(s.shape[0], s.shape[1], double(float(s.eps)), in[0].data, in[1].data, in[2].data);
         }});
 
-    t.push_back(Entry{{"swiglu", "rows,cols", std::string(kRuntimeRowsHelp) + "\n" + kDtypeHelp,
+    t.push_back(Entry{{"swiglu", "rows,cols", std::string(kRuntimeRowsHelp) + "\n" + kDtypeHelp + "\n" + kOutDtypeHelp,
                        "y = gate / (1 + exp(-gate)) * up (SiLU(gate) * up), gate and up [rows,cols]"},
                       {"rows", "cols"},
                       {1, 1},
-                      {"runtime-rows", "dtype"},
+                      {"runtime-rows", "dtype", "out-dtype"},
                       rowsOptions,
                       rowsViews({"gate", "up"}, false, false),
-                      [](const Spec& s) { return swiglu(s.shape[0], s.shape[1], 64, s.runtime_rows, s.io_elem); },
+                      [](const Spec& s) {
+                        return swiglu(s.shape[0], s.shape[1], 64, s.runtime_rows, s.io_elem, s.out_elem);
+                      },
                       [](const Spec& s, const std::vector<host::ParamData>& in) {
                         return cutRows(s, in, reference::swiglu(in[0].data, in[1].data));
                       }});

@@ -56,9 +56,10 @@ struct Spec {
   double base = 10000;
   bool tanh_form = false;  // gelu
   // Storage of float views (docs/ir.md, "16-bit views"): attention --kv-dtype (k, v), gemm
-  // --a-dtype / --b-dtype, the row kernels' --dtype (their inputs and outputs).
+  // --a-dtype / --b-dtype, the row kernels' --dtype (their inputs and outputs) and rmsnorm's
+  // and swiglu's --out-dtype (their output, when it differs: the next GEMM's 16-bit A).
   dsl::FloatElem kv_elem = dsl::FloatElem::F32, a_elem = dsl::FloatElem::F32, b_elem = dsl::FloatElem::F32;
-  dsl::FloatElem io_elem = dsl::FloatElem::F32;
+  dsl::FloatElem io_elem = dsl::FloatElem::F32, out_elem = dsl::FloatElem::F32;
 };
 
 std::string joined(const std::vector<std::string>& v, const char* sep);

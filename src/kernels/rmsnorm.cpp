@@ -8,7 +8,7 @@ namespace kiln::kernels {
 using namespace kiln::dsl;
 
 BuildResult rmsnorm(int64_t rows, int64_t cols, double eps, int64_t block_rows, int64_t chunk, bool runtime_rows,
-                    FloatElem io, ReduceOrder order) {
+                    FloatElem io, ReduceOrder order, std::optional<FloatElem> out) {
   KernelBuilder kb("rmsnorm");
   if (rows < 1 || cols < 1 || block_rows < 1 || chunk < 1) {
     kb.error("bad-shape", "rmsnorm needs rows, cols, block_rows and chunk >= 1");
@@ -16,7 +16,7 @@ BuildResult rmsnorm(int64_t rows, int64_t cols, double eps, int64_t block_rows, 
   }
   View x = kb.view("x", {rows, cols}, io);
   View w = kb.view("w", {cols});
-  View y = kb.view("y", {rows, cols}, io);
+  View y = kb.view("y", {rows, cols}, out.value_or(io));
   const Dim domain = rowBlocks(kb, rows, block_rows, runtime_rows);
   if (cols <= chunk) {
     const std::vector<Access> rc = {{"r", block_rows}, {"c", cols}};

@@ -8,15 +8,18 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 
 #include "kiln/dsl.h"
 
 namespace kiln::kernels {
 
 // runtime_rows: the row count comes with each launch, `rows: i64 in [0, rows]` after y (rows
-// past it are not written). io: the storage of the input and output views (f32, or 16-bit: docs/ir.md, "16-bit views").
+// past it are not written). io: the storage of the input and output views (f32, or 16-bit: docs/ir.md, "16-bit views");
+// out, where given, the output's alone.
 dsl::BuildResult rmsnorm(int64_t rows, int64_t cols, double eps = 1e-6, int64_t block_rows = 4,
                          int64_t chunk = std::numeric_limits<int64_t>::max(), bool runtime_rows = false,
-                         dsl::FloatElem io = dsl::FloatElem::F32, dsl::ReduceOrder order = dsl::ordered);
+                         dsl::FloatElem io = dsl::FloatElem::F32, dsl::ReduceOrder order = dsl::ordered,
+                         std::optional<dsl::FloatElem> out = std::nullopt);
 
 }  // namespace kiln::kernels

@@ -166,7 +166,9 @@ TEST(Library, BadRequestsAreErrorsNamingTheParameter) {
       {req("softmax", "3,4", {{"trans-b", "true"}}),
        "option --trans-b does not apply to softmax (its options: --runtime-rows, --dtype, --parts)"},
       {req("swiglu", "3,4", {{"trans-b", "true"}}),
-       "option --trans-b does not apply to swiglu (its options: --runtime-rows, --dtype)"},
+       "option --trans-b does not apply to swiglu (its options: --runtime-rows, --dtype, --out-dtype)"},
+      {req("rmsnorm", "3,4", {{"out-dtype", "f8"}}), "rmsnorm: --out-dtype 'f8' is not one of f32|f16|bf16"},
+      {req("layernorm", "3,4", {{"out-dtype", "bf16"}}), "option --out-dtype does not apply to layernorm"},
       {req("rmsnorm", "3,4", {{"runtime-rows", "yes"}}), "--runtime-rows takes no value (got 'yes')"},
       {req("rope", "3,4,8", {{"positions", "0"}}), "--positions=0 is out of range"},
       {req("rmsnorm", "4,0"), "rmsnorm: cols=0 must be at least 1"},
@@ -366,6 +368,10 @@ TEST(LibraryNative, SixteenBitStorage) {
     for (const char* k : {"softmax", "rmsnorm", "layernorm", "swiglu"})
       expectNativePasses(req(k, "3,1031", {{"dtype", t}}));
     expectNativePasses(req("swiglu", "5,70", {{"dtype", t}, {"runtime-rows", ""}}));
+    // A 16-bit output alone (--out-dtype: a GEMM's 16-bit A), and a 16-bit input to an f32 one.
+    expectNativePasses(req("rmsnorm", "5,1031", {{"out-dtype", t}, {"runtime-rows", ""}}));
+    expectNativePasses(req("swiglu", "5,70", {{"out-dtype", t}}));
+    expectNativePasses(req("rmsnorm", "3,100", {{"dtype", t}, {"out-dtype", "f32"}}));
     expectNativePasses(req("rope", "17,3,10", {{"dtype", t}}));
     expectNativePasses(req("gelu", "65", {{"dtype", t}}));
   }
@@ -374,6 +380,10 @@ TEST(LibraryNative, SixteenBitStorage) {
   EXPECT_EQ(k->params[1]->type.elem, ir::Elem::BF16);
   EXPECT_EQ(k->params[2]->type.elem, ir::Elem::BF16);
   EXPECT_EQ(k->params[0]->type.elem, ir::Elem::F32);
+  auto n = build(req("rmsnorm", "4,64", {{"out-dtype", "bf16"}}));
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->params[0]->type.elem, ir::Elem::F32);   // x
+  EXPECT_EQ(n->params[2]->type.elem, ir::Elem::BF16);  // y
 }
 
 TEST(LibraryNative, AttentionEdgeCases) {
