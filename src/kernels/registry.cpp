@@ -477,24 +477,24 @@ const std::vector<Entry>& entries() {
                         return cutRows(s, in, reference::softmax(s.shape[0], s.shape[1], in[0].data));
                       }});
 
-    t.push_back(
-        Entry{{"rmsnorm", "rows,cols",
-               std::string("--eps E   added to the mean square (default 1e-6), rounded to f32; 0..1\n") +
-                   kRuntimeRowsHelp + "\n" + kDtypeHelp + " (w stays f32)\n" + kOutDtypeHelp,
-               "y[r,c] = x[r,c] / sqrt(mean(x[r,:]^2) + eps) * w[c]"},
-              {"rows", "cols"},
-              {1, 1},
-              {"eps", "runtime-rows", "dtype", "out-dtype"},
-              epsOption(1e-6),
-              rowsViews({"x"}, true, false),
-              [](const Spec& s) {
-                return rmsnorm(s.shape[0], s.shape[1], s.eps, 1, rowChunk(s), s.runtime_rows, s.io_elem, rowOrder(s),
-                               s.out_elem);
-              },
-              [](const Spec& s, const std::vector<host::ParamData>& in) {
-                return cutRows(
-                    s, in, reference::rmsnorm(s.shape[0], s.shape[1], double(float(s.eps)), in[0].data, in[1].data));
-              }});
+    t.push_back(Entry{{"rmsnorm", "rows,cols",
+                       std::string("--eps E   added to the mean square (default 1e-6), rounded to f32; 0..1\n") +
+                           kRuntimeRowsHelp + "\n" + kDtypeHelp + " (w stays f32)\n" + kOutDtypeHelp,
+                       "y[r,c] = x[r,c] / sqrt(mean(x[r,:]^2) + eps) * w[c]"},
+                      {"rows", "cols"},
+                      {1, 1},
+                      {"eps", "runtime-rows", "dtype", "out-dtype"},
+                      epsOption(1e-6),
+                      rowsViews({"x"}, true, false),
+                      [](const Spec& s) {
+                        return rmsnorm(s.shape[0], s.shape[1], s.eps, 1, rowChunk(s), s.runtime_rows, s.io_elem,
+                                       rowOrder(s), s.out_elem);
+                      },
+                      [](const Spec& s, const std::vector<host::ParamData>& in) {
+                        return cutRows(
+                            s, in,
+                            reference::rmsnorm(s.shape[0], s.shape[1], double(float(s.eps)), in[0].data, in[1].data));
+                      }});
 
     t.push_back(Entry{
         {"layernorm", "rows,cols",
@@ -513,19 +513,18 @@ const std::vector<Entry>& entries() {
           return reference::layernorm(s.shape[0], s.shape[1], double(float(s.eps)), in[0].data, in[1].data, in[2].data);
         }});
 
-    t.push_back(Entry{{"swiglu", "rows,cols", std::string(kRuntimeRowsHelp) + "\n" + kDtypeHelp + "\n" + kOutDtypeHelp,
-                       "y = gate / (1 + exp(-gate)) * up (SiLU(gate) * up), gate and up [rows,cols]"},
-                      {"rows", "cols"},
-                      {1, 1},
-                      {"runtime-rows", "dtype", "out-dtype"},
-                      rowsOptions,
-                      rowsViews({"gate", "up"}, false, false),
-                      [](const Spec& s) {
-                        return swiglu(s.shape[0], s.shape[1], 64, s.runtime_rows, s.io_elem, s.out_elem);
-                      },
-                      [](const Spec& s, const std::vector<host::ParamData>& in) {
-                        return cutRows(s, in, reference::swiglu(in[0].data, in[1].data));
-                      }});
+    t.push_back(
+        Entry{{"swiglu", "rows,cols", std::string(kRuntimeRowsHelp) + "\n" + kDtypeHelp + "\n" + kOutDtypeHelp,
+               "y = gate / (1 + exp(-gate)) * up (SiLU(gate) * up), gate and up [rows,cols]"},
+              {"rows", "cols"},
+              {1, 1},
+              {"runtime-rows", "dtype", "out-dtype"},
+              rowsOptions,
+              rowsViews({"gate", "up"}, false, false),
+              [](const Spec& s) { return swiglu(s.shape[0], s.shape[1], 64, s.runtime_rows, s.io_elem, s.out_elem); },
+              [](const Spec& s, const std::vector<host::ParamData>& in) {
+                return cutRows(s, in, reference::swiglu(in[0].data, in[1].data));
+              }});
 
     t.push_back(Entry{
         {"rope", "tokens,heads,head_dim",

@@ -39,11 +39,11 @@ constexpr int kM = 16, kN = 16;
 
 // c[m, n] = mma(a[m, :], b[n, :], acc[m, n]) over K in the bf16 dot order (kOuter: b stored
 // [K, N] and loaded as [k, n]; bf16B: b a bf16 view).
-std::string dotKernel(int K, int M = kM, int N = kN, bool kOuter = false, bool bf16B = false) {
+std::string dotKernel(int K, int M = kM, int N = kN, bool kOuter = false, bool bf16B = false, bool bf16A = false) {
   const std::string bView = fmt::format("view<{}>[{}, {}]", bf16B ? "bf16" : "f32", kOuter ? K : N, kOuter ? N : K);
   const std::string bTile = kOuter ? fmt::format("[k:{}, n:{}]", K, N) : fmt::format("[n:{}, k:{}]", N, K);
   return fmt::format(
-      R"(kernel @dot(%a: view<f32>[{0}, {2}], %b: {3}, %acc: view<f32>[{0}, {1}], %c: view<f32>[{0}, {1}]) {{
+      R"(kernel @dot(%a: view<{5}>[{0}, {2}], %b: {3}, %acc: view<f32>[{0}, {1}], %c: view<f32>[{0}, {1}]) {{
   parallel (%p) in (1) {{
     %at = load %a[0, 0] as [m:{0}, k:{2}] fill 0
     %bt = load %b[0, 0] as {4} fill 0
@@ -53,7 +53,7 @@ std::string dotKernel(int K, int M = kM, int N = kN, bool kOuter = false, bool b
   }}
 }}
 )",
-      M, N, K, bView, bTile);
+      M, N, K, bView, bTile, bf16A ? "bf16" : "f32");
 }
 
 std::unique_ptr<ir::Kernel> parse(const std::string& text) {
@@ -340,6 +340,47 @@ TEST(Bf16Dot, AmxFormMatchesInterpreterBitForBit) {
       EXPECT_EQ(forms.count("amx"), 0u);
   }
   if (!amx) testhost::sayNotRun("Bf16Dot AMX form", why);
+}
+
+// The order rounds a to bf16 (and flushes its subnormals): a bf16 view holding a's values rounded
+// to nearest even (subnormals kept, as a store keeps them) gives the f32 view's bits, compiled
+// (AMX tiles where the host has them, AVX2 step by step) as interpreted. The Llama model relies
+// on it to hand its GEMMs bf16 activations.
+TEST(Bf16Dot, Bf16ViewOfATheSameBitsAsF32) {
+  const int M = 16, N = 32;
+  for (const std::string isa : {"avx512", "avx2"})
+    for (int K : {50, 64}) {
+      std::vector<std::vector<float>> outs;
+      for (bool bf16A : {false, true}) {
+        auto k = parse(dotKernel(K, M, N, false, false, bf16A));
+        ASSERT_TRUE(k);
+        plan::Knobs knobs;
+        EXPECT_FALSE(knobs.set("isa", isa));
+        driver::Compilation c;
+        ASSERT_FALSE(driver::compile(*k, knobs, c, driver::Stage::Obj)) << isa;
+        if (!testhost::runsHere(isa, "Bf16Dot bf16 a on " + isa)) break;
+        std::unique_ptr<runtime::LoadedKernel> loaded;
+        ASSERT_FALSE(driver::load(c.object, *k, isa, 1, loaded)) << isa;
+        for (int mode = 0; mode < 2; ++mode) {  // finite values: normal, tiny (subnormal sums)
+          Inputs in = edgeInputs(K, 91 + mode, mode, M, N);
+          std::vector<uint16_t> aBits;
+          for (float v : in.a) aBits.push_back(host::f32ToBf16(v));
+          std::vector<float> out(M * N, 0.0f);
+          auto view = [](auto& v) {
+            return runtime::Arg::view(v.data(), static_cast<int64_t>(v.size() * sizeof(v[0])));
+          };
+          const std::vector<runtime::Arg> args = {bf16A ? view(aBits) : view(in.a), view(in.b), view(in.acc),
+                                                  view(out)};
+          auto e = loaded->launch(args);
+          EXPECT_FALSE(e) << *e;
+          if (!bf16A) EXPECT_EQ(differing(out, interpret(*k, in), isa + " f32 a against the interpreter"), 0);
+          outs.push_back(out);
+        }
+      }
+      if (outs.size() == 4)
+        for (int mode = 0; mode < 2; ++mode)
+          EXPECT_EQ(differing(outs[2 + mode], outs[mode], fmt::format("{} K={} mode={} bf16 a", isa, K, mode)), 0);
+    }
 }
 
 TEST(Bf16Dot, ParsesPrintsAndRefusesOtherFlags) {
