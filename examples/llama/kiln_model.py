@@ -141,13 +141,14 @@ class KilnLlama:
         if self.gemm_order == "bf16_dot":
             # B as N x K (HF's layout): on AMX each program packs whole rows of B's K step
             # (contiguous, which the hardware prefetcher streams: 128 x 5632 x 2048 5.9 ms
-            # against 7.9 with B as K x N, weights from DRAM). Whole blocks of 32 along K per
-            # step; on AMX 128 x 128 outputs with K steps of 512 (8.1 ms against 8.7 with
-            # steps of 256), decode M x 64 with steps of 1024 (1 x 5632 x 2048: 2.2 ms against
-            # 3.1 with M x 256 x 256, 2.5 with 1 x 128 x 512); elsewhere (step by step) the
-            # library's tiles. Any tile gives the same bits.
+            # against 7.9 with B as K x N, weights from DRAM), and decode's few rows take B's
+            # rows to the tiles straight from the weights (docs/backend.md). Whole blocks of 32
+            # along K per step; on AMX 128 x 128 outputs with K steps of 512 (8.1 ms against 8.7
+            # with steps of 256; decode 1 x 5632 x 2048 1.56 ms, 1 x 2048 x 5632 1.69, level with
+            # the default order's 1.61 and 1.52); elsewhere (step by step) the library's tiles.
+            # Any tile gives the same bits.
             amx = self.isa == "avx512" and self._has_amx()
-            tile = (f"{min(rows or 128, M)}x128x{min(512, K)}" if M > 4 else f"{M}x64x{min(1024, K)}") if amx else None
+            tile = f"{min(rows or 128, M)}x128x{min(512, K)}" if amx else None
             options = {"tile": tile} if tile else {}
             if a16:
                 options["a_dtype"] = "bf16"

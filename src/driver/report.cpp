@@ -179,6 +179,7 @@ nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
          {"step", op->mma_policy.fused ? "fma" : "mul+add"}});
     // A fused transpose walks the accumulator's lane chunks `fused_group` at a time.
     if (m.fused_transpose) mmas.back()["fused_chunks_per_step"] = m.fused_group;
+    if (m.form == plan::MmaForm::Amx) mmas.back()["amx_operands"] = m.amx_b_first ? "b as A, a as B" : "a as A, b as B";
   });
   j["mma"] = mmas;
   nlohmann::json reds = nlohmann::json::array();

@@ -205,9 +205,15 @@ class LanePlanner {
         m.form = MmaForm::Amx;
         m.lane_dim = acc->type.dims.back().name;
         m.k_rolled = false;
-        m.k_reason =
-            fmt::format("bf16_dot on AMX: {} x {} outputs in 16 x 16 tiles, K={} in {} block(s) of 32 (TDPBF16PS)",
-                        acc->type.dims[0].extent, acc->type.dims[1].extent, mp.k, (mp.k + 31) / 32);
+        // b[n, k] beside at most 16 rows of a (decode): b's rows go to the tiles as the
+        // instruction's A operand, as they are, and a's rows, transposed into 32-bit words, as
+        // its B, where b as B would need all of b's words transposed (a row of a 16-row tile).
+        // The products and their order are the same (the dot is symmetric in a and b).
+        m.amx_b_first = acc->type.dims[0].extent <= 16 && op->operands[1]->type.dims[1].name == op->dims[0];
+        m.k_reason = fmt::format(
+            "bf16_dot on AMX: {} x {} outputs in 16 x 16 tiles, K={} in {} block(s) of 32 (TDPBF16PS){}",
+            acc->type.dims[0].extent, acc->type.dims[1].extent, mp.k, (mp.k + 31) / 32,
+            m.amx_b_first ? "; b's rows as the instruction's A, a's transposed words as its B (<= 16 rows of a)" : "");
         // An operand read from its view at use stays so (a bf16 view's bits go to the tiles as
         // they are); any other is read at runtime rows from memory.
         for (int i = 0; i < 2; ++i)

@@ -163,6 +163,9 @@ struct LaneMma {
   bool tiles_rolled = false;
   int64_t full_tiles = 0;
   std::vector<const ir::Value*> spilled;
+  // The AMX form with b[n, k] as the instruction's A operand (its rows as they are, no word
+  // transposes) and a's few rows (at most 16) as its B: c's transpose in the C tiles.
+  bool amx_b_first = false;
 };
 
 struct LaneReduce {

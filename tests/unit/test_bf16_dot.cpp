@@ -276,7 +276,10 @@ std::set<std::string> compiledMatchesInterpreter(const std::string& isa,
     for (const auto& phase : c.report["phases"]) {
       const auto lanes = phase.find("lanes");
       if (lanes != phase.end() && lanes->is_object() && lanes->contains("mma"))
-        for (const auto& m : (*lanes)["mma"]) forms.insert(m["form"].get<std::string>());
+        for (const auto& m : (*lanes)["mma"]) {
+          forms.insert(m["form"].get<std::string>());
+          if (m.contains("amx_operands")) forms.insert(m["amx_operands"].get<std::string>());
+        }
     }
     if (!testhost::runsHere(isa, "Bf16Dot compiled " + label)) continue;
     std::unique_ptr<runtime::LoadedKernel> loaded;
@@ -327,15 +330,22 @@ TEST(Bf16Dot, AmxFormMatchesInterpreterBitForBit) {
   const std::string why = "this host has no AMX-BF16 for Kiln (or KILN_HOST_WITHOUT_AVX512 is set)";
   // 37 x 20: through a tile buffer; 32 x 48: the tiles are the result's rows.
   // A bf16 view's bits go to the tiles as they are.
+  // At most 16 rows with b[n, k]: b's rows as the instruction's A, c's transpose in the C tiles
+  // (LaneMma::amx_b_first); 100 columns: a group of 4 C tiles and a group of 3.
   for (auto [M, N, kOuter, bf16B] : {std::tuple{37, 20, false, false},
                                      {37, 20, true, false},
                                      {32, 48, false, false},
                                      {32, 48, true, false},
                                      {37, 20, true, true},
-                                     {32, 48, false, true}}) {
+                                     {32, 48, false, true},
+                                     {5, 20, false, false},
+                                     {16, 48, false, true},
+                                     {1, 100, false, true},
+                                     {3, 20, true, true}}) {
     const std::set<std::string> forms = compiledMatchesInterpreter("avx512", {}, M, N, kOuter, bf16B, {33, 50, 64, 77});
+    const bool bFirst = M <= 16 && !kOuter;
     if (amx)
-      EXPECT_EQ(forms, std::set<std::string>{"amx"});
+      EXPECT_EQ(forms, (std::set<std::string>{"amx", bFirst ? "b as A, a as B" : "a as A, b as B"})) << M << "x" << N;
     else
       EXPECT_EQ(forms.count("amx"), 0u);
   }

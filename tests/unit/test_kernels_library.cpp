@@ -365,6 +365,10 @@ TEST(LibraryNative, SixteenBitStorage) {
     expectNativePasses(req("gemm", "37,20,100", {{"b-dtype", t}, {"order", "bf16_dot"}, {"tile", "16x16x32"}}));
     expectNativePasses(
         req("gemm", "37,20,100", {{"a-dtype", t}, {"b-dtype", t}, {"order", "bf16_dot"}, {"trans-b", ""}}));
+    // Few rows, B as N x K (AMX: B's rows as the instruction's A, from the view itself where a
+    // tile lies inside it; the last column tile copied).
+    expectNativePasses(
+        req("gemm", "5,40,64", {{"b-dtype", t}, {"order", "bf16_dot"}, {"trans-b", ""}, {"tile", "5x16x32"}}));
     for (const char* k : {"softmax", "rmsnorm", "layernorm", "swiglu"})
       expectNativePasses(req(k, "3,1031", {{"dtype", t}}));
     expectNativePasses(req("swiglu", "5,70", {{"dtype", t}, {"runtime-rows", ""}}));

@@ -25,6 +25,31 @@ namespace {
 int64_t roundUp(int64_t x, int64_t m) {
   return (x + m - 1) / m * m;
 }
+
+// The rows of a 16 x 16 block of 32-bit words, transposed in registers: four rounds of
+// two-source shuffles (rows h apart exchange their h-wide halves of columns).
+void transpose16(llvm::IRBuilder<>& b, std::vector<llvm::Value*>& t) {
+  for (unsigned h = 8; h >= 1; h /= 2) {
+    std::vector<int> lo(16), hi(16);
+    for (unsigned j = 0; j < 16; ++j) {
+      lo[j] = static_cast<int>((j & h) ? 16 + j - h : j);
+      hi[j] = static_cast<int>((j & h) ? 16 + j : j + h);
+    }
+    for (unsigned i = 0; i < 16; ++i)
+      if (!(i & h)) {
+        llvm::Value* x = t[i];
+        t[i] = b.CreateShuffleVector(x, t[i + h], lo);
+        t[i + h] = b.CreateShuffleVector(x, t[i + h], hi);
+      }
+  }
+}
+
+// Two chunks of 16 bf16 (k and k + 16 on) as the 16 words of 16 pairs of k.
+llvm::Value* words32(llvm::IRBuilder<>& b, llvm::Value* lo, llvm::Value* hi) {
+  std::vector<int> both(32);
+  for (unsigned j = 0; j < 32; ++j) both[j] = static_cast<int>(j);
+  return b.CreateBitCast(b.CreateShuffleVector(lo, hi, both), llvm::FixedVectorType::get(b.getInt32Ty(), 16));
+}
 }  // namespace
 
 void LaneEmitter::requestTileState() {
@@ -55,7 +80,27 @@ llvm::Value* LaneEmitter::bf16Vector(llvm::Value* v) {
   return b_.CreateBitCast(h, llvm::FixedVectorType::get(b_.getInt16Ty(), w_));
 }
 
+// A vector of an operand as bf16 bits: a bf16 view's read at use as they are (its values are
+// bf16 already), anything else rounded.
+llvm::Value* LaneEmitter::amxBits(const ir::Value* x, Ix row, Ix chunk) {
+  const ir::Op* def = x->def;
+  if (lp_.layout[x->id].rep == plan::LaneRep::Direct && def && def->kind == ir::OpKind::Load &&
+      def->operands[0]->type.elem == Elem::BF16)
+    return loadMemoryVector(def, row, chunk);
+  return bf16Vector(vec(x, row, chunk));
+}
+
+// A chunk of K of a row of an operand (rows by their first dim), past K's extent zero, as bf16.
+llvm::Value* LaneEmitter::amxChunk(const ir::Value* x, Ix row, int64_t chunk, int64_t K) {
+  Coords cs = {row, Ix{nullptr, 0}};
+  llvm::Value* v = amxBits(x, rowOf(x->type, cs), Ix{nullptr, chunk});
+  if ((chunk + 1) * static_cast<int64_t>(w_) > K)
+    v = b_.CreateSelect(laneMask(K - chunk * static_cast<int64_t>(w_)), v, llvm::Constant::getNullValue(v->getType()));
+  return v;
+}
+
 void LaneEmitter::emitMmaAmx(const Op* op) {
+  if (lp_.mma.at(op).amx_b_first) return emitMmaAmxBFirst(op);
   const auto [a, bv, acc, r, mp, lm] = mmaParts(op);
   (void)lm;
   const ir::Type& at = acc->type;
@@ -97,24 +142,8 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
   if (M16 != M || K % 32 != 0) b_.CreateMemSet(abuf, b_.getInt8(0), M16 * aRow * 2, llvm::Align(64));
   if (N16 != N || K % 32 != 0) b_.CreateMemSet(bbuf, b_.getInt8(0), Kp / 2 * bRow * 4, llvm::Align(64));
 
-  // A vector of an operand as bf16 bits: a bf16 view's read at use as they are (its values are
-  // bf16 already), anything else rounded.
-  auto bits = [&](const ir::Value* x, Ix row, Ix chunk) {
-    const ir::Op* def = x->def;
-    if (lp_.layout[x->id].rep == plan::LaneRep::Direct && def && def->kind == ir::OpKind::Load &&
-        def->operands[0]->type.elem == Elem::BF16)
-      return loadMemoryVector(def, row, chunk);
-    return bf16Vector(vec(x, row, chunk));
-  };
-  // A chunk of K of a row of an operand (rows by their first dim), past K's extent zero, as bf16.
-  auto packed = [&](const ir::Value* x, Ix row, int64_t chunk) {
-    Coords cs = {row, Ix{nullptr, 0}};
-    llvm::Value* v = bits(x, rowOf(x->type, cs), Ix{nullptr, chunk});
-    if ((chunk + 1) * static_cast<int64_t>(w_) > K)
-      v = b_.CreateSelect(laneMask(K - chunk * static_cast<int64_t>(w_)), v,
-                          llvm::Constant::getNullValue(v->getType()));
-    return v;
-  };
+  auto bits = [&](const ir::Value* x, Ix row, Ix chunk) { return amxBits(x, row, chunk); };
+  auto packed = [&](const ir::Value* x, Ix row, int64_t chunk) { return amxChunk(x, row, chunk, K); };
   auto gep = [&](llvm::Type* t, llvm::Value* base, llvm::Value* index) { return b_.CreateInBoundsGEP(t, base, index); };
   if (K > 0) {
     forEach(M, true, [&](Ix m) {
@@ -145,25 +174,8 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
       // b[n, k]: the words of 16 rows are a 16 x 16 block of 32-bit words, transposed in
       // registers (four rounds of two-source shuffles) and stored as 16 rows of the words; the
       // last rows of N not a multiple of 16 word by word.
-      auto words32 = [&](llvm::Value* lo, llvm::Value* hi) {  // two chunks of 16 bf16: 16 words
-        std::vector<int> both(2 * w_);
-        for (unsigned j = 0; j < 2 * w_; ++j) both[j] = static_cast<int>(j);
-        return b_.CreateBitCast(b_.CreateShuffleVector(lo, hi, both), llvm::FixedVectorType::get(b_.getInt32Ty(), w_));
-      };
       auto transposeStore = [&](std::vector<llvm::Value*> t, Ix n0, Ix kp0) {
-        for (unsigned h = 8; h >= 1; h /= 2) {
-          std::vector<int> lo(16), hi(16);
-          for (unsigned j = 0; j < 16; ++j) {
-            lo[j] = static_cast<int>((j & h) ? 16 + j - h : j);
-            hi[j] = static_cast<int>((j & h) ? 16 + j : j + h);
-          }
-          for (unsigned i = 0; i < 16; ++i)
-            if (!(i & h)) {
-              llvm::Value* x = t[i];
-              t[i] = b_.CreateShuffleVector(x, t[i + h], lo);
-              t[i + h] = b_.CreateShuffleVector(x, t[i + h], hi);
-            }
-        }
+        transpose16(b_, t);
         for (unsigned j = 0; j < 16; ++j)
           b_.CreateAlignedStore(t[j], gep(b_.getInt32Ty(), bbuf, val(add(mul(add(kp0, Ix{nullptr, j}), bRow), n0))),
                                 llvm::Align(4));
@@ -179,7 +191,8 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
           forEach(pairs, pairs > 1, [&](Ix pr) {
             std::vector<llvm::Value*> t;
             for (unsigned i = 0; i < 16; ++i)
-              t.push_back(words32(bits(bv, rowAt(i), mul(pr, 2)), bits(bv, rowAt(i), add(mul(pr, 2), Ix{nullptr, 1}))));
+              t.push_back(
+                  words32(b_, bits(bv, rowAt(i), mul(pr, 2)), bits(bv, rowAt(i), add(mul(pr, 2), Ix{nullptr, 1}))));
             transposeStore(t, n0, mul(pr, 16));
           });
           if (K % 32 != 0) {
@@ -189,7 +202,7 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
               llvm::Value* lo = packed(bv, add(n0, Ix{nullptr, i}), c);
               llvm::Value* hi = c + 1 < chunksK ? packed(bv, add(n0, Ix{nullptr, i}), c + 1)
                                                 : llvm::Constant::getNullValue(lo->getType());
-              t.push_back(words32(lo, hi));
+              t.push_back(words32(b_, lo, hi));
             }
             transposeStore(t, n0, Ix{nullptr, pairs * 16});
           }
@@ -269,6 +282,187 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
       llvm::Value* v = b_.CreateAlignedLoad(
           vty(Elem::F32), gep(b_.getFloatTy(), cbuf, val(add(mul(m, N16), Ix{nullptr, c * w_}))), llvm::Align(4));
       b_.CreateStore(v, slotPtr(rl.slot, Elem::F32, vindex(r, rowOf(r->type, cs), Ix{nullptr, c})));
+    }
+  });
+}
+
+// LaneMma::amx_b_first: c[r, n] += a[r, k] b[n, k] with at most 16 rows r, computed as its
+// transpose c^T[n, r] += b[n, k] a[r, k]^T, the same products in the same order (the dot is
+// symmetric in its operands): b's rows are TDPBF16PS's A operand as they are (copied as bf16 rows,
+// zero past the extents), a's rows its B (their words transposed, 16 rows with zeros past r);
+// the C tiles hold c^T, 16 columns of n a tile, transposed in from the accumulator and out to the
+// result.
+void LaneEmitter::emitMmaAmxBFirst(const Op* op) {
+  const auto [a, bv, acc, r, mp, lm] = mmaParts(op);
+  (void)lm;
+  const ir::Type& at = acc->type;
+  const int64_t M = at.dims[0].extent, N = at.dims[1].extent, K = mp.k;
+  const int64_t N16 = roundUp(N, 16), Kp = roundUp(std::max<int64_t>(K, 1), 32);
+  const int64_t chunksK = (K + w_ - 1) / w_, tiles = N16 / 16;
+  // b's rows a cache line longer than their data (a power-of-two stride puts a tile's rows in a
+  // few cache sets); a^T's rows are 16 words, one line each, in order.
+  const int64_t bRow = Kp + 32;
+  f_->addFnAttr("target-features", "+amx-tile,+amx-bf16,+avx512bf16");
+  const plan::Layout& rl = lp_.layout[r->id];
+  llvm::Value *bbuf = nullptr, *abuf = nullptr, *cbuf = nullptr;
+  {
+    llvm::IRBuilder<>::InsertPointGuard g(b_);
+    b_.SetInsertPoint(entry_, entry_->getFirstInsertionPt());
+    auto buffer = [&](llvm::Type* t, int64_t n) {
+      auto* x = b_.CreateAlloca(llvm::ArrayType::get(t, static_cast<uint64_t>(n)));
+      x->setAlignment(llvm::Align(64));
+      return x;
+    };
+    bbuf = buffer(b_.getInt16Ty(), N16 * bRow);
+    abuf = buffer(b_.getInt32Ty(), Kp / 2 * 16);
+    cbuf = buffer(b_.getFloatTy(), N16 * 16);
+  }
+  requestTileState();
+  auto gep = [&](llvm::Type* t, llvm::Value* base, llvm::Value* index) { return b_.CreateInBoundsGEP(t, base, index); };
+  auto i32s = [&](llvm::Value* v) { return b_.CreateBitCast(v, llvm::FixedVectorType::get(b_.getInt32Ty(), 16)); };
+  llvm::Value* zero = llvm::Constant::getNullValue(llvm::FixedVectorType::get(b_.getInt32Ty(), 16));
+  auto rowOfA = [&](const ir::Type& t, int64_t i) {
+    Coords cs = {Ix{nullptr, i}, Ix{nullptr, 0}};
+    return rowOf(t, cs);
+  };
+  // b's tiles: rows of bf16, from bRows (bytes apart) on. A bf16 view's tile wholly inside the
+  // view, whole 16-row tiles and blocks of 32, goes to the tiles from the view itself (its rows
+  // as they lie in memory, whose stride tileloadd takes); otherwise copied into bbuf, zero past N
+  // and past K (to the last block's end).
+  llvm::Value* bBase = bbuf;
+  llvm::Value* bRows = b_.getInt64(bRow * 2);
+  const ir::Op* bLoad = bv->def;
+  const ir::Type& bt = bv->type;
+  if (!(lp_.layout[bv->id].rep == plan::LaneRep::Direct && bLoad && bLoad->kind == ir::OpKind::Load &&
+        bLoad->operands[0]->type.elem == Elem::BF16 && bLoad->access.back().name == bt.dims.back().name &&
+        K % 32 == 0 && N % 16 == 0 && K > 0))
+    bLoad = nullptr;
+  auto copyB = [&] {
+    if (N16 != N || K % 32 != 0) b_.CreateMemSet(bbuf, b_.getInt8(0), N16 * bRow * 2, llvm::Align(64));
+    forEach(N, true, [&](Ix n) {
+      for (int64_t c = 0; c < chunksK; ++c)
+        b_.CreateAlignedStore(amxChunk(bv, n, c, K),
+                              gep(b_.getInt16Ty(), bbuf, val(add(mul(n, bRow), Ix{nullptr, c * w_}))), llvm::Align(2));
+    });
+  };
+  if (bLoad) {
+    llvm::BasicBlock* fast = llvm::BasicBlock::Create(c_, "amx.b.view", f_);
+    llvm::BasicBlock* slow = llvm::BasicBlock::Create(c_, "amx.b.copy", f_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "amx.b.ready", f_);
+    b_.CreateCondBr(tileInside(bLoad), fast, slow);
+    b_.SetInsertPoint(fast);
+    inside_ = {bLoad};
+    llvm::Value* inb = nullptr;
+    llvm::Value* row0 = elementPointer(bLoad, bt, rowCoords(bt, Ix{nullptr, 0}), Ix{nullptr, 0}, inb);
+    llvm::Value* row1 = elementPointer(bLoad, bt, rowCoords(bt, Ix{nullptr, 1}), Ix{nullptr, 0}, inb);
+    inside_.clear();
+    llvm::Value* stride =
+        b_.CreateSub(b_.CreatePtrToInt(row1, b_.getInt64Ty()), b_.CreatePtrToInt(row0, b_.getInt64Ty()));
+    llvm::BasicBlock* fastEnd = b_.GetInsertBlock();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(slow);
+    copyB();
+    llvm::BasicBlock* slowEnd = b_.GetInsertBlock();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    auto* base = b_.CreatePHI(row0->getType(), 2);
+    base->addIncoming(row0, fastEnd);
+    base->addIncoming(bbuf, slowEnd);
+    auto* rows = b_.CreatePHI(b_.getInt64Ty(), 2);
+    rows->addIncoming(stride, fastEnd);
+    rows->addIncoming(bRows, slowEnd);
+    bBase = base;
+    bRows = rows;
+  } else if (K > 0) {
+    copyB();
+  }
+  if (K > 0) {
+    // a^T's words: row kp holds (a[i, 2kp], a[i, 2kp + 1]) at column i; whole pairs of chunks in
+    // a loop, a last partial pair masked; rows of a past M zero.
+    auto pairOfChunks = [&](Ix pr, int64_t c, bool partial) {
+      std::vector<llvm::Value*> t;
+      for (int64_t i = 0; i < 16; ++i) {
+        if (i >= M) {
+          t.push_back(zero);
+          continue;
+        }
+        llvm::Value *lo, *hi;
+        if (!partial) {
+          lo = amxBits(a, rowOfA(a->type, i), mul(pr, 2));
+          hi = amxBits(a, rowOfA(a->type, i), add(mul(pr, 2), Ix{nullptr, 1}));
+        } else {
+          lo = amxChunk(a, Ix{nullptr, i}, c, K);
+          hi = c + 1 < chunksK ? amxChunk(a, Ix{nullptr, i}, c + 1, K) : llvm::Constant::getNullValue(lo->getType());
+        }
+        t.push_back(words32(b_, lo, hi));
+      }
+      transpose16(b_, t);
+      for (unsigned j = 0; j < 16; ++j)
+        b_.CreateAlignedStore(t[j], gep(b_.getInt32Ty(), abuf, val(mul(add(mul(pr, 16), Ix{nullptr, j}), 16))),
+                              llvm::Align(64));
+    };
+    const int64_t pairs = K / 32;
+    forEach(pairs, pairs > 1, [&](Ix pr) { pairOfChunks(pr, 0, false); });
+    if (K % 32 != 0) pairOfChunks(Ix{nullptr, pairs}, 2 * pairs, true);
+  }
+  // The accumulator's transpose into the C buffer: tile j holds c^T[16j + q, i] at row 16j + q.
+  forEach(tiles, true, [&](Ix j) {
+    std::vector<llvm::Value*> t;
+    for (int64_t i = 0; i < 16; ++i) t.push_back(i < M ? i32s(vec(acc, rowOfA(at, i), j)) : zero);
+    transpose16(b_, t);
+    for (unsigned q = 0; q < 16; ++q)
+      b_.CreateAlignedStore(t[q], gep(b_.getFloatTy(), cbuf, val(mul(add(mul(j, 16), Ix{nullptr, q}), 16))),
+                            llvm::Align(64));
+  });
+  if (K > 0) {
+    llvm::Value* i16 = b_.getInt16(16);
+    llvm::Value* b64 = b_.getInt16(64);
+    auto tileLoad = [&](llvm::Value* ptr, llvm::Value* strideBytes) {
+      return b_.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {}, {i16, b64, ptr, strideBytes});
+    };
+    // Two C tiles at a time (32 rows of b streaming at once: the hardware prefetcher keeps up
+    // with them; 4 tiles' 64 rows took 2.3x the time, 1 x 5632 x 2048 from DRAM, tile 1x64x1024),
+    // K in groups of up to 8 blocks per C load and store; a^T's tile serves both products.
+    const int64_t blocks = Kp / 32, group = std::min<int64_t>(8, blocks), groups = blocks / group,
+                  rest = blocks % group;
+    auto run = [&](Ix j0, int64_t nt) {
+      auto block = [&](Ix first, int64_t count) {
+        std::vector<llvm::Value*> cptr, c;
+        for (int64_t q = 0; q < nt; ++q) {
+          cptr.push_back(gep(b_.getFloatTy(), cbuf, val(mul(add(j0, Ix{nullptr, q}), 256))));
+          c.push_back(tileLoad(cptr.back(), b_.getInt64(64)));
+        }
+        for (int64_t u = 0; u < count; ++u) {
+          Ix kb = add(first, Ix{nullptr, u});
+          llvm::Value* tb = tileLoad(gep(b_.getInt32Ty(), abuf, val(mul(kb, 256))), b_.getInt64(64));
+          for (int64_t q = 0; q < nt; ++q) {
+            llvm::Value* at16 = b_.CreateMul(val(mul(add(j0, Ix{nullptr, q}), 16)), bRows);
+            llvm::Value* ta = tileLoad(gep(b_.getInt8Ty(), bBase, b_.CreateAdd(at16, val(mul(kb, 64)))), bRows);
+            c[q] = b_.CreateIntrinsic(llvm::Intrinsic::x86_tdpbf16ps_internal, {}, {i16, b64, b64, c[q], ta, tb});
+          }
+        }
+        for (int64_t q = 0; q < nt; ++q)
+          b_.CreateIntrinsic(llvm::Intrinsic::x86_tilestored64_internal, {},
+                             {i16, b64, cptr[q], b_.getInt64(64), c[q]});
+      };
+      forEach(groups, groups > 1, [&](Ix g) { block(mul(g, group), group); });
+      if (rest > 0) block(Ix{nullptr, groups * group}, rest);
+    };
+    forEach(tiles / 2, tiles / 2 > 1, [&](Ix g) { run(mul(g, 2), 2); });
+    if (tiles % 2) run(Ix{nullptr, tiles / 2 * 2}, 1);
+  }
+  // The result: each C tile transposed back, its first M rows (plan: in memory).
+  forEach(tiles, true, [&](Ix j) {
+    std::vector<llvm::Value*> t;
+    for (unsigned q = 0; q < 16; ++q)
+      t.push_back(b_.CreateAlignedLoad(llvm::FixedVectorType::get(b_.getInt32Ty(), 16),
+                                       gep(b_.getFloatTy(), cbuf, val(mul(add(mul(j, 16), Ix{nullptr, q}), 16))),
+                                       llvm::Align(64)));
+    transpose16(b_, t);
+    for (int64_t i = 0; i < M; ++i) {
+      Coords cs = {Ix{nullptr, i}, Ix{nullptr, 0}};
+      b_.CreateStore(b_.CreateBitCast(t[i], vty(Elem::F32)),
+                     slotPtr(rl.slot, Elem::F32, vindex(r, rowOf(r->type, cs), j)));
     }
   });
 }

@@ -78,12 +78,15 @@ class LaneEmitter final : public ProgramEmitter {
   void emitReduce(const ir::Op* op);
   void emitMma(const ir::Op* op);
   void emitMmaTiles(const ir::Op* op);
-  void emitMmaFusedTranspose(const ir::Op* op);  // LaneMma::fused_transpose
-  void emitMmaDot(const ir::Op* op);             // form "dot"
-  void emitMmaElements(const ir::Op* op);        // form "elements"
-  void emitMmaAmx(const ir::Op* op);             // form "amx" (lane_amx.cpp)
-  void requestTileState();                       // once per process: Linux's AMX tile state
-  llvm::Value* bf16Vector(llvm::Value* v);       // W floats to bf16 bits for AMX (vcvtneps2bf16)
+  void emitMmaFusedTranspose(const ir::Op* op);                                 // LaneMma::fused_transpose
+  void emitMmaDot(const ir::Op* op);                                            // form "dot"
+  void emitMmaElements(const ir::Op* op);                                       // form "elements"
+  void emitMmaAmx(const ir::Op* op);                                            // form "amx" (lane_amx.cpp)
+  void emitMmaAmxBFirst(const ir::Op* op);                                      // form "amx", LaneMma::amx_b_first
+  llvm::Value* amxBits(const ir::Value* x, Ix row, Ix chunk);                   // a vector of x as bf16 bits
+  llvm::Value* amxChunk(const ir::Value* x, Ix row, int64_t chunk, int64_t K);  // a K chunk of a row, 0 past K
+  void requestTileState();                  // once per process: Linux's AMX tile state
+  llvm::Value* bf16Vector(llvm::Value* v);  // W floats to bf16 bits for AMX (vcvtneps2bf16)
   // One output element (coords rc) of a partitioned mma, from the accumulator's element.
   llvm::Value* partitionedElement(const ir::Op* op, llvm::Value* acc, const Coords& rc);
   Ix lanePosition(Ix chunk, unsigned j, int64_t extent);  // lane j of a chunk, clamped to extent - 1
