@@ -357,9 +357,9 @@ TEST(Bf16Dot, AmxFormMatchesInterpreterBitForBit) {
 // (AMX tiles where the host has them, AVX2 step by step) as interpreted. The Llama model relies
 // on it to hand its GEMMs bf16 activations.
 TEST(Bf16Dot, Bf16ViewOfATheSameBitsAsF32) {
-  const int M = 16, N = 32;
+  const int N = 32;
   for (const std::string isa : {"avx512", "avx2"})
-    for (int K : {50, 64}) {
+    for (auto [M, K] : {std::pair{16, 50}, {16, 64}, {32, 64}}) {  // AMX: b's rows first; a's from its view
       std::vector<std::vector<float>> outs;
       for (bool bf16A : {false, true}) {
         auto k = parse(dotKernel(K, M, N, false, false, bf16A));

@@ -369,6 +369,8 @@ TEST(LibraryNative, SixteenBitStorage) {
     // tile lies inside it; the last column tile copied).
     expectNativePasses(
         req("gemm", "5,40,64", {{"b-dtype", t}, {"order", "bf16_dot"}, {"trans-b", ""}, {"tile", "5x16x32"}}));
+    // A 16-bit A's rows straight from its view where a tile lies inside it, the last row tile copied.
+    expectNativePasses(req("gemm", "40,20,64", {{"a-dtype", t}, {"order", "bf16_dot"}, {"tile", "32x16x32"}}));
     for (const char* k : {"softmax", "rmsnorm", "layernorm", "swiglu"})
       expectNativePasses(req(k, "3,1031", {{"dtype", t}}));
     expectNativePasses(req("swiglu", "5,70", {{"dtype", t}, {"runtime-rows", ""}}));

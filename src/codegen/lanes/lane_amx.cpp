@@ -99,6 +99,50 @@ llvm::Value* LaneEmitter::amxChunk(const ir::Value* x, Ix row, int64_t chunk, in
   return v;
 }
 
+// The rows of x (rows x K, K last) as TDPBF16PS's A operand: straight from x's bf16 view when
+// the tile lies inside it in whole 16-row tiles and blocks of 32 (tileloadd takes the view's row
+// stride), else `copy` puts them in buf, bufRowBytes apart. Returns the first row's address and
+// the rows' stride in bytes.
+std::pair<llvm::Value*, llvm::Value*> LaneEmitter::amxRows(const ir::Value* x, int64_t rows, int64_t K,
+                                                           llvm::Value* buf, int64_t bufRowBytes,
+                                                           const std::function<void()>& copy) {
+  const ir::Op* load = x->def;
+  const ir::Type& t = x->type;
+  if (K <= 0) return {buf, b_.getInt64(bufRowBytes)};
+  if (!(lp_.layout[x->id].rep == plan::LaneRep::Direct && load && load->kind == ir::OpKind::Load &&
+        load->operands[0]->type.elem == Elem::BF16 && load->access.back().name == t.dims.back().name && K % 32 == 0 &&
+        rows % 16 == 0)) {
+    copy();
+    return {buf, b_.getInt64(bufRowBytes)};
+  }
+  llvm::BasicBlock* fast = llvm::BasicBlock::Create(c_, "amx.rows.view", f_);
+  llvm::BasicBlock* slow = llvm::BasicBlock::Create(c_, "amx.rows.copy", f_);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "amx.rows.ready", f_);
+  b_.CreateCondBr(tileInside(load), fast, slow);
+  b_.SetInsertPoint(fast);
+  inside_ = {load};
+  llvm::Value* inb = nullptr;
+  llvm::Value* row0 = elementPointer(load, t, rowCoords(t, Ix{nullptr, 0}), Ix{nullptr, 0}, inb);
+  llvm::Value* row1 = elementPointer(load, t, rowCoords(t, Ix{nullptr, 1}), Ix{nullptr, 0}, inb);
+  inside_.clear();
+  llvm::Value* stride =
+      b_.CreateSub(b_.CreatePtrToInt(row1, b_.getInt64Ty()), b_.CreatePtrToInt(row0, b_.getInt64Ty()));
+  llvm::BasicBlock* fastEnd = b_.GetInsertBlock();
+  b_.CreateBr(done);
+  b_.SetInsertPoint(slow);
+  copy();
+  llvm::BasicBlock* slowEnd = b_.GetInsertBlock();
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
+  auto* base = b_.CreatePHI(row0->getType(), 2);
+  base->addIncoming(row0, fastEnd);
+  base->addIncoming(buf, slowEnd);
+  auto* step = b_.CreatePHI(b_.getInt64Ty(), 2);
+  step->addIncoming(stride, fastEnd);
+  step->addIncoming(b_.getInt64(bufRowBytes), slowEnd);
+  return {base, step};
+}
+
 void LaneEmitter::emitMmaAmx(const Op* op) {
   if (lp_.mma.at(op).amx_b_first) return emitMmaAmxBFirst(op);
   const auto [a, bv, acc, r, mp, lm] = mmaParts(op);
@@ -139,18 +183,22 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
   }
   requestTileState();
   // Padding (rows past M, K past its extent, columns past N) must hold zeros.
-  if (M16 != M || K % 32 != 0) b_.CreateMemSet(abuf, b_.getInt8(0), M16 * aRow * 2, llvm::Align(64));
   if (N16 != N || K % 32 != 0) b_.CreateMemSet(bbuf, b_.getInt8(0), Kp / 2 * bRow * 4, llvm::Align(64));
 
   auto bits = [&](const ir::Value* x, Ix row, Ix chunk) { return amxBits(x, row, chunk); };
   auto packed = [&](const ir::Value* x, Ix row, int64_t chunk) { return amxChunk(x, row, chunk, K); };
   auto gep = [&](llvm::Type* t, llvm::Value* base, llvm::Value* index) { return b_.CreateInBoundsGEP(t, base, index); };
-  if (K > 0) {
+  // a's tiles: rows of bf16 from aBase, aRows bytes apart: its bf16 view's own, or a copy in
+  // abuf (zero past M and past K).
+  const auto [aBase, aRows] = amxRows(a, M, K, abuf, aRow * 2, [&] {
+    if (M16 != M || K % 32 != 0) b_.CreateMemSet(abuf, b_.getInt8(0), M16 * aRow * 2, llvm::Align(64));
     forEach(M, true, [&](Ix m) {
       for (int64_t c = 0; c < chunksK; ++c)
         b_.CreateAlignedStore(packed(a, m, c), gep(b_.getInt16Ty(), abuf, val(add(mul(m, aRow), Ix{nullptr, c * w_}))),
                               llvm::Align(2));
     });
+  });
+  if (K > 0) {
     if (bv->type.dims[0].name == op->dims[0]) {
       // b[k, n]: rows 2kp and 2kp + 1 interleaved element by element are row kp of the words.
       auto row = [&](Ix k, int64_t c, bool inside) -> llvm::Value* {
@@ -232,9 +280,8 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
   if (K > 0) {
     llvm::Value* i16 = b_.getInt16(16);
     llvm::Value* b64 = b_.getInt16(64);
-    auto tileLoad = [&](llvm::Value* ptr, int64_t strideBytes) {
-      return b_.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {},
-                                {i16, b64, ptr, b_.getInt64(strideBytes)});
+    auto tileLoad = [&](llvm::Value* ptr, llvm::Value* strideBytes) {
+      return b_.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {}, {i16, b64, ptr, strideBytes});
     };
     const int64_t blocks = Kp / 32, group = std::min<int64_t>(8, blocks), groups = blocks / group,
                   rest = blocks % group;
@@ -246,16 +293,17 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
         for (int64_t j = j0; j < j0 + nj; ++j)
           cptr.push_back(gep(b_.getFloatTy(), cbuf, b_.getInt64(i * 16 * N16 + j * 16)));
       std::vector<llvm::Value*> c;
-      for (llvm::Value* p : cptr) c.push_back(tileLoad(p, N16 * 4));
+      for (llvm::Value* p : cptr) c.push_back(tileLoad(p, b_.getInt64(N16 * 4)));
       for (int64_t q = 0; q < count; ++q) {
         Ix kb = add(first, Ix{nullptr, q});
         std::vector<llvm::Value*> ta, tb;
         for (int64_t i = i0; i < i0 + ni; ++i)
-          ta.push_back(
-              tileLoad(gep(b_.getInt16Ty(), abuf, val(add(Ix{nullptr, i * 16 * aRow}, mul(kb, 32)))), aRow * 2));
+          ta.push_back(tileLoad(
+              gep(b_.getInt8Ty(), aBase, b_.CreateAdd(b_.CreateMul(b_.getInt64(i * 16), aRows), val(mul(kb, 64)))),
+              aRows));
         for (int64_t j = j0; j < j0 + nj; ++j)
-          tb.push_back(
-              tileLoad(gep(b_.getInt32Ty(), bbuf, val(add(Ix{nullptr, j * 16}, mul(kb, 16 * bRow)))), bRow * 4));
+          tb.push_back(tileLoad(gep(b_.getInt32Ty(), bbuf, val(add(Ix{nullptr, j * 16}, mul(kb, 16 * bRow)))),
+                                b_.getInt64(bRow * 4)));
         for (int64_t i = 0; i < ni; ++i)
           for (int64_t j = 0; j < nj; ++j)
             c[i * nj + j] = b_.CreateIntrinsic(llvm::Intrinsic::x86_tdpbf16ps_internal, {},
@@ -325,57 +373,16 @@ void LaneEmitter::emitMmaAmxBFirst(const Op* op) {
     Coords cs = {Ix{nullptr, i}, Ix{nullptr, 0}};
     return rowOf(t, cs);
   };
-  // b's tiles: rows of bf16, from bRows (bytes apart) on. A bf16 view's tile wholly inside the
-  // view, whole 16-row tiles and blocks of 32, goes to the tiles from the view itself (its rows
-  // as they lie in memory, whose stride tileloadd takes); otherwise copied into bbuf, zero past N
-  // and past K (to the last block's end).
-  llvm::Value* bBase = bbuf;
-  llvm::Value* bRows = b_.getInt64(bRow * 2);
-  const ir::Op* bLoad = bv->def;
-  const ir::Type& bt = bv->type;
-  if (!(lp_.layout[bv->id].rep == plan::LaneRep::Direct && bLoad && bLoad->kind == ir::OpKind::Load &&
-        bLoad->operands[0]->type.elem == Elem::BF16 && bLoad->access.back().name == bt.dims.back().name &&
-        K % 32 == 0 && N % 16 == 0 && K > 0))
-    bLoad = nullptr;
-  auto copyB = [&] {
+  // b's tiles: rows of bf16, from bBase, bRows bytes apart: the view's own or a copy in bbuf,
+  // zero past N and past K (to the last block's end).
+  const auto [bBase, bRows] = amxRows(bv, N, K, bbuf, bRow * 2, [&] {
     if (N16 != N || K % 32 != 0) b_.CreateMemSet(bbuf, b_.getInt8(0), N16 * bRow * 2, llvm::Align(64));
     forEach(N, true, [&](Ix n) {
       for (int64_t c = 0; c < chunksK; ++c)
         b_.CreateAlignedStore(amxChunk(bv, n, c, K),
                               gep(b_.getInt16Ty(), bbuf, val(add(mul(n, bRow), Ix{nullptr, c * w_}))), llvm::Align(2));
     });
-  };
-  if (bLoad) {
-    llvm::BasicBlock* fast = llvm::BasicBlock::Create(c_, "amx.b.view", f_);
-    llvm::BasicBlock* slow = llvm::BasicBlock::Create(c_, "amx.b.copy", f_);
-    llvm::BasicBlock* done = llvm::BasicBlock::Create(c_, "amx.b.ready", f_);
-    b_.CreateCondBr(tileInside(bLoad), fast, slow);
-    b_.SetInsertPoint(fast);
-    inside_ = {bLoad};
-    llvm::Value* inb = nullptr;
-    llvm::Value* row0 = elementPointer(bLoad, bt, rowCoords(bt, Ix{nullptr, 0}), Ix{nullptr, 0}, inb);
-    llvm::Value* row1 = elementPointer(bLoad, bt, rowCoords(bt, Ix{nullptr, 1}), Ix{nullptr, 0}, inb);
-    inside_.clear();
-    llvm::Value* stride =
-        b_.CreateSub(b_.CreatePtrToInt(row1, b_.getInt64Ty()), b_.CreatePtrToInt(row0, b_.getInt64Ty()));
-    llvm::BasicBlock* fastEnd = b_.GetInsertBlock();
-    b_.CreateBr(done);
-    b_.SetInsertPoint(slow);
-    copyB();
-    llvm::BasicBlock* slowEnd = b_.GetInsertBlock();
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
-    auto* base = b_.CreatePHI(row0->getType(), 2);
-    base->addIncoming(row0, fastEnd);
-    base->addIncoming(bbuf, slowEnd);
-    auto* rows = b_.CreatePHI(b_.getInt64Ty(), 2);
-    rows->addIncoming(stride, fastEnd);
-    rows->addIncoming(bRows, slowEnd);
-    bBase = base;
-    bRows = rows;
-  } else if (K > 0) {
-    copyB();
-  }
+  });
   if (K > 0) {
     // a^T's words: row kp holds (a[i, 2kp], a[i, 2kp + 1]) at column i; whole pairs of chunks in
     // a loop, a last partial pair masked; rows of a past M zero.

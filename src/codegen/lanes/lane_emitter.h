@@ -85,6 +85,9 @@ class LaneEmitter final : public ProgramEmitter {
   void emitMmaAmxBFirst(const ir::Op* op);                                      // form "amx", LaneMma::amx_b_first
   llvm::Value* amxBits(const ir::Value* x, Ix row, Ix chunk);                   // a vector of x as bf16 bits
   llvm::Value* amxChunk(const ir::Value* x, Ix row, int64_t chunk, int64_t K);  // a K chunk of a row, 0 past K
+  // x's rows as TDPBF16PS's A operand: its bf16 view's own where possible, else copy() into buf.
+  std::pair<llvm::Value*, llvm::Value*> amxRows(const ir::Value* x, int64_t rows, int64_t K, llvm::Value* buf,
+                                                int64_t bufRowBytes, const std::function<void()>& copy);
   void requestTileState();                  // once per process: Linux's AMX tile state
   llvm::Value* bf16Vector(llvm::Value* v);  // W floats to bf16 bits for AMX (vcvtneps2bf16)
   // One output element (coords rc) of a partitioned mma, from the accumulator's element.
