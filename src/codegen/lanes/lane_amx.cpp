@@ -80,6 +80,37 @@ llvm::Value* LaneEmitter::bf16Vector(llvm::Value* v) {
   return b_.CreateBitCast(h, llvm::FixedVectorType::get(b_.getInt16Ty(), w_));
 }
 
+// A stack buffer of n elements, 64-byte aligned, in the function's entry block.
+llvm::Value* LaneEmitter::amxBuffer(llvm::Type* t, int64_t n) {
+  llvm::IRBuilder<>::InsertPointGuard g(b_);
+  b_.SetInsertPoint(entry_, entry_->getFirstInsertionPt());
+  auto* x = b_.CreateAlloca(llvm::ArrayType::get(t, static_cast<uint64_t>(n)));
+  x->setAlignment(llvm::Align(64));
+  return x;
+}
+
+// A 16 x 64-byte tile from ptr, rows strideBytes apart; stored back; C += A . B (TDPBF16PS).
+llvm::Value* LaneEmitter::amxLoad(llvm::Value* ptr, llvm::Value* strideBytes) {
+  return b_.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {},
+                            {b_.getInt16(16), b_.getInt16(64), ptr, strideBytes});
+}
+void LaneEmitter::amxStore(llvm::Value* ptr, llvm::Value* strideBytes, llvm::Value* tile) {
+  b_.CreateIntrinsic(llvm::Intrinsic::x86_tilestored64_internal, {},
+                     {b_.getInt16(16), b_.getInt16(64), ptr, strideBytes, tile});
+}
+llvm::Value* LaneEmitter::amxDot(llvm::Value* c, llvm::Value* a, llvm::Value* b) {
+  return b_.CreateIntrinsic(llvm::Intrinsic::x86_tdpbf16ps_internal, {},
+                            {b_.getInt16(16), b_.getInt16(64), b_.getInt16(64), c, a, b});
+}
+
+// K's blocks of 32 in groups of up to 8, one C load and store per group: body(first block,
+// blocks in the group), whole groups in a loop, the rest after it.
+void LaneEmitter::amxKGroups(int64_t Kp, const std::function<void(Ix, int64_t)>& body) {
+  const int64_t blocks = Kp / 32, group = std::min<int64_t>(8, blocks), groups = blocks / group, rest = blocks % group;
+  forEach(groups, groups > 1, [&](Ix g) { body(mul(g, group), group); });
+  if (rest > 0) body(Ix{nullptr, groups * group}, rest);
+}
+
 // A vector of an operand as bf16 bits: a bf16 view's read at use as they are (its values are
 // bf16 already), anything else rounded.
 llvm::Value* LaneEmitter::amxBits(const ir::Value* x, Ix row, Ix chunk) {
@@ -162,19 +193,9 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
   const plan::Layout& al = lp_.layout[acc->id];
   const plan::Layout& rl = lp_.layout[r->id];
   const bool inPlace = M == M16 && N == N16 && al.rep == plan::LaneRep::Panel && rl.rep == plan::LaneRep::Panel;
-  llvm::Value *abuf = nullptr, *bbuf = nullptr, *cbuf = nullptr;
-  {
-    llvm::IRBuilder<>::InsertPointGuard g(b_);
-    b_.SetInsertPoint(entry_, entry_->getFirstInsertionPt());
-    auto buffer = [&](llvm::Type* t, int64_t n) {
-      auto* x = b_.CreateAlloca(llvm::ArrayType::get(t, static_cast<uint64_t>(n)));
-      x->setAlignment(llvm::Align(64));
-      return x;
-    };
-    abuf = buffer(b_.getInt16Ty(), M16 * aRow);
-    bbuf = buffer(b_.getInt32Ty(), Kp / 2 * bRow);
-    if (!inPlace) cbuf = buffer(b_.getFloatTy(), M16 * N16);
-  }
+  llvm::Value* abuf = amxBuffer(b_.getInt16Ty(), M16 * aRow);
+  llvm::Value* bbuf = amxBuffer(b_.getInt32Ty(), Kp / 2 * bRow);
+  llvm::Value* cbuf = inPlace ? nullptr : amxBuffer(b_.getFloatTy(), M16 * N16);
   if (inPlace) {
     cbuf = slotPtr(rl.slot, Elem::F32, Ix{nullptr, 0});
     if (al.slot != rl.slot)
@@ -278,13 +299,6 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
                               gep(b_.getFloatTy(), cbuf, val(add(mul(m, N16), Ix{nullptr, c * w_}))), llvm::Align(4));
     });
   if (K > 0) {
-    llvm::Value* i16 = b_.getInt16(16);
-    llvm::Value* b64 = b_.getInt16(64);
-    auto tileLoad = [&](llvm::Value* ptr, llvm::Value* strideBytes) {
-      return b_.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {}, {i16, b64, ptr, strideBytes});
-    };
-    const int64_t blocks = Kp / 32, group = std::min<int64_t>(8, blocks), groups = blocks / group,
-                  rest = blocks % group;
     // Output tiles two by two where they pair (2 x 2: 4 C, 2 A and 2 B tiles, the 8 tile
     // registers): each A and B tile loaded serves two products.
     auto square = [&](int64_t i0, int64_t ni, int64_t j0, int64_t nj, Ix first, int64_t count) {
@@ -293,25 +307,21 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
         for (int64_t j = j0; j < j0 + nj; ++j)
           cptr.push_back(gep(b_.getFloatTy(), cbuf, b_.getInt64(i * 16 * N16 + j * 16)));
       std::vector<llvm::Value*> c;
-      for (llvm::Value* p : cptr) c.push_back(tileLoad(p, b_.getInt64(N16 * 4)));
+      for (llvm::Value* p : cptr) c.push_back(amxLoad(p, b_.getInt64(N16 * 4)));
       for (int64_t q = 0; q < count; ++q) {
         Ix kb = add(first, Ix{nullptr, q});
         std::vector<llvm::Value*> ta, tb;
         for (int64_t i = i0; i < i0 + ni; ++i)
-          ta.push_back(tileLoad(
+          ta.push_back(amxLoad(
               gep(b_.getInt8Ty(), aBase, b_.CreateAdd(b_.CreateMul(b_.getInt64(i * 16), aRows), val(mul(kb, 64)))),
               aRows));
         for (int64_t j = j0; j < j0 + nj; ++j)
-          tb.push_back(tileLoad(gep(b_.getInt32Ty(), bbuf, val(add(Ix{nullptr, j * 16}, mul(kb, 16 * bRow)))),
-                                b_.getInt64(bRow * 4)));
+          tb.push_back(amxLoad(gep(b_.getInt32Ty(), bbuf, val(add(Ix{nullptr, j * 16}, mul(kb, 16 * bRow)))),
+                               b_.getInt64(bRow * 4)));
         for (int64_t i = 0; i < ni; ++i)
-          for (int64_t j = 0; j < nj; ++j)
-            c[i * nj + j] = b_.CreateIntrinsic(llvm::Intrinsic::x86_tdpbf16ps_internal, {},
-                                               {i16, b64, b64, c[i * nj + j], ta[i], tb[j]});
+          for (int64_t j = 0; j < nj; ++j) c[i * nj + j] = amxDot(c[i * nj + j], ta[i], tb[j]);
       }
-      for (size_t t = 0; t < c.size(); ++t)
-        b_.CreateIntrinsic(llvm::Intrinsic::x86_tilestored64_internal, {},
-                           {i16, b64, cptr[t], b_.getInt64(N16 * 4), c[t]});
+      for (size_t t = 0; t < c.size(); ++t) amxStore(cptr[t], b_.getInt64(N16 * 4), c[t]);
     };
     const int64_t ti = M16 / 16, tj = N16 / 16;
     auto squares = [&](Ix first, int64_t count) {
@@ -319,8 +329,7 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
         for (int64_t j = 0; j < tj; j += 2)
           square(i, std::min<int64_t>(2, ti - i), j, std::min<int64_t>(2, tj - j), first, count);
     };
-    forEach(groups, groups > 1, [&](Ix g) { squares(mul(g, group), group); });
-    if (rest > 0) squares(Ix{nullptr, groups * group}, rest);
+    amxKGroups(Kp, squares);
   }
   // The result from the tile buffer (plan: in memory).
   if (inPlace) return;
@@ -352,19 +361,9 @@ void LaneEmitter::emitMmaAmxBFirst(const Op* op) {
   const int64_t bRow = Kp + 32;
   f_->addFnAttr("target-features", "+amx-tile,+amx-bf16,+avx512bf16");
   const plan::Layout& rl = lp_.layout[r->id];
-  llvm::Value *bbuf = nullptr, *abuf = nullptr, *cbuf = nullptr;
-  {
-    llvm::IRBuilder<>::InsertPointGuard g(b_);
-    b_.SetInsertPoint(entry_, entry_->getFirstInsertionPt());
-    auto buffer = [&](llvm::Type* t, int64_t n) {
-      auto* x = b_.CreateAlloca(llvm::ArrayType::get(t, static_cast<uint64_t>(n)));
-      x->setAlignment(llvm::Align(64));
-      return x;
-    };
-    bbuf = buffer(b_.getInt16Ty(), N16 * bRow);
-    abuf = buffer(b_.getInt32Ty(), Kp / 2 * 16);
-    cbuf = buffer(b_.getFloatTy(), N16 * 16);
-  }
+  llvm::Value* bbuf = amxBuffer(b_.getInt16Ty(), N16 * bRow);
+  llvm::Value* abuf = amxBuffer(b_.getInt32Ty(), Kp / 2 * 16);
+  llvm::Value* cbuf = amxBuffer(b_.getFloatTy(), N16 * 16);
   requestTileState();
   auto gep = [&](llvm::Type* t, llvm::Value* base, llvm::Value* index) { return b_.CreateInBoundsGEP(t, base, index); };
   auto i32s = [&](llvm::Value* v) { return b_.CreateBitCast(v, llvm::FixedVectorType::get(b_.getInt32Ty(), 16)); };
@@ -422,38 +421,28 @@ void LaneEmitter::emitMmaAmxBFirst(const Op* op) {
                             llvm::Align(64));
   });
   if (K > 0) {
-    llvm::Value* i16 = b_.getInt16(16);
-    llvm::Value* b64 = b_.getInt16(64);
-    auto tileLoad = [&](llvm::Value* ptr, llvm::Value* strideBytes) {
-      return b_.CreateIntrinsic(llvm::Intrinsic::x86_tileloadd64_internal, {}, {i16, b64, ptr, strideBytes});
-    };
     // Two C tiles at a time (32 rows of b streaming at once: the hardware prefetcher keeps up
     // with them; 4 tiles' 64 rows took 2.3x the time, 1 x 5632 x 2048 from DRAM, tile 1x64x1024),
     // K in groups of up to 8 blocks per C load and store; a^T's tile serves both products.
-    const int64_t blocks = Kp / 32, group = std::min<int64_t>(8, blocks), groups = blocks / group,
-                  rest = blocks % group;
     auto run = [&](Ix j0, int64_t nt) {
       auto block = [&](Ix first, int64_t count) {
         std::vector<llvm::Value*> cptr, c;
         for (int64_t q = 0; q < nt; ++q) {
           cptr.push_back(gep(b_.getFloatTy(), cbuf, val(mul(add(j0, Ix{nullptr, q}), 256))));
-          c.push_back(tileLoad(cptr.back(), b_.getInt64(64)));
+          c.push_back(amxLoad(cptr.back(), b_.getInt64(64)));
         }
         for (int64_t u = 0; u < count; ++u) {
           Ix kb = add(first, Ix{nullptr, u});
-          llvm::Value* tb = tileLoad(gep(b_.getInt32Ty(), abuf, val(mul(kb, 256))), b_.getInt64(64));
+          llvm::Value* tb = amxLoad(gep(b_.getInt32Ty(), abuf, val(mul(kb, 256))), b_.getInt64(64));
           for (int64_t q = 0; q < nt; ++q) {
             llvm::Value* at16 = b_.CreateMul(val(mul(add(j0, Ix{nullptr, q}), 16)), bRows);
-            llvm::Value* ta = tileLoad(gep(b_.getInt8Ty(), bBase, b_.CreateAdd(at16, val(mul(kb, 64)))), bRows);
-            c[q] = b_.CreateIntrinsic(llvm::Intrinsic::x86_tdpbf16ps_internal, {}, {i16, b64, b64, c[q], ta, tb});
+            llvm::Value* ta = amxLoad(gep(b_.getInt8Ty(), bBase, b_.CreateAdd(at16, val(mul(kb, 64)))), bRows);
+            c[q] = amxDot(c[q], ta, tb);
           }
         }
-        for (int64_t q = 0; q < nt; ++q)
-          b_.CreateIntrinsic(llvm::Intrinsic::x86_tilestored64_internal, {},
-                             {i16, b64, cptr[q], b_.getInt64(64), c[q]});
+        for (int64_t q = 0; q < nt; ++q) amxStore(cptr[q], b_.getInt64(64), c[q]);
       };
-      forEach(groups, groups > 1, [&](Ix g) { block(mul(g, group), group); });
-      if (rest > 0) block(Ix{nullptr, groups * group}, rest);
+      amxKGroups(Kp, block);
     };
     forEach(tiles / 2, tiles / 2 > 1, [&](Ix g) { run(mul(g, 2), 2); });
     if (tiles % 2) run(Ix{nullptr, tiles / 2 * 2}, 1);

@@ -78,13 +78,18 @@ class LaneEmitter final : public ProgramEmitter {
   void emitReduce(const ir::Op* op);
   void emitMma(const ir::Op* op);
   void emitMmaTiles(const ir::Op* op);
-  void emitMmaFusedTranspose(const ir::Op* op);                                 // LaneMma::fused_transpose
-  void emitMmaDot(const ir::Op* op);                                            // form "dot"
-  void emitMmaElements(const ir::Op* op);                                       // form "elements"
-  void emitMmaAmx(const ir::Op* op);                                            // form "amx" (lane_amx.cpp)
-  void emitMmaAmxBFirst(const ir::Op* op);                                      // form "amx", LaneMma::amx_b_first
-  llvm::Value* amxBits(const ir::Value* x, Ix row, Ix chunk);                   // a vector of x as bf16 bits
-  llvm::Value* amxChunk(const ir::Value* x, Ix row, int64_t chunk, int64_t K);  // a K chunk of a row, 0 past K
+  void emitMmaFusedTranspose(const ir::Op* op);                                  // LaneMma::fused_transpose
+  void emitMmaDot(const ir::Op* op);                                             // form "dot"
+  void emitMmaElements(const ir::Op* op);                                        // form "elements"
+  void emitMmaAmx(const ir::Op* op);                                             // form "amx" (lane_amx.cpp)
+  void emitMmaAmxBFirst(const ir::Op* op);                                       // form "amx", LaneMma::amx_b_first
+  llvm::Value* amxBuffer(llvm::Type* t, int64_t n);                              // 64-byte aligned stack buffer
+  llvm::Value* amxLoad(llvm::Value* ptr, llvm::Value* strideBytes);              // tileloadd, 16 x 64 bytes
+  void amxStore(llvm::Value* ptr, llvm::Value* strideBytes, llvm::Value* tile);  // tilestored
+  llvm::Value* amxDot(llvm::Value* c, llvm::Value* a, llvm::Value* b);           // TDPBF16PS
+  void amxKGroups(int64_t Kp, const std::function<void(Ix, int64_t)>& body);     // K blocks in groups of 8
+  llvm::Value* amxBits(const ir::Value* x, Ix row, Ix chunk);                    // a vector of x as bf16 bits
+  llvm::Value* amxChunk(const ir::Value* x, Ix row, int64_t chunk, int64_t K);   // a K chunk of a row, 0 past K
   // x's rows as TDPBF16PS's A operand: its bf16 view's own where possible, else copy() into buf.
   std::pair<llvm::Value*, llvm::Value*> amxRows(const ir::Value* x, int64_t rows, int64_t K, llvm::Value* buf,
                                                 int64_t bufRowBytes, const std::function<void()>& copy);
