@@ -79,6 +79,9 @@ std::unique_ptr<Impl> makeKilnSeed(const ImplOptions& options);
 // With 16-bit K/V (`kiln peers --kv-dtype`): the same kernel reading f32 K/V of the same values
 // ("kiln-f32"), the pair that shows what the 16-bit storage saves.
 std::unique_ptr<Impl> makeKilnF32(const ImplOptions& options);
+// GEMM with bf16 B (`--b-dtype bf16`): the library's GEMM in the bf16 dot order as a bf16 model
+// runs it, A and B bf16, B as N x K ("kiln-bf16dot"); on AMX tiles only (else unavailable).
+std::unique_ptr<Impl> makeKilnBf16Dot(const ImplOptions& options);
 std::unique_ptr<Impl> makeOneDnn(const ImplOptions& options);
 std::unique_ptr<Impl> makeOpenBlas(const ImplOptions& options);
 // OpenBLAS in a child process started with OPENBLAS_CORETYPE=openblasFamily() (the variable

@@ -8,6 +8,8 @@
 
 #include "driver/compile.h"
 #include "driver/library_target.h"
+#include "host/isa.h"
+#include "host/storage.h"
 #include "kernels/registry.h"
 #include "peers/impl.h"
 #include "tune/tune.h"
@@ -34,6 +36,9 @@ class KilnImpl : public LocalImpl {
   std::string name() const override { return name_; }
   std::string detail() const override { return detail_; }
   int threads() const override { return options_.threads; }
+  // kiln-bf16dot rounds A to bf16 (the order's operands), as oneDNN's bf16 matmul does.
+  double roundsA() const override { return bf16Dot() ? 0x1p-8 : 0.0; }
+  bool unavailable() const override { return unavailable_; }
 
   std::optional<std::string> prepare(const Problem& p) override {
     if (p.workload == Workload::Gemm) return prepareGemm(p);
@@ -131,6 +136,7 @@ class KilnImpl : public LocalImpl {
     const GemmShape& g = p.gemm;
     kernels::LibraryRequest req{"gemm", fmt::format("{},{},{}", g.M, g.N, g.K), {}};
     req.target = libraryTarget();
+    if (bf16Dot()) return prepareBf16Dot(p, req);
     const bool halfB = p.b_elem != KvElem::F32;
     if (halfB) req.options["b-dtype"] = kvElemName(p.b_elem);
     plan::Knobs knobs;
@@ -174,6 +180,62 @@ class KilnImpl : public LocalImpl {
   }
 
  private:
+  bool bf16Dot() const { return name_ == "kiln-bf16dot"; }
+
+  // kiln-bf16dot: the library's GEMM in the bf16 dot order (`--order bf16_dot`, docs/ir.md,
+  // MMA) as a bf16 model runs it: A and B bf16 (A rounded once, untimed, as for oneDNN's bf16
+  // matmul), B as N x K (`--trans-b`, transposed once, untimed), tile min(M,128) x 128 x 512,
+  // on AMX tiles. Unavailable without them (step by step the order is far too slow to time).
+  std::optional<std::string> prepareBf16Dot(const Problem& p, kernels::LibraryRequest& req) {
+    const GemmShape& g = p.gemm;
+    if (p.b_elem != KvElem::BF16) return "kiln-bf16dot reads bf16 B: run with --b-dtype bf16";
+    if (options_.isa == "avx2" || !host::cpuHasAmxBf16()) {
+      unavailable_ = true;
+      return "the bf16 dot order runs at speed on AMX tiles only (AVX-512 code on an AMX-BF16 host); here it would "
+             "run step by step";
+    }
+    const int64_t tk = g.K <= 512 ? g.K : 512;
+    req.options = {{"order", "bf16_dot"},
+                   {"a-dtype", "bf16"},
+                   {"b-dtype", "bf16"},
+                   {"trans-b", ""},
+                   {"tile", fmt::format("{}x{}x{}", std::min<int64_t>(g.M, 128), std::min<int64_t>(g.N, 128), tk)}};
+    plan::Knobs knobs;
+    knobs.threads = options_.threads;
+    knobs.isa = options_.isa;
+    tuning_ = "untuned";
+    if (auto e = kernels::buildLibraryKernel(req, kernel_)) return "the gemm kernel does not build: " + *e;
+    driver::Compilation c;
+    if (auto e = driver::compile(*kernel_, knobs, c)) return "compile: " + *e;
+    if (auto e = driver::load(c.object, *kernel_, knobs.isa, options_.threads, loaded_)) return "load: " + *e;
+    a16_.resize(p.a.size());
+    for (size_t i = 0; i < p.a.size(); ++i) a16_[i] = host::f32ToBf16(p.a[i]);
+    bT16_.resize(p.b16.size());
+    for (int64_t k = 0; k < g.K; ++k)
+      for (int64_t n = 0; n < g.N; ++n) bT16_[n * g.K + k] = p.b16[k * g.N + n];
+    out_.assign(p.outputSize(), 0.0f);
+    params_ = {a16_.data(), bT16_.data(), out_.data()};
+    args_ = {runtime::Arg::halves({a16_.data(), a16_.size()}, runtime::ViewElem::BF16),
+             runtime::Arg::halves({bT16_.data(), bT16_.size()}, runtime::ViewElem::BF16),
+             runtime::Arg::view(out_.data(), 4 * int64_t(out_.size()))};
+    if (auto e = loaded_->checkArgs(args_)) return "arguments: " + *e;
+    launch_ = loaded_->entry().launch;
+    std::string form = "step by step";
+    for (const auto& ph : c.report["phases"])
+      if (ph.contains("lanes") && ph["lanes"].contains("mma"))
+        for (const auto& m : ph["lanes"]["mma"]) form = m["form"].get<std::string>();
+    if (form != "amx") {
+      unavailable_ = true;
+      return "the plan chose the mma form '" + form + "', not AMX tiles (knob amx=off?)";
+    }
+    detail_ = fmt::format(
+        "bf16_dot order, A and B bf16 (B as N x K), tile {}, mma form {}, compile {:.0f} ms, "
+        "object {} B, {} thread(s){}",
+        req.options["tile"], form, c.report["compile_ms"].get<double>(), c.report["object"]["bytes"].get<int64_t>(),
+        options_.threads, options_.threads == 1 ? " (native entry kiln_launch)" : " (runtime pool)");
+    return std::nullopt;
+  }
+
   // The tuning database's choice for this request (kiln), or none (kiln-untuned, kiln-seed).
   bool lengths() const { return name_ == "kiln-lengths"; }
   // K and V read as the problem's 16-bit type (kiln-f32: as f32 of the same values).
@@ -200,7 +262,9 @@ class KilnImpl : public LocalImpl {
   runtime::LaunchFn launch_ = nullptr;
   std::vector<void*> params_;
   std::vector<runtime::Arg> args_;
-  std::vector<int32_t> lens_;  // kiln-lengths
+  std::vector<int32_t> lens_;         // kiln-lengths
+  std::vector<uint16_t> a16_, bT16_;  // kiln-bf16dot: A rounded to bf16, B transposed (N x K)
+  bool unavailable_ = false;
 };
 
 }  // namespace
@@ -221,6 +285,9 @@ std::unique_ptr<Impl> makeKilnLengths(const ImplOptions& o) {
 }
 std::unique_ptr<Impl> makeKilnF32(const ImplOptions& o) {
   return std::make_unique<KilnImpl>(o, false, "kiln-f32");
+}
+std::unique_ptr<Impl> makeKilnBf16Dot(const ImplOptions& o) {
+  return std::make_unique<KilnImpl>(o, false, "kiln-bf16dot");
 }
 std::unique_ptr<Impl> makeKilnSeed(const ImplOptions& o) {
   return std::make_unique<KilnImpl>(o, true, "kiln-seed");

@@ -80,7 +80,7 @@ Command addPeers(CLI::App& parent) {
   app->add_option("--b-dtype", a->b_dtype,
                   "GEMM's B (the weights) stored as f32 (default), f16 or bf16, A and C f32: Kiln's GEMM reads B as "
                   "such, oneDNN runs its 16-bit matmul (A rounded to B's type); the peers that read f32 B only are "
-                  "left out")
+                  "left out; with bf16, kiln-bf16dot: Kiln's GEMM in the bf16 dot order, A and B bf16, on AMX tiles")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
   app->add_flag("--quick", a->quick, "Short protocol: warmup 5 ms, sample target 2 ms, 3 samples, 3 rounds");
   app->add_option("--budget", a->budget, "Seconds of timing per shape before samples and rounds are cut (default 45)")
