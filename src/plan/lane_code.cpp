@@ -279,6 +279,24 @@ class CodeModel {
         add(&LaneCode::loops, m.k_loop ? 1 : 0);
       return;
     }
+    if (m.form == MmaForm::Elements && op->mma_policy.bf16_dot) {
+      // A vector of outputs per step (LaneEmitter::bf16DotVector): the accumulator's vector, a
+      // block loop when planned, per contribution emitted a vector FMA and a vector of each
+      // operand whose last dim is the lane dim (splats and gathers read elements).
+      const int64_t K = mp.k, steps = K == 0 ? 0 : (m.k_loop ? 32 : K / 32 * 32) + K % 32;
+      const std::string& lane = acc->type.dims.back().name;
+      define(op->results[0], [&](int64_t) {
+        read(acc);
+        if (K == 0) return;
+        add(&LaneCode::loops, m.k_loop ? 1 : 0);
+        for (int i = 0; i < 2; ++i) {
+          const Value* x = op->operands[i];
+          if (!x->type.isScalar() && x->type.dims.back().name == lane) times(steps, [&] { read(x); });
+        }
+        add(&LaneCode::fmas, steps);
+      });
+      return;
+    }
     if (m.form == MmaForm::Elements) {
       const int64_t laneExt = acc->type.dims.back().extent;
       define(op->results[0], [&](int64_t chunk) {

@@ -227,7 +227,7 @@ class LanePlanner {
         // A partitioned order (docs/ir.md): the dot form when the lanes can hold the
         // partitions — one contracted dim, the last dim of both operands (vectors along K),
         // P a multiple of W and K a multiple of P; else element by element in that order.
-        // The bf16 dot order: element by element, a block of 32 per step.
+        // The bf16 dot order: the element steps on vectors of outputs, a block of 32 per step.
         const int64_t w = p_.knobs.packet_width;
         const std::string& kd = op->dims[0];
         const Value* a = op->operands[0];
@@ -246,8 +246,10 @@ class LanePlanner {
                                "vectors of K per output {}",
                                P, kd, P / w, mp.k / w, mp.k / w > 16 ? "in a loop" : "unrolled")
                      : op->mma_policy.bf16_dot
-                         ? fmt::format("bf16_dot: element by element, {} block(s) of 32 per output {}",
-                                       (mp.k + 31) / 32, m.k_rolled && mp.k / 32 > 1 ? "in a loop" : "unrolled")
+                         ? fmt::format(
+                               "bf16_dot: a vector of outputs per step (their operands per lane: "
+                               "vectors, splats or gathers), {} block(s) of 32 {}",
+                               (mp.k + 31) / 32, m.k_rolled && mp.k / 32 > 1 ? "in a loop" : "unrolled")
                          : fmt::format("partitions({}): element by element (the lanes cannot hold the partitions)", P);
         if (!dot)
           for (int i = 0; i < 2; ++i) materialize(op->operands[i]);

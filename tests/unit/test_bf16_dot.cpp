@@ -317,6 +317,9 @@ TEST(Bf16Dot, CompiledMatchesInterpreterBitForBit) {
     compiledMatchesInterpreter(isa, {{"amx", "off"}});
     compiledMatchesInterpreter(isa, {{"local_lanes", "1"}});
     compiledMatchesInterpreter(isa, {{"max_unrolled_tile_elements", "0"}, {"amx", "off"}});
+    // Several rows and chunks of outputs, the last chunk ragged: b's lanes read as vectors
+    // (b[k, n]) or gathered (b[n, k]), a's splat.
+    for (bool kOuter : {false, true}) compiledMatchesInterpreter(isa, {{"amx", "off"}}, 5, 37, kOuter, true);
   }
 }
 

@@ -97,6 +97,10 @@ class LaneEmitter final : public ProgramEmitter {
   llvm::Value* bf16Vector(llvm::Value* v);  // W floats to bf16 bits for AMX (vcvtneps2bf16)
   // One output element (coords rc) of a partitioned mma, from the accumulator's element.
   llvm::Value* partitionedElement(const ir::Op* op, llvm::Value* acc, const Coords& rc);
+  // The bf16_dot order for the W outputs of an accumulator vector (row coords rc, chunk).
+  llvm::Value* bf16DotVector(const ir::Op* op, llvm::Value* acc, const Coords& rc, Ix chunk);
+  llvm::Value* bf16DotChain(const ir::Op* op, llvm::Value* acc,
+                            const std::function<std::pair<llvm::Value*, llvm::Value*>(Ix)>& term);
   Ix lanePosition(Ix chunk, unsigned j, int64_t extent);  // lane j of a chunk, clamped to extent - 1
   // An mma's contracted dims as a type (from operand a), and the coords of contraction index k
   // in it (row-major over the contracted dims in the order listed).

@@ -301,28 +301,7 @@ llvm::Value* LaneEmitter::partitionedElement(const Op* op, llvm::Value* acc, con
     };
     return std::pair{one(a), one(bv)};
   };
-  if (pol.bf16_dot) {
-    // docs/ir.md, MMA, bf16_dot: blocks of 32 (whole blocks by a loop when LaneMma::k_loop), the
-    // last completed with +0 products; per block an even and an odd chain from +0, then the merge.
-    const int64_t full = K / 32, tail = K % 32;
-    auto block = [&](Ix k0, int64_t count, llvm::Value* c) {
-      return ew_.bf16DotBlock({c}, count, [&](int64_t j) {
-        auto [x, y] = term(add(k0, Ix{nullptr, j}));
-        return std::vector<std::pair<llvm::Value*, llvm::Value*>>{{x, y}};
-      })[0];
-    };
-    acc = ew_.flushTiny(acc);
-    int64_t done = 0;
-    if (lm.k_loop) {
-      acc = loop(b_.getInt64(0), b_.getInt64(full), 1, {acc}, [&](llvm::Value* t, const std::vector<llvm::Value*>& c) {
-        return std::vector<llvm::Value*>{block(mul(Ix{t, 0}, 32), 32, c[0])};
-      })[0];
-      done = full;
-    }
-    for (int64_t t = done; t < full; ++t) acc = block(Ix{nullptr, t * 32}, 32, acc);
-    if (tail > 0) acc = block(Ix{nullptr, full * 32}, tail, acc);
-    return acc;
-  }
+  if (pol.bf16_dot) return bf16DotChain(op, acc, term);
   std::vector<llvm::Value*> part(parts);
   for (int64_t q = 0; q < parts; ++q) {
     auto [x, y] = term(Ix{nullptr, q});
@@ -347,11 +326,70 @@ llvm::Value* LaneEmitter::partitionedElement(const Op* op, llvm::Value* acc, con
 }
 
 // Form "elements": each output element in the partitioned order, as scalars.
+// The bf16 dot order W outputs at a time: partitionedElement's steps on vectors, lane j the
+// output at lane position j of `chunk`. Per lane the operands' values: a vector of an operand
+// whose last dim is the lane dim, a splat of one without it, a gather otherwise.
+llvm::Value* LaneEmitter::bf16DotVector(const Op* op, llvm::Value* acc, const Coords& rc, Ix chunk) {
+  const ir::Value* a = op->operands[0];
+  const ir::Value* bv = op->operands[1];
+  const ir::Type& at = op->operands[2]->type;
+  const int64_t laneExt = at.dims.back().extent;
+  const std::string& lane = at.dims.back().name;
+  const ir::Type ct = contractedType(op);
+  auto lanes = [&](const ir::Value* x, const Coords& kc) -> llvm::Value* {
+    if (x->type.isScalar()) return splat(scalar(x));
+    const int li = x->type.findDim(lane);
+    if (li < 0) return splat(elem(x, mapCoords(x->type, at, rc, &kc, &ct)));
+    if (li == x->type.rank() - 1) return vec(x, rowOf(x->type, mapCoords(x->type, at, rc, &kc, &ct)), chunk);
+    llvm::Value* v = llvm::Constant::getNullValue(vty(Elem::F32));
+    Coords rj = rc;
+    for (unsigned j = 0; j < w_; ++j) {
+      rj.back() = lanePosition(chunk, j, laneExt);
+      v = b_.CreateInsertElement(v, elem(x, mapCoords(x->type, at, rj, &kc, &ct)), uint64_t(j));
+    }
+    return v;
+  };
+  return bf16DotChain(op, acc, [&](Ix k) {
+    Coords kc = contractionCoords(ct, k);
+    return std::pair{lanes(a, kc), lanes(bv, kc)};
+  });
+}
+
+// docs/ir.md, MMA, bf16_dot, for one output or a vector of them (term(k): contribution k's
+// operands): blocks of 32 (whole blocks by a loop when LaneMma::k_loop), the last completed with
+// +0 products; per block an even and an odd chain from +0, then the merge.
+llvm::Value* LaneEmitter::bf16DotChain(const Op* op, llvm::Value* acc,
+                                       const std::function<std::pair<llvm::Value*, llvm::Value*>(Ix)>& term) {
+  const int64_t K = p_.mma.at(op).k, full = K / 32, tail = K % 32;
+  if (K == 0) return acc;
+  auto block = [&](Ix k0, int64_t count, llvm::Value* c) {
+    return ew_.bf16DotBlock({c}, count, [&](int64_t j) {
+      auto [x, y] = term(add(k0, Ix{nullptr, j}));
+      return std::vector<std::pair<llvm::Value*, llvm::Value*>>{{x, y}};
+    })[0];
+  };
+  acc = ew_.flushTiny(acc);
+  int64_t done = 0;
+  if (lp_.mma.at(op).k_loop) {
+    acc = loop(b_.getInt64(0), b_.getInt64(full), 1, {acc}, [&](llvm::Value* t, const std::vector<llvm::Value*>& c) {
+      return std::vector<llvm::Value*>{block(mul(Ix{t, 0}, 32), 32, c[0])};
+    })[0];
+    done = full;
+  }
+  for (int64_t t = done; t < full; ++t) acc = block(Ix{nullptr, t * 32}, 32, acc);
+  if (tail > 0) acc = block(Ix{nullptr, full * 32}, tail, acc);
+  return acc;
+}
+
 void LaneEmitter::emitMmaElements(const Op* op) {
   const ir::Value* acc = op->operands[2];
   const ir::Value* r = op->results[0];
   const ir::Type& at = acc->type;
   const int64_t laneExt = at.dims.back().extent;
+  if (op->mma_policy.bf16_dot) {  // W outputs per vector step (the same steps per lane)
+    define(r, [&](Ix row, Ix chunk) { return bf16DotVector(op, vec(acc, row, chunk), rowCoords(at, row), chunk); });
+    return;
+  }
   define(r, [&](Ix row, Ix chunk) {
     Coords rc = rowCoords(at, row);
     llvm::Value* v = llvm::Constant::getNullValue(vty(Elem::F32));
