@@ -60,6 +60,10 @@ class KilnLlama:
         # subnormals, which it does to a bf16 view's too), so the values are the same, and each
         # GEMM program reads half the bytes and converts nothing. bf16 bits in uint16 arrays.
         self.act16 = gemm_order == "bf16_dot"
+        # bf16_dot's weights N x K on AMX tiles (an AMX program packs rows of K; decode reads
+        # them straight from the weights), else K x N (the vector steps read B's rows along N,
+        # where N x K would be gathered). The bits do not depend on it.
+        self.b_nk = gemm_order == "bf16_dot" and self._has_amx()
         act = np.uint16 if self.act16 else np.float32
         out16 = {"out_dtype": "bf16"} if self.act16 else {}
         self.kernels = {}  # request -> compiled kernel: each request compiled once
@@ -70,9 +74,9 @@ class KilnLlama:
         L, d, hd, H, KH, F, V = c["n_layers"], c["d_model"], c["head_dim"], c["n_heads"], c["n_kv_heads"], c["d_ff"], c["vocab"]
 
         def proj(name):  # HF's [out, in] -> the GEMM's B as K x N (rows of B along the outputs);
-            # kept [out, in] (N x K, --trans-b) for bf16_dot, whose AMX form packs rows of k
+            # kept [out, in] (N x K, --trans-b) for bf16_dot on AMX (self.b_nk)
             w = np.asarray(weights[name], dtype=np.float32)
-            w = np.ascontiguousarray(w if gemm_order == "bf16_dot" else w.T)
+            w = np.ascontiguousarray(w if self.b_nk else w.T)
             return W.to_bf16_bits(w) if weight_dtype == "bf16" else w
 
         def vec(name):
@@ -147,13 +151,13 @@ class KilnLlama:
             # with steps of 256; decode 1 x 5632 x 2048 1.56 ms, 1 x 2048 x 5632 1.69, level with
             # the default order's 1.61 and 1.52); elsewhere (step by step) the library's tiles.
             # Any tile gives the same bits.
-            amx = self.isa == "avx512" and self._has_amx()
+            amx = self.isa == "avx512" and self.b_nk
             tile = f"{min(rows or 128, M)}x128x{min(512, K)}" if amx else None
             options = {"tile": tile} if tile else {}
             if a16:
                 options["a_dtype"] = "bf16"
-            return self._kernel("gemm", (M, N, K), runtime_rows=True, b_dtype=b, order="bf16_dot", trans_b=True,
-                                **options)
+            return self._kernel("gemm", (M, N, K), runtime_rows=True, b_dtype=b, order="bf16_dot",
+                                trans_b=self.b_nk, **options)
         if M <= 4:
             tile = None
         elif self.isa == "avx2":  # 16 ymm registers: wider column tiles, K in steps of 64
