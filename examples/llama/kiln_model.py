@@ -64,8 +64,8 @@ class KilnLlama:
         # them straight from the weights), else K x N (the vector steps read B's rows along N,
         # where N x K would be gathered). The bits do not depend on it.
         self.b_nk = gemm_order == "bf16_dot" and self._has_amx()
-        act = np.uint16 if self.act16 else np.float32
-        out16 = {"out_dtype": "bf16"} if self.act16 else {}
+        self.act = np.uint16 if self.act16 else np.float32  # the activations' arrays
+        self.out16 = {"out_dtype": "bf16"} if self.act16 else {}  # rmsnorm's and swiglu's option
         self.kernels = {}  # request -> compiled kernel: each request compiled once
         self.times = {}  # kernel kind -> seconds spent in its launches
         self.calls = {}
@@ -104,7 +104,7 @@ class KilnLlama:
         B, S = c["max_batch"], c["max_seq"]
         # The ISA the kernels are compiled for (the host's, or the isa knob): the prefill's GEMM
         # tiles depend on it. Any tile gives the same bits.
-        final_norm = self._kernel("rmsnorm", (B, d), eps=c["norm_eps"], runtime_rows=True, **out16)
+        final_norm = self._kernel("rmsnorm", (B, d), eps=c["norm_eps"], runtime_rows=True, **self.out16)
         self.isa = final_norm.report["target"]["model"]["isa"]
         self.k_cache = [np.zeros((B, KH, S, hd), np.float32) for _ in range(L)]
         self.v_cache = [np.zeros((B, KH, S, hd), np.float32) for _ in range(L)]
@@ -117,7 +117,7 @@ class KilnLlama:
             "norm": final_norm,
             "lm": self._row_sets(B, lambda M: self._gemm(M, V, d, a16=self.act16)),
             "x": np.zeros((B, d), np.float32),
-            "y": np.zeros((B, d), act),
+            "y": np.zeros((B, d), self.act),
             "logits": np.zeros((B, V), np.float32),
         }
         self._frozen = True  # from here on a new compile is a bug: runs only launch
@@ -151,8 +151,7 @@ class KilnLlama:
             # with steps of 256; decode 1 x 5632 x 2048 1.56 ms, 1 x 2048 x 5632 1.69, level with
             # the default order's 1.61 and 1.52); elsewhere (step by step) the library's tiles.
             # Any tile gives the same bits.
-            amx = self.isa == "avx512" and self.b_nk
-            tile = f"{min(rows or 128, M)}x128x{min(512, K)}" if amx else None
+            tile = f"{min(rows or 128, M)}x128x{min(512, K)}" if self.b_nk else None
             options = {"tile": tile} if tile else {}
             if a16:
                 options["a_dtype"] = "bf16"
@@ -211,20 +210,18 @@ class KilnLlama:
         c = self.cfg
         d, hd, H, KH, F = c["d_model"], c["head_dim"], c["n_heads"], c["n_kv_heads"], c["d_ff"]
         rope = dict(positions=c["max_seq"], base=c["rope_base"], runtime_rows=True)
-        act = np.uint16 if self.act16 else np.float32  # the GEMMs' activations (see __init__)
-        out16 = {"out_dtype": "bf16"} if self.act16 else {}
         return {
             "T": T,
-            "norm": self._kernel("rmsnorm", (T, d), eps=c["norm_eps"], runtime_rows=True, **out16),
+            "norm": self._kernel("rmsnorm", (T, d), eps=c["norm_eps"], runtime_rows=True, **self.out16),
             "gemms": self._gemms(T),
             "rope_q": self._kernel("rope", (T, H, hd), **rope),
             "rope_k": self._kernel("rope", (T, KH, hd), **rope),
             "attention": self._kernel("attention", (c["max_batch"], H, KH, T, c["max_seq"], hd, hd),
                                       kv_cache="dense", varlen=True, mask="causal"),
-            "swiglu": self._kernel("swiglu", (T, F), runtime_rows=True, **out16),
+            "swiglu": self._kernel("swiglu", (T, F), runtime_rows=True, **self.out16),
             # buffers
             "h": np.zeros((T, d), np.float32),
-            "x": np.zeros((T, d), act),
+            "x": np.zeros((T, d), self.act),
             "q_": np.zeros((T, H, hd), np.float32),
             "k_": np.zeros((T, KH, hd), np.float32),
             "v_": np.zeros((T, KH, hd), np.float32),
@@ -234,7 +231,7 @@ class KilnLlama:
             "proj": np.zeros((T, d), np.float32),
             "g": np.zeros((T, F), np.float32),
             "u": np.zeros((T, F), np.float32),
-            "s": np.zeros((T, F), act),
+            "s": np.zeros((T, F), self.act),
             "positions": np.zeros(T, np.int32),
             "cu": np.zeros(c["max_batch"] + 1, np.int32),
         }

@@ -100,9 +100,9 @@ Error optionFlag(const LibraryRequest& r, const std::string& name, bool& out) {
   return std::nullopt;
 }
 
-// A float view's storage: --NAME f32|f16|bf16 (default f32).
-Error dtypeOption(const LibraryRequest& r, const std::string& name, dsl::FloatElem& out) {
-  std::string t = dsl::floatElemName(dsl::FloatElem::F32);
+// A float view's storage: --NAME f32|f16|bf16 (default `fallback`).
+Error dtypeOption(const LibraryRequest& r, const std::string& name, dsl::FloatElem& out, dsl::FloatElem fallback) {
+  std::string t = dsl::floatElemName(fallback);
   if (auto e = optionChoice(r, name, {"f32", "f16", "bf16"}, t)) return e;
   dsl::floatElemNamed(t, out);
   return std::nullopt;
@@ -262,9 +262,7 @@ Error gemmTileOption(const LibraryRequest& r, Spec& s) {
 Error rowsOptions(const LibraryRequest& r, Spec& s) {
   if (auto e = runtimeRowsOption(r, s)) return e;
   if (auto e = dtypeOption(r, "dtype", s.io_elem)) return e;
-  s.out_elem = s.io_elem;
-  if (!r.options.count("out-dtype")) return std::nullopt;
-  return dtypeOption(r, "out-dtype", s.out_elem);
+  return dtypeOption(r, "out-dtype", s.out_elem, s.io_elem);
 }
 void addRowsParam(const Spec& s, std::vector<ViewShape>& v) {
   if (s.runtime_rows) v.push_back({"rows", {}, false, false, true});

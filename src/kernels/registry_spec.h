@@ -74,8 +74,9 @@ Error optionChoice(const LibraryRequest& r, const std::string& name, const std::
 Error optionNumber(const LibraryRequest& r, const std::string& name, double lo, bool lo_open, double hi, double& out);
 // --NAME as a flag: absent, "", true/1/on or false/0/off.
 Error optionFlag(const LibraryRequest& r, const std::string& name, bool& out);
-// A float view's storage: --NAME f32|f16|bf16 (default f32).
-Error dtypeOption(const LibraryRequest& r, const std::string& name, dsl::FloatElem& out);
+// A float view's storage: --NAME f32|f16|bf16 (default `fallback`).
+Error dtypeOption(const LibraryRequest& r, const std::string& name, dsl::FloatElem& out,
+                  dsl::FloatElem fallback = dsl::FloatElem::F32);
 
 // attention (registry_attention.cpp): its options validated into the Spec, and the builder's
 // arguments from it.

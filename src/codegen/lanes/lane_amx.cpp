@@ -130,6 +130,41 @@ llvm::Value* LaneEmitter::amxChunk(const ir::Value* x, Ix row, int64_t chunk, in
   return v;
 }
 
+// The 32-bit words (two consecutive k) of 16 rows of x (rows by their first dim: row(i), or none
+// for a row of zeros), K's chunks two at a time, transposed in registers: store(t, kp0) gets
+// vector j = word kp0 + j of the 16 rows. Whole pairs of chunks in a loop, read as they are; a
+// last, partial pair masked past K.
+void LaneEmitter::amxWordPairs(const ir::Value* x, const std::function<std::optional<Ix>(unsigned)>& row, int64_t K,
+                               const std::function<void(const std::vector<llvm::Value*>&, Ix)>& store) {
+  const int64_t pairs = K / 32, chunksK = (K + w_ - 1) / w_;
+  llvm::Value* zero = llvm::Constant::getNullValue(llvm::FixedVectorType::get(b_.getInt32Ty(), 16));
+  auto pair = [&](Ix pr, bool partial) {
+    std::vector<llvm::Value*> t;
+    for (unsigned i = 0; i < 16; ++i) {
+      const std::optional<Ix> r = row(i);
+      if (!r) {
+        t.push_back(zero);
+        continue;
+      }
+      llvm::Value *lo, *hi;
+      if (!partial) {
+        Coords cs = {*r, Ix{nullptr, 0}};
+        lo = amxBits(x, rowOf(x->type, cs), mul(pr, 2));
+        hi = amxBits(x, rowOf(x->type, cs), add(mul(pr, 2), Ix{nullptr, 1}));
+      } else {
+        const int64_t c = 2 * pairs;
+        lo = amxChunk(x, *r, c, K);
+        hi = c + 1 < chunksK ? amxChunk(x, *r, c + 1, K) : llvm::Constant::getNullValue(lo->getType());
+      }
+      t.push_back(words32(b_, lo, hi));
+    }
+    transpose16(b_, t);
+    store(t, mul(pr, 16));
+  };
+  forEach(pairs, pairs > 1, [&](Ix pr) { pair(pr, false); });
+  if (K % 32 != 0) pair(Ix{nullptr, pairs}, true);
+}
+
 // The rows of x (rows x K, K last) as TDPBF16PS's A operand: straight from x's bf16 view when
 // the tile lies inside it in whole 16-row tiles and blocks of 32 (tileloadd takes the view's row
 // stride), else `copy` puts them in buf, bufRowBytes apart. Returns the first row's address and
@@ -240,41 +275,23 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
       forEach(K / 2, true, [&](Ix kp) { pairRow(kp, true); });
       if (K % 2) pairRow(Ix{nullptr, K / 2}, false);
     } else {
-      // b[n, k]: the words of 16 rows are a 16 x 16 block of 32-bit words, transposed in
-      // registers (four rounds of two-source shuffles) and stored as 16 rows of the words; the
-      // last rows of N not a multiple of 16 word by word.
-      auto transposeStore = [&](std::vector<llvm::Value*> t, Ix n0, Ix kp0) {
-        transpose16(b_, t);
-        for (unsigned j = 0; j < 16; ++j)
-          b_.CreateAlignedStore(t[j], gep(b_.getInt32Ty(), bbuf, val(add(mul(add(kp0, Ix{nullptr, j}), bRow), n0))),
-                                llvm::Align(4));
-      };
-      const int64_t pairs = K / 32;  // pairs of chunks inside K; the last, partial one masked
+      // b[n, k]: the words of 16 rows at a time (amxWordPairs), stored as rows kp of the
+      // words; the last rows of N not a multiple of 16 word by word.
       if (w_ == 16 && N >= 16)
         forEach(N / 16, true, [&](Ix nb) {
           Ix n0 = mul(nb, 16);
-          auto rowAt = [&](unsigned i) {
-            Coords cs = {add(n0, Ix{nullptr, i}), Ix{nullptr, 0}};
-            return rowOf(bv->type, cs);
-          };
-          forEach(pairs, pairs > 1, [&](Ix pr) {
-            std::vector<llvm::Value*> t;
-            for (unsigned i = 0; i < 16; ++i)
-              t.push_back(
-                  words32(b_, bits(bv, rowAt(i), mul(pr, 2)), bits(bv, rowAt(i), add(mul(pr, 2), Ix{nullptr, 1}))));
-            transposeStore(t, n0, mul(pr, 16));
-          });
-          if (K % 32 != 0) {
-            const int64_t c = 2 * pairs;
-            std::vector<llvm::Value*> t;
-            for (unsigned i = 0; i < 16; ++i) {
-              llvm::Value* lo = packed(bv, add(n0, Ix{nullptr, i}), c);
-              llvm::Value* hi = c + 1 < chunksK ? packed(bv, add(n0, Ix{nullptr, i}), c + 1)
-                                                : llvm::Constant::getNullValue(lo->getType());
-              t.push_back(words32(b_, lo, hi));
-            }
-            transposeStore(t, n0, Ix{nullptr, pairs * 16});
-          }
+          amxWordPairs(
+              bv,
+              [&](unsigned i) {
+                return std::optional<Ix>(add(n0, Ix{nullptr, i}));
+              },
+              K,
+              [&](const std::vector<llvm::Value*>& t, Ix kp0) {
+                for (unsigned j = 0; j < 16; ++j)
+                  b_.CreateAlignedStore(t[j],
+                                        gep(b_.getInt32Ty(), bbuf, val(add(mul(add(kp0, Ix{nullptr, j}), bRow), n0))),
+                                        llvm::Align(4));
+              });
         });
       const int64_t nWords = w_ == 16 ? N / 16 * 16 : 0;
       forEach(N - nWords, true, [&](Ix nr) {
@@ -383,33 +400,18 @@ void LaneEmitter::emitMmaAmxBFirst(const Op* op) {
     });
   });
   if (K > 0) {
-    // a^T's words: row kp holds (a[i, 2kp], a[i, 2kp + 1]) at column i; whole pairs of chunks in
-    // a loop, a last partial pair masked; rows of a past M zero.
-    auto pairOfChunks = [&](Ix pr, int64_t c, bool partial) {
-      std::vector<llvm::Value*> t;
-      for (int64_t i = 0; i < 16; ++i) {
-        if (i >= M) {
-          t.push_back(zero);
-          continue;
-        }
-        llvm::Value *lo, *hi;
-        if (!partial) {
-          lo = amxBits(a, rowOfA(a->type, i), mul(pr, 2));
-          hi = amxBits(a, rowOfA(a->type, i), add(mul(pr, 2), Ix{nullptr, 1}));
-        } else {
-          lo = amxChunk(a, Ix{nullptr, i}, c, K);
-          hi = c + 1 < chunksK ? amxChunk(a, Ix{nullptr, i}, c + 1, K) : llvm::Constant::getNullValue(lo->getType());
-        }
-        t.push_back(words32(b_, lo, hi));
-      }
-      transpose16(b_, t);
-      for (unsigned j = 0; j < 16; ++j)
-        b_.CreateAlignedStore(t[j], gep(b_.getInt32Ty(), abuf, val(mul(add(mul(pr, 16), Ix{nullptr, j}), 16))),
-                              llvm::Align(64));
-    };
-    const int64_t pairs = K / 32;
-    forEach(pairs, pairs > 1, [&](Ix pr) { pairOfChunks(pr, 0, false); });
-    if (K % 32 != 0) pairOfChunks(Ix{nullptr, pairs}, 2 * pairs, true);
+    // a^T's words: row kp holds (a[i, 2kp], a[i, 2kp + 1]) at column i, rows of a past M zero.
+    amxWordPairs(
+        a,
+        [&](unsigned i) {
+          return i < M ? std::optional<Ix>(Ix{nullptr, i}) : std::nullopt;
+        },
+        K,
+        [&](const std::vector<llvm::Value*>& t, Ix kp0) {
+          for (unsigned j = 0; j < 16; ++j)
+            b_.CreateAlignedStore(t[j], gep(b_.getInt32Ty(), abuf, val(mul(add(kp0, Ix{nullptr, j}), 16))),
+                                  llvm::Align(64));
+        });
   }
   // The accumulator's transpose into the C buffer: tile j holds c^T[16j + q, i] at row 16j + q.
   forEach(tiles, true, [&](Ix j) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,9 @@ class LaneEmitter final : public ProgramEmitter {
   void amxKGroups(int64_t Kp, const std::function<void(Ix, int64_t)>& body);     // K blocks in groups of 8
   llvm::Value* amxBits(const ir::Value* x, Ix row, Ix chunk);                    // a vector of x as bf16 bits
   llvm::Value* amxChunk(const ir::Value* x, Ix row, int64_t chunk, int64_t K);   // a K chunk of a row, 0 past K
+  // 16 rows of x as transposed 32-bit words, a pair of K chunks at a time (row(i): none = zeros).
+  void amxWordPairs(const ir::Value* x, const std::function<std::optional<Ix>(unsigned)>& row, int64_t K,
+                    const std::function<void(const std::vector<llvm::Value*>&, Ix)>& store);
   // x's rows as TDPBF16PS's A operand: its bf16 view's own where possible, else copy() into buf.
   std::pair<llvm::Value*, llvm::Value*> amxRows(const ir::Value* x, int64_t rows, int64_t K, llvm::Value* buf,
                                                 int64_t bufRowBytes, const std::function<void()>& copy);

@@ -325,7 +325,6 @@ llvm::Value* LaneEmitter::partitionedElement(const Op* op, llvm::Value* acc, con
   return acc;
 }
 
-// Form "elements": each output element in the partitioned order, as scalars.
 // The bf16 dot order W outputs at a time: partitionedElement's steps on vectors, lane j the
 // output at lane position j of `chunk`. Per lane the operands' values: a vector of an operand
 // whose last dim is the lane dim, a splat of one without it, a gather otherwise.
@@ -381,6 +380,8 @@ llvm::Value* LaneEmitter::bf16DotChain(const Op* op, llvm::Value* acc,
   return acc;
 }
 
+// Form "elements": each output element in the partitioned order, as scalars; the bf16 dot order
+// a vector of outputs at a time (bf16DotVector).
 void LaneEmitter::emitMmaElements(const Op* op) {
   const ir::Value* acc = op->operands[2];
   const ir::Value* r = op->results[0];
