@@ -204,13 +204,26 @@ llvm::Value* Elementwise::bf16Bits(llvm::Value* x) {
   return b_.CreateTrunc(r, x->getType()->getWithNewType(b_.getInt16Ty()));
 }
 
+llvm::Value* Elementwise::bf16Operand(llvm::Value* x) {
+  llvm::Value* wide =
+      b_.CreateShl(b_.CreateZExt(bf16Bits(x), x->getType()->getWithNewType(b_.getInt32Ty())), bitsConst(x, 16));
+  return flushTiny(b_.CreateBitCast(wide, x->getType()));
+}
+
+llvm::Value* Elementwise::bf16Step(llvm::Value* e, llvm::Value* x, llvm::Value* y) {
+  return flushTiny(b_.CreateIntrinsic(llvm::Intrinsic::fma, {e->getType()}, {x, y, e}));
+}
+
+llvm::Value* Elementwise::bf16Pad(llvm::Value* e) {
+  return b_.CreateFAdd(e, llvm::ConstantFP::get(e->getType(), 0.0));
+}
+
+llvm::Value* Elementwise::bf16Merge(llvm::Value* c, llvm::Value* even, llvm::Value* odd) {
+  return flushTiny(b_.CreateFAdd(c, flushTiny(b_.CreateFAdd(even, odd))));
+}
+
 std::vector<llvm::Value*> Elementwise::bf16DotBlock(std::vector<llvm::Value*> c, int64_t count,
                                                     const Bf16DotTerms& terms) {
-  auto operand = [&](llvm::Value* x) {
-    llvm::Value* wide =
-        b_.CreateShl(b_.CreateZExt(bf16Bits(x), x->getType()->getWithNewType(b_.getInt32Ty())), bitsConst(x, 16));
-    return flushTiny(b_.CreateBitCast(wide, x->getType()));
-  };
   std::vector<llvm::Value*> chain;
   for (llvm::Value* v : c) chain.insert(chain.end(), 2, llvm::ConstantFP::get(v->getType(), 0.0));
   for (int64_t j = 0; j < 32; ++j) {
@@ -218,13 +231,10 @@ std::vector<llvm::Value*> Elementwise::bf16DotBlock(std::vector<llvm::Value*> c,
     if (j < count) t = terms(j);
     for (size_t r = 0; r < c.size(); ++r) {
       llvm::Value*& e = chain[2 * r + j % 2];
-      e = j < count ? flushTiny(b_.CreateIntrinsic(llvm::Intrinsic::fma, {e->getType()},
-                                                   {operand(t[r].first), operand(t[r].second), e}))
-                    : b_.CreateFAdd(e, llvm::ConstantFP::get(e->getType(), 0.0));
+      e = j < count ? bf16Step(e, bf16Operand(t[r].first), bf16Operand(t[r].second)) : bf16Pad(e);
     }
   }
-  for (size_t r = 0; r < c.size(); ++r)
-    c[r] = flushTiny(b_.CreateFAdd(c[r], flushTiny(b_.CreateFAdd(chain[2 * r], chain[2 * r + 1]))));
+  for (size_t r = 0; r < c.size(); ++r) c[r] = bf16Merge(c[r], chain[2 * r], chain[2 * r + 1]);
   return c;
 }
 

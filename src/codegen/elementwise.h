@@ -53,6 +53,13 @@ class Elementwise {
   llvm::Value* bf16Bits(llvm::Value* x);
   using Bf16DotTerms = std::function<std::vector<std::pair<llvm::Value*, llvm::Value*>>(int64_t j)>;
   std::vector<llvm::Value*> bf16DotBlock(std::vector<llvm::Value*> c, int64_t count, const Bf16DotTerms& terms);
+  // bf16DotBlock's pieces, for a realization that shares rounded operands between outputs: an
+  // operand rounded to bf16 and flushed (as f32); a chain's step on rounded operands; a chain's
+  // +0 padding contribution; the block's merge of the even and odd chains into the output.
+  llvm::Value* bf16Operand(llvm::Value* x);
+  llvm::Value* bf16Step(llvm::Value* e, llvm::Value* x, llvm::Value* y);
+  llvm::Value* bf16Pad(llvm::Value* e);
+  llvm::Value* bf16Merge(llvm::Value* c, llvm::Value* even, llvm::Value* odd);
 
   // The type of `like`'s shape with element type `e`.
   llvm::Type* shaped(llvm::Type* like, ir::Elem e);

@@ -64,6 +64,7 @@ jit::ObjectCacheKey cacheKey(const ir::Kernel& kernel, const plan::Knobs& knobs,
   // amx=auto compiles AMX code only on a host with AMX (plan/lanes.cpp): a cache shared between
   // hosts must not hand that object to one without.
   if (knobs.amx == "auto" && host::cpuHasAmxBf16()) key.cpu += " +amx-bf16 (amx=auto)";
+  if (knobs.avx512_bf16 == "auto" && host::cpuHasAvx512Bf16()) key.cpu += " +avx512-bf16 (avx512_bf16=auto)";
   key.llvm_version = host.llvm_version;
   key.kiln_version = jit::kilnBuildId();
   return key;

@@ -180,6 +180,7 @@ nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
     // A fused transpose walks the accumulator's lane chunks `fused_group` at a time.
     if (m.fused_transpose) mmas.back()["fused_chunks_per_step"] = m.fused_group;
     if (m.form == plan::MmaForm::Amx) mmas.back()["amx_operands"] = m.amx_b_first ? "b as A, a as B" : "a as A, b as B";
+    if (m.dpbf16) mmas.back()["bf16_steps"] = "vdpbf16ps";
   });
   j["mma"] = mmas;
   nlohmann::json reds = nlohmann::json::array();

@@ -40,4 +40,12 @@ bool cpuHasAmxBf16() {
   return has && cpuHasAvx512();
 }
 
+bool cpuHasAvx512Bf16() {
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5));
+  }();
+  return has && cpuHasAvx512();
+}
+
 }  // namespace kiln::host

@@ -15,6 +15,8 @@ bool cpuHasAvx2();
 // (Linux: arch_prctl ARCH_REQ_XCOMP_PERM, asked once here), and AVX-512 answers yes (the switch
 // above turns AMX off too).
 bool cpuHasAmxBf16();
+// The CPU has AVX512-BF16 (VDPBF16PS) and AVX-512 answers yes.
+bool cpuHasAvx512Bf16();
 // KILN_HOST_WITHOUT_AVX512 is set to a non-empty value other than "0".
 bool pretendingNoAvx512();
 

@@ -146,6 +146,20 @@ const std::vector<Entry>& entries() {
     }
     {
       Entry e;
+      e.info = {"avx512_bf16", "auto", "auto|off",
+                "cpu, AVX-512 code: the steps of an mma in the bf16_dot order that does not run on AMX run on "
+                "VDPBF16PS, one product per lane and instruction (its arithmetic is the order's step: the same bits "
+                "either way); auto: where this host has AVX512-BF16 (docs/backend.md)"};
+      e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
+        if (v != "auto" && v != "off") return rangeError(info, v);
+        k.avx512_bf16 = v;
+        return std::nullopt;
+      };
+      e.get = [](const Knobs& k) { return k.avx512_bf16; };
+      t.push_back(e);
+    }
+    {
+      Entry e;
       e.info = {"gpu_lanes", "threads", "threads|registers",
                 "target nvptx: a program's W lanes spread over W threads of a warp, or kept in one thread's registers"};
       e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {

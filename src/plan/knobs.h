@@ -12,11 +12,12 @@
 namespace kiln::plan {
 
 struct Knobs {
-  int64_t packet_width = 0;    // 0 = auto: the target model's default W (the plan holds the effective value)
-  int64_t block_size = 0;      // 0 = auto (the planner's choice; the plan holds the effective value)
-  int64_t local_lanes = 0;     // 0 = W (packet_width): one program over the lanes; 1 = one program per lane
-  std::string isa = "native";  // native | avx2 | avx512: the instruction set the code is generated for
-  std::string amx = "auto";    // auto | off: bf16_dot mmas on AMX tiles (auto: AVX-512 code on a host with AMX)
+  int64_t packet_width = 0;          // 0 = auto: the target model's default W (the plan holds the effective value)
+  int64_t block_size = 0;            // 0 = auto (the planner's choice; the plan holds the effective value)
+  int64_t local_lanes = 0;           // 0 = W (packet_width): one program over the lanes; 1 = one program per lane
+  std::string isa = "native";        // native | avx2 | avx512: the instruction set the code is generated for
+  std::string amx = "auto";          // auto | off: bf16_dot mmas on AMX tiles (auto: AVX-512 code on a host with AMX)
+  std::string avx512_bf16 = "auto";  // auto | off: bf16_dot steps on VDPBF16PS (auto: AVX-512 code on a host with it)
   target::Kind target = target::Kind::Cpu;  // cpu | nvptx: the host CPU (an object) or an NVIDIA GPU (PTX)
   std::string gpu_lanes = "threads";        // nvptx: a program's lanes over W threads, or in one thread's registers
   std::string gpu_realization =

@@ -279,24 +279,6 @@ class CodeModel {
         add(&LaneCode::loops, m.k_loop ? 1 : 0);
       return;
     }
-    if (m.form == MmaForm::Elements && op->mma_policy.bf16_dot) {
-      // A vector of outputs per step (LaneEmitter::bf16DotVector): the accumulator's vector, a
-      // block loop when planned, per contribution emitted a vector FMA and a vector of each
-      // operand whose last dim is the lane dim (splats and gathers read elements).
-      const int64_t K = mp.k, steps = K == 0 ? 0 : (m.k_loop ? 32 : K / 32 * 32) + K % 32;
-      const std::string& lane = acc->type.dims.back().name;
-      define(op->results[0], [&](int64_t) {
-        read(acc);
-        if (K == 0) return;
-        add(&LaneCode::loops, m.k_loop ? 1 : 0);
-        for (int i = 0; i < 2; ++i) {
-          const Value* x = op->operands[i];
-          if (!x->type.isScalar() && x->type.dims.back().name == lane) times(steps, [&] { read(x); });
-        }
-        add(&LaneCode::fmas, steps);
-      });
-      return;
-    }
     if (m.form == MmaForm::Elements) {
       const int64_t laneExt = acc->type.dims.back().extent;
       define(op->results[0], [&](int64_t chunk) {
@@ -342,16 +324,24 @@ class CodeModel {
       }
       return;
     }
+    // Contributions emitted per register tile, each an FMA per accumulator (the bf16 dot order:
+    // per block two steps by a loop over its pairs, or the pair; an odd count's last step; a
+    // block by the K loop, whole blocks unrolled, the last block).
+    const bool bf16 = op->mma_policy.bf16_dot;
+    auto blockSteps = [](int64_t count) { return 2 * std::min<int64_t>(count / 2, 1) + count % 2; };
+    const int64_t full = mp.k / 32, tail = mp.k % 32, blockCount = m.k_loop ? 1 : full;
+    const int64_t steps = !bf16 ? (m.k_loop ? 1 : mp.k) : blockCount * blockSteps(32) + blockSteps(tail);
+    const int64_t pairLoops = !bf16 ? 0 : blockCount * (full > 0 ? 1 : 0) + (tail / 2 > 1 ? 1 : 0);
     auto tileRows = [&](int64_t nr) {
       for (int64_t c0 = 0; c0 < al.chunks; c0 += m.block_chunks) {
         const int64_t nc = std::min(m.block_chunks, al.chunks - c0);
         for (int64_t i = 0; i < nr * nc; ++i) read(acc);
-        add(&LaneCode::loops, m.k_loop ? 1 : 0);
-        times(m.k_loop ? 1 : mp.k, [&] {
+        add(&LaneCode::loops, (m.k_loop ? 1 : 0) + pairLoops);
+        times(steps, [&] {
           for (int i = 0; i < 2; ++i)
             if (!m.broadcast[i] && m.conversion[i] < 0)
               for (int64_t t = 0; t < (m.row_shared[i] ? nc : nr * nc); ++t) read(op->operands[i]);
-          add(&LaneCode::fmas, fma * nr * nc);
+          add(&LaneCode::fmas, (bf16 ? (m.dpbf16 ? 0 : 1) : fma) * nr * nc);
         });
       }
     };

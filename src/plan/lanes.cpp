@@ -192,7 +192,9 @@ class LanePlanner {
       m.k_reason = m.k_rolled
                        ? fmt::format("K={} with {} accumulator vectors: one K loop per register tile", mp.k, accVectors)
                        : fmt::format("K={} x {} accumulator vectors <= 256: unrolled", mp.k, accVectors);
-      const bool rolled = m.k_rolled && mp.k > 1;
+      // (The bf16 dot order's outer product walks each block's pairs by a loop: K >= 4 reads its
+      // operands at runtime K.)
+      const bool rolled = (m.k_rolled && mp.k > 1) || (op->mma_policy.bf16_dot && mp.k >= 4);
       if (acc->type.isScalar()) {
         m.form = MmaForm::Scalar;
         for (int i = 0; i < 2; ++i) materialize(op->operands[i]);
@@ -223,7 +225,7 @@ class LanePlanner {
         lp_.mma[op] = m;
         return;
       }
-      if (const int64_t P = ir::mmaRound(op->mma_policy); P > 0) {
+      if (const int64_t P = ir::mmaRound(op->mma_policy); P > 0 && !op->mma_policy.bf16_dot) {
         // A partitioned order (docs/ir.md): the dot form when the lanes can hold the
         // partitions — one contracted dim, the last dim of both operands (vectors along K),
         // P a multiple of W and K a multiple of P; else element by element in that order.
@@ -258,8 +260,16 @@ class LanePlanner {
         lp_.mma[op] = m;
         return;
       }
+      // The outer product: ascending K, or the bf16 dot order's blocks (an even and an odd
+      // chain per accumulator, docs/ir.md), on register tiles of accumulators.
       m.form = MmaForm::OuterProduct;
       m.lane_dim = acc->type.dims.back().name;
+      if (op->mma_policy.bf16_dot) {
+        m.dpbf16 = p_.knobs.avx512_bf16 == "auto" && p_.knobs.target == target::Kind::Cpu && model_->isa == "avx512" &&
+                   p_.knobs.packet_width == 16 && host::cpuHasAvx512Bf16();
+        m.k_reason += fmt::format("; bf16_dot: {} block(s) of 32, an even and an odd chain per accumulator{}",
+                                  (mp.k + 31) / 32, m.dpbf16 ? ", each step a VDPBF16PS" : "");
+      }
       for (int i = 0; i < 2; ++i) {
         const Value* x = op->operands[i];
         m.row_shared[i] = std::none_of(x->type.dims.begin(), x->type.dims.end(), [&](const ir::Dim& d) {
@@ -302,19 +312,22 @@ class LanePlanner {
       const Layout& al = L(acc);
       // The whole accumulator in one register tile when it fits in the registers with a row's
       // lane-operand vectors and a broadcast; else rows x at most the model's chunks per row.
+      // The bf16 dot order keeps two chains per accumulator in registers through a block (the
+      // accumulators themselves wait, spilled if need be, for the block's merge): half as many.
       const int64_t regs = model_->vectors(p_.knobs.packet_width);
-      if (al.vectors() <= lp_.accumulators && (al.rows == 1 || al.vectors() + al.chunks + 1 <= regs)) {
+      const int64_t chains = op->mma_policy.bf16_dot ? 2 : 1, accs = std::max<int64_t>(1, lp_.accumulators / chains);
+      if (al.vectors() <= accs && (al.rows == 1 || chains * al.vectors() + al.chunks + 1 <= regs)) {
         m.block_rows = al.rows;
         m.block_chunks = al.chunks;
       } else {
         // One row: each lane-operand vector is used once, so the tile may take every
         // accumulator register along the row.
-        m.block_chunks = std::min<int64_t>(al.chunks, al.rows == 1 ? lp_.accumulators : lp_.max_tile_chunks);
-        const int64_t fit = std::min(lp_.accumulators, regs - m.block_chunks - 1) / m.block_chunks;
+        m.block_chunks = std::min<int64_t>(al.chunks, al.rows == 1 ? accs : lp_.max_tile_chunks);
+        const int64_t fit = std::min(accs, (regs - m.block_chunks - 1) / chains) / m.block_chunks;
         m.block_rows = std::max<int64_t>(1, std::min<int64_t>(al.rows, fit));
       }
       m.blocks = ((al.rows + m.block_rows - 1) / m.block_rows) * ((al.chunks + m.block_chunks - 1) / m.block_chunks);
-      planFusedTranspose(op, m);
+      if (!op->mma_policy.bf16_dot) planFusedTranspose(op, m);
       lp_.mma[op] = m;
     });
   }
@@ -675,9 +688,8 @@ class LanePlanner {
       const MmaPlan& mp = p_.mma.at(op);
       if (const int64_t P = ir::mmaRound(op->mma_policy); P > 0) {
         m.k_loop = m.k_rolled && mp.k / P > 1;  // whole rounds of P contributions (bf16_dot: blocks)
-        continue;
-      }
-      if (m.fused_transpose) {
+        if (m.form != MmaForm::OuterProduct) continue;
+      } else if (m.fused_transpose) {
         const Value* x = op->operands[m.conversion[0] >= 0 ? 0 : 1];
         m.k_loop = m.k_rolled && x->type.dims.back().extent / w > 1;
         // Two chunks of L per step (bf16 words, whose transposed blocks take W/2 registers each)

@@ -166,6 +166,9 @@ struct LaneMma {
   // The AMX form with b[n, k] as the instruction's A operand (its rows as they are, no word
   // transposes) and a's few rows (at most 16) as its B: c's transpose in the C tiles.
   bool amx_b_first = false;
+  // The outer product in the bf16 dot order with each chain's step on VDPBF16PS (knob
+  // avx512_bf16): one product per lane, the other of its pair -0 x +0 (docs/backend.md).
+  bool dpbf16 = false;
 };
 
 struct LaneReduce {

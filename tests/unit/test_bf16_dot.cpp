@@ -249,6 +249,58 @@ TEST(Bf16Dot, InterpreterMatchesAmxWhereTheCpuHasIt) {
   EXPECT_EQ(cases, 6 * 3 * 6 * kM * kN);
 }
 
+// VDPBF16PS (AVX512-BF16) on one lane: e + a1*b1, then + a0*b0 (16 lanes of the same pair).
+__attribute__((target("avx512f,avx512bf16"))) float vdpbf16ps(float e, uint32_t aPair, uint32_t bPair) {
+  const __m512 r = _mm512_dpbf16_ps(_mm512_set1_ps(e), (__m512bh)_mm512_set1_epi32(static_cast<int>(aPair)),
+                                    (__m512bh)_mm512_set1_epi32(static_cast<int>(bPair)));
+  return _mm512_cvtss_f32(r);
+}
+
+float flushed(float x) {
+  return std::fabs(x) < 0x1p-126f ? std::copysign(0.0f, x) : x;
+}
+
+// A bf16 value of any class: zero or subnormal, tiny or huge normal, ordinary, infinity or NaN.
+uint16_t anyBf16(std::mt19937_64& rng) {
+  const uint64_t r = rng();
+  const uint16_t sign = static_cast<uint16_t>((r & 1) << 15), mant = static_cast<uint16_t>((r >> 8) & 127);
+  switch ((r >> 1) % 8) {
+    case 0: return sign | mant;                                                                   // zero, subnormal
+    case 1: return sign | static_cast<uint16_t>((1 + (r >> 20) % 6) << 7) | mant;                 // tiny normal
+    case 2: return sign | static_cast<uint16_t>((250 + (r >> 20) % 5) << 7) | mant;               // huge
+    case 3: return sign | static_cast<uint16_t>(0x7F80 | ((r >> 20) % 3 == 0 ? 0 : (mant | 1)));  // inf, NaN
+    default: return sign | static_cast<uint16_t>((60 + (r >> 20) % 100) << 7) | mant;
+  }
+}
+
+// The planner's VDPBF16PS step (LaneMma::dpbf16, knob avx512_bf16): a's bf16 in the low half of a
+// 32-bit pair with -0 above it, b's with +0, so the pair's other product, added first, is -0 and
+// changes nothing; the instruction's DAZ and FTZ (tininess after rounding) are the order's
+// flushes; so one instruction is a chain's step, flush(fma(a, b, e)) with a and b flushed. Read
+// off the silicon wherever the CPU has AVX512-BF16 (AMD Zen 4 agrees), random values of every
+// class against the step computed in software; NaN as any NaN.
+TEST(Bf16Dot, Vdpbf16psWithANegativeZeroPartnerIsTheOrdersStep) {
+  if (!host::cpuHasAvx512Bf16()) {
+    testhost::sayNotRun("Bf16Dot against VDPBF16PS",
+                        "this host has no AVX512-BF16 (or KILN_HOST_WITHOUT_AVX512 is set)");
+    return;
+  }
+  std::mt19937_64 rng(2026);
+  int64_t bad = 0;
+  for (int i = 0; i < 2000000; ++i) {
+    const uint16_t a = anyBf16(rng), b = anyBf16(rng);
+    float e = std::bit_cast<float>(static_cast<uint32_t>(rng()));
+    if (i % 4 == 0) e = std::bit_cast<float>(static_cast<uint32_t>(rng() % (1u << 24) | (rng() & 1) << 31));
+    e = flushed(e);  // a chain's value is flushed
+    const float want = flushed(std::fma(flushed(host::bf16ToF32(a)), flushed(host::bf16ToF32(b)), e));
+    const float got = vdpbf16ps(e, 0x80000000u | a, b);
+    if (!sameBits(got, want) && ++bad <= 3)
+      ADD_FAILURE() << std::hex << "a 0x" << a << " b 0x" << b << " e 0x" << std::bit_cast<uint32_t>(e) << ": 0x"
+                    << std::bit_cast<uint32_t>(got) << " against 0x" << std::bit_cast<uint32_t>(want);
+  }
+  EXPECT_EQ(bad, 0);
+}
+
 // ---- compiled code --------------------------------------------------------------------------
 
 // M x N outputs (the lanes along n), K unrolled or in a loop with a padded last block. Returns
@@ -279,6 +331,7 @@ std::set<std::string> compiledMatchesInterpreter(const std::string& isa,
         for (const auto& m : (*lanes)["mma"]) {
           forms.insert(m["form"].get<std::string>());
           if (m.contains("amx_operands")) forms.insert(m["amx_operands"].get<std::string>());
+          if (m.contains("bf16_steps")) forms.insert(m["bf16_steps"].get<std::string>());
         }
     }
     if (!testhost::runsHere(isa, "Bf16Dot compiled " + label)) continue;
@@ -321,6 +374,28 @@ TEST(Bf16Dot, CompiledMatchesInterpreterBitForBit) {
     // (b[k, n]) or gathered (b[n, k]), a's splat.
     for (bool kOuter : {false, true}) compiledMatchesInterpreter(isa, {{"amx", "off"}}, 5, 37, kOuter, true);
   }
+}
+
+// The outer product's steps on VDPBF16PS (knob avx512_bf16=auto, AVX-512 code without AMX on a
+// host with AVX512-BF16) and in software (avx512_bf16=off): register tiles of several rows and
+// chunks, a ragged last chunk, b as [n, k] (a panel) and [k, n], f32 or bf16 (its values taken as
+// they are), K from one pair to several blocks with a padded last block; against the interpreter.
+TEST(Bf16Dot, OuterProductStepsMatchInterpreterBitForBit) {
+  const bool dp = host::cpuHasAvx512Bf16();
+  for (auto [M, N, kOuter, bf16B] : {std::tuple{5, 37, false, false},
+                                     {5, 37, true, true},
+                                     {9, 64, true, false},
+                                     {1, 100, false, true},
+                                     {3, 20, true, true}})
+    for (const std::string steps : {"auto", "off"}) {
+      const std::set<std::string> forms = compiledMatchesInterpreter("avx512", {{"amx", "off"}, {"avx512_bf16", steps}},
+                                                                     M, N, kOuter, bf16B, {2, 32, 33, 64, 77, 200});
+      EXPECT_EQ(forms.count("outer_product"), 1u) << M << "x" << N;
+      EXPECT_EQ(forms.count("vdpbf16ps"), dp && steps == "auto" ? 1u : 0u) << M << "x" << N << " " << steps;
+    }
+  if (!dp)
+    testhost::sayNotRun("Bf16Dot steps on VDPBF16PS",
+                        "this host has no AVX512-BF16 (or KILN_HOST_WITHOUT_AVX512 is set)");
 }
 
 // The AMX form (knob amx=auto: AVX-512 code on a host with AMX): b as [n, k] and as [k, n],

@@ -220,7 +220,7 @@ void LaneEmitter::emitMmaAmx(const Op* op) {
   // Rows of the A and B buffers a line longer than their data (bf16 words of A, 32-bit words of
   // B): a power-of-two row stride would put a tile's 16 rows in a few cache sets.
   const int64_t aRow = Kp + 32, bRow = N16 + 16;
-  f_->addFnAttr("target-features", "+amx-tile,+amx-bf16,+avx512bf16");
+  requireFeature("+amx-tile,+amx-bf16,+avx512bf16");
 
   // Whole 16 x 16 tiles of a result in memory: the C tiles are the result's own rows (a panel is
   // row-major, N floats a row), the accumulator copied there first unless it is the same panel
@@ -376,7 +376,7 @@ void LaneEmitter::emitMmaAmxBFirst(const Op* op) {
   // b's rows a cache line longer than their data (a power-of-two stride puts a tile's rows in a
   // few cache sets); a^T's rows are 16 words, one line each, in order.
   const int64_t bRow = Kp + 32;
-  f_->addFnAttr("target-features", "+amx-tile,+amx-bf16,+avx512bf16");
+  requireFeature("+amx-tile,+amx-bf16,+avx512bf16");
   const plan::Layout& rl = lp_.layout[r->id];
   llvm::Value* bbuf = amxBuffer(b_.getInt16Ty(), N16 * bRow);
   llvm::Value* abuf = amxBuffer(b_.getInt32Ty(), Kp / 2 * 16);

@@ -101,8 +101,8 @@ class LaneEmitter final : public ProgramEmitter {
   llvm::Value* bf16Vector(llvm::Value* v);  // W floats to bf16 bits for AMX (vcvtneps2bf16)
   // One output element (coords rc) of a partitioned mma, from the accumulator's element.
   llvm::Value* partitionedElement(const ir::Op* op, llvm::Value* acc, const Coords& rc);
-  // The bf16_dot order for the W outputs of an accumulator vector (row coords rc, chunk).
-  llvm::Value* bf16DotVector(const ir::Op* op, llvm::Value* acc, const Coords& rc, Ix chunk);
+  static bool exactBf16(const ir::Value* x);        // every element a bf16 value (a bf16 view's load)
+  void requireFeature(const std::string& feature);  // +feature in the function's target-features
   llvm::Value* bf16DotChain(const ir::Op* op, llvm::Value* acc,
                             const std::function<std::pair<llvm::Value*, llvm::Value*>(Ix)>& term);
   Ix lanePosition(Ix chunk, unsigned j, int64_t extent);  // lane j of a chunk, clamped to extent - 1

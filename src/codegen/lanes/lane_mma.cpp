@@ -5,6 +5,10 @@
 #include <fmt/format.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
+
+#include <array>
+#include <cstring>
 
 namespace kiln::codegen {
 
@@ -139,6 +143,23 @@ void LaneEmitter::emitConversion(const plan::Conversion& c) {
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
   }
+}
+
+// A value whose every element is a bf16 value: a load from a bf16 view with a bf16 fill.
+bool LaneEmitter::exactBf16(const ir::Value* x) {
+  const Op* def = x->def;
+  if (!def || def->kind != ir::OpKind::Load || def->operands[0]->type.elem != Elem::BF16) return false;
+  const float fill = static_cast<float>(def->fconst);
+  uint32_t bits = 0;
+  std::memcpy(&bits, &fill, sizeof bits);
+  return (bits & 0xFFFFu) == 0;
+}
+
+// The function compiles for `feature` too (added to its target-features, kept by later calls).
+void LaneEmitter::requireFeature(const std::string& feature) {
+  std::string features = f_->getFnAttribute("target-features").getValueAsString().str();
+  if (features.find(feature) != std::string::npos) return;
+  f_->addFnAttr("target-features", features.empty() ? feature : features + "," + feature);
 }
 
 LaneEmitter::MmaParts LaneEmitter::mmaParts(const Op* op) const {
@@ -325,36 +346,7 @@ llvm::Value* LaneEmitter::partitionedElement(const Op* op, llvm::Value* acc, con
   return acc;
 }
 
-// The bf16 dot order W outputs at a time: partitionedElement's steps on vectors, lane j the
-// output at lane position j of `chunk`. Per lane the operands' values: a vector of an operand
-// whose last dim is the lane dim, a splat of one without it, a gather otherwise.
-llvm::Value* LaneEmitter::bf16DotVector(const Op* op, llvm::Value* acc, const Coords& rc, Ix chunk) {
-  const ir::Value* a = op->operands[0];
-  const ir::Value* bv = op->operands[1];
-  const ir::Type& at = op->operands[2]->type;
-  const int64_t laneExt = at.dims.back().extent;
-  const std::string& lane = at.dims.back().name;
-  const ir::Type ct = contractedType(op);
-  auto lanes = [&](const ir::Value* x, const Coords& kc) -> llvm::Value* {
-    if (x->type.isScalar()) return splat(scalar(x));
-    const int li = x->type.findDim(lane);
-    if (li < 0) return splat(elem(x, mapCoords(x->type, at, rc, &kc, &ct)));
-    if (li == x->type.rank() - 1) return vec(x, rowOf(x->type, mapCoords(x->type, at, rc, &kc, &ct)), chunk);
-    llvm::Value* v = llvm::Constant::getNullValue(vty(Elem::F32));
-    Coords rj = rc;
-    for (unsigned j = 0; j < w_; ++j) {
-      rj.back() = lanePosition(chunk, j, laneExt);
-      v = b_.CreateInsertElement(v, elem(x, mapCoords(x->type, at, rj, &kc, &ct)), uint64_t(j));
-    }
-    return v;
-  };
-  return bf16DotChain(op, acc, [&](Ix k) {
-    Coords kc = contractionCoords(ct, k);
-    return std::pair{lanes(a, kc), lanes(bv, kc)};
-  });
-}
-
-// docs/ir.md, MMA, bf16_dot, for one output or a vector of them (term(k): contribution k's
+// docs/ir.md, MMA, bf16_dot, for one output (term(k): contribution k's
 // operands): blocks of 32 (whole blocks by a loop when LaneMma::k_loop), the last completed with
 // +0 products; per block an even and an odd chain from +0, then the merge.
 llvm::Value* LaneEmitter::bf16DotChain(const Op* op, llvm::Value* acc,
@@ -380,17 +372,12 @@ llvm::Value* LaneEmitter::bf16DotChain(const Op* op, llvm::Value* acc,
   return acc;
 }
 
-// Form "elements": each output element in the partitioned order, as scalars; the bf16 dot order
-// a vector of outputs at a time (bf16DotVector).
+// Form "elements": each output element in the partitioned order, as scalars.
 void LaneEmitter::emitMmaElements(const Op* op) {
   const ir::Value* acc = op->operands[2];
   const ir::Value* r = op->results[0];
   const ir::Type& at = acc->type;
   const int64_t laneExt = at.dims.back().extent;
-  if (op->mma_policy.bf16_dot) {  // W outputs per vector step (the same steps per lane)
-    define(r, [&](Ix row, Ix chunk) { return bf16DotVector(op, vec(acc, row, chunk), rowCoords(at, row), chunk); });
-    return;
-  }
   define(r, [&](Ix row, Ix chunk) {
     Coords rc = rowCoords(at, row);
     llvm::Value* v = llvm::Constant::getNullValue(vty(Elem::F32));
@@ -537,39 +524,121 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
       std::vector<llvm::Value*> cur;
       for (int64_t i = 0; i < nr; ++i)
         for (int64_t j = 0; j < nc; ++j) cur.push_back(vec(acc, add(r0, Ix{nullptr, i}), Ix{nullptr, c0 + j}));
-      auto body = [&](Ix k, std::vector<llvm::Value*> s) {
+      // Contribution k for the register tile: use(q, x, y) per accumulator q = ri * nc + j, with
+      // its operands' values, as they are read. Values shared across the tile (one per row for
+      // splats, one per chunk for row-shared lane operands) are read once and passed through
+      // `prep` once (bf16_dot: rounded and flushed).
+      using Prep = std::function<llvm::Value*(llvm::Value*)>;
+      using Use = std::function<void(size_t, llvm::Value*, llvm::Value*)>;
+      auto operands = [&](Ix k, const std::array<Prep, 2>& prep, const Use& use) {
         Coords kc = kCoords(k);
-        // Operand values shared across the register tile: one per row (splats) and per chunk.
         std::vector<std::vector<llvm::Value*>> rowVals(2);
         for (int i = 0; i < 2; ++i)
           if (lm.broadcast[i])
-            for (int64_t q = 0; q < nr; ++q) rowVals[i].push_back(operand(i, rcs[q], kc, Ix{nullptr, 0}));
+            for (int64_t q = 0; q < nr; ++q) rowVals[i].push_back(prep[i](operand(i, rcs[q], kc, Ix{nullptr, 0})));
         std::vector<std::vector<llvm::Value*>> shared(2, std::vector<llvm::Value*>(nc, nullptr));
         for (int64_t ri = 0; ri < nr; ++ri)
           for (int64_t j = 0; j < nc; ++j) {
-            llvm::Value* v[2];
+            llvm::Value* x[2];
             for (int i = 0; i < 2; ++i) {
               if (lm.broadcast[i]) {
-                v[i] = rowVals[i][ri];
+                x[i] = rowVals[i][ri];
               } else if (lm.row_shared[i]) {
                 // A lane operand without the row's dims is shared by every row: read once (with
                 // its prefetch, which LLVM does not merge as it merges loads).
-                if (!shared[i][j]) shared[i][j] = operand(i, rcs[ri], kc, Ix{nullptr, c0 + j});
-                v[i] = shared[i][j];
+                if (!shared[i][j]) shared[i][j] = prep[i](operand(i, rcs[ri], kc, Ix{nullptr, c0 + j}));
+                x[i] = shared[i][j];
               } else {
-                v[i] = operand(i, rcs[ri], kc, Ix{nullptr, c0 + j});
+                x[i] = prep[i](operand(i, rcs[ri], kc, Ix{nullptr, c0 + j}));
               }
             }
-            s[ri * nc + j] = ew_.multiplyAdd(v[0], v[1], s[ri * nc + j], op->mma_policy);
+            use(ri * nc + j, x[0], x[1]);
           }
-        return s;
       };
-      if (lm.k_loop) {
-        cur = loop(b_.getInt64(0), b_.getInt64(mp.k), 1, cur, [&](llvm::Value* k, const std::vector<llvm::Value*>& s) {
-          return body(Ix{k, 0}, s);
-        });
+      if (op->mma_policy.bf16_dot) {
+        // docs/ir.md, MMA, bf16_dot, for the whole register tile at once: per block of 32 an
+        // even and an odd chain per accumulator from +0, each operand rounded once per use
+        // across the tile; whole blocks by a loop when planned, the last completed with +0.
+        // An operand's value as the step takes it: rounded to bf16 and flushed (a bf16 view's
+        // values are bf16 already: flushed only); with VDPBF16PS (LaneMma::dpbf16) its bf16 bits
+        // in the low half of each 32-bit lane, a's with -0 (0x8000) in the high half and b's
+        // with +0, so the pair's other product is -0 and adds nothing (docs/backend.md).
+        const bool exact[2] = {exactBf16(a), exactBf16(bv)};
+        auto prep = [&](int i) {
+          return [&, i](llvm::Value* x) -> llvm::Value* {
+            if (!lm.dpbf16) return exact[i] ? ew_.flushTiny(x) : ew_.bf16Operand(x);
+            llvm::Type* i32v = llvm::FixedVectorType::get(b_.getInt32Ty(), w_);
+            llvm::Value* bits =
+                exact[i] ? b_.CreateLShr(b_.CreateBitCast(x, i32v), 16) : b_.CreateZExt(ew_.bf16Bits(x), i32v);
+            if (i == 0) bits = b_.CreateOr(bits, 0x80000000u);
+            return b_.CreateBitCast(bits, llvm::FixedVectorType::get(b_.getBFloatTy(), 2 * w_));
+          };
+        };
+        auto step = [&](llvm::Value* e, llvm::Value* x, llvm::Value* y) {
+          if (!lm.dpbf16) return ew_.bf16Step(e, x, y);
+          return static_cast<llvm::Value*>(
+              b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512, {}, {e, x, y}));
+        };
+        if (lm.dpbf16) requireFeature("+avx512bf16");
+        if (mp.k > 0)  // K = 0 gives the accumulator as it is
+          for (llvm::Value*& c : cur) c = ew_.flushTiny(c);
+        // A block's contributions two at a time (an even and an odd step) by a loop over the
+        // pairs, so that a tile's code holds two steps, not 32; an odd count's last step after
+        // it; then the +0 padding (once per chain that gets any: x + 0 twice is x + 0).
+        auto block = [&](Ix k0, int64_t count, std::vector<llvm::Value*> s) {
+          const size_t n = s.size();
+          std::vector<llvm::Value*> chain(2 * n, llvm::Constant::getNullValue(vty(Elem::F32)));
+          auto steps = [&](Ix k, int64_t parity, std::vector<llvm::Value*> c) {
+            operands(k, {prep(0), prep(1)}, [&](size_t q, llvm::Value* x, llvm::Value* y) {
+              c[2 * q + parity] = step(c[2 * q + parity], x, y);
+            });
+            return c;
+          };
+          const int64_t pairs = count / 2;
+          if (pairs > 1) {
+            chain = loop(b_.getInt64(0), b_.getInt64(pairs), 1, chain,
+                         [&](llvm::Value* t, const std::vector<llvm::Value*>& c) {
+                           Ix k = add(k0, mul(Ix{t, 0}, 2));
+                           return steps(add(k, Ix{nullptr, 1}), 1, steps(k, 0, c));
+                         });
+          } else if (pairs == 1) {
+            chain = steps(add(k0, Ix{nullptr, 1}), 1, steps(k0, 0, chain));
+          }
+          if (count % 2) chain = steps(add(k0, Ix{nullptr, count - 1}), 0, chain);
+          for (size_t q = 0; q < n; ++q) {
+            if (count <= 30) chain[2 * q] = ew_.bf16Pad(chain[2 * q]);
+            if (count <= 31) chain[2 * q + 1] = ew_.bf16Pad(chain[2 * q + 1]);
+            s[q] = ew_.bf16Merge(s[q], chain[2 * q], chain[2 * q + 1]);
+          }
+          return s;
+        };
+        const int64_t full = mp.k / 32, tail = mp.k % 32;
+        int64_t done = 0;
+        if (lm.k_loop) {
+          cur =
+              loop(b_.getInt64(0), b_.getInt64(full), 1, cur, [&](llvm::Value* t, const std::vector<llvm::Value*>& s) {
+                return block(mul(Ix{t, 0}, 32), 32, s);
+              });
+          done = full;
+        }
+        for (int64_t t = done; t < full; ++t) cur = block(Ix{nullptr, t * 32}, 32, cur);
+        if (tail > 0) cur = block(Ix{nullptr, full * 32}, tail, cur);
       } else {
-        for (int64_t k = 0; k < mp.k; ++k) cur = body(Ix{nullptr, k}, cur);
+        auto body = [&](Ix k, std::vector<llvm::Value*> s) {
+          auto same = [](llvm::Value* x) { return x; };
+          operands(k, {same, same}, [&](size_t q, llvm::Value* x, llvm::Value* y) {
+            s[q] = ew_.multiplyAdd(x, y, s[q], op->mma_policy);
+          });
+          return s;
+        };
+        if (lm.k_loop) {
+          cur =
+              loop(b_.getInt64(0), b_.getInt64(mp.k), 1, cur, [&](llvm::Value* k, const std::vector<llvm::Value*>& s) {
+                return body(Ix{k, 0}, s);
+              });
+        } else {
+          for (int64_t k = 0; k < mp.k; ++k) cur = body(Ix{nullptr, k}, cur);
+        }
       }
       for (int64_t i = 0; i < nr; ++i)
         for (int64_t j = 0; j < nc; ++j) {
