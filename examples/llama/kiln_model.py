@@ -149,24 +149,29 @@ class KilnLlama:
             # rows to the tiles straight from the weights (docs/backend.md). Whole blocks of 32
             # along K per step; on AMX 128 x 128 outputs with K steps of 512 (8.1 ms against 8.7
             # with steps of 256; decode 1 x 5632 x 2048 1.56 ms, 1 x 2048 x 5632 1.69, level with
-            # the default order's 1.61 and 1.52); elsewhere (step by step) the library's tiles.
-            # Any tile gives the same bits.
-            tile = f"{min(rows or 128, M)}x128x{min(512, K)}" if self.b_nk else None
+            # the default order's 1.61 and 1.52). Without AMX the default order's tiles (its steps
+            # run on the same register tiles, docs/backend.md; AMD Zen 4 with VDPBF16PS: 128 x
+            # 2048 x 2048 8.7 ms with 128x64x128, 9.6 with the library's 64x64x64). Any tile gives
+            # the same bits.
+            tile = f"{min(rows or 128, M)}x128x{min(512, K)}" if self.b_nk else self._tile(M, K, rows)
             options = {"tile": tile} if tile else {}
             if a16:
                 options["a_dtype"] = "bf16"
             return self._kernel("gemm", (M, N, K), runtime_rows=True, b_dtype=b, order="bf16_dot",
                                 trans_b=self.b_nk, **options)
-        if M <= 4:
-            tile = None
-        elif self.isa == "avx2":  # 16 ymm registers: wider column tiles, K in steps of 64
-            tile = f"{min(rows or 64, M)}x128x{min(64, K)}"
-        elif rows == 128:
-            tile = f"128x64x{min(128, K)}"
-        else:
-            tile = f"{min(64, M)}x64x{min(256, K)}"
+        tile = self._tile(M, K, rows)
         options = {"tile": tile} if tile else {}
         return self._kernel("gemm", (M, N, K), runtime_rows=True, b_dtype=b, **options)
+
+    def _tile(self, M, K, rows):
+        """The default order's tiles (the rule in _gemm's docstring); None: the library's."""
+        if M <= 4:
+            return None
+        if self.isa == "avx2":  # 16 ymm registers: wider column tiles, K in steps of 64
+            return f"{min(rows or 64, M)}x128x{min(64, K)}"
+        if rows == 128:
+            return f"128x64x{min(128, K)}"
+        return f"{min(64, M)}x64x{min(256, K)}"
 
     def _has_amx(self):
         if not hasattr(self, "_amx"):

@@ -51,6 +51,17 @@ def lengths_arg(text):
     return out
 
 
+def variants_arg(text):
+    """"f32,bf16:bf16_dot" -> [("f32", "ascending"), ("bf16", "bf16_dot")]."""
+    out = []
+    for item in (t for t in text.split(",") if t):
+        dtype, _, order = item.partition(":")
+        if dtype not in ("f32", "bf16") or order not in ("", "ascending", "bf16_dot"):
+            raise argparse.ArgumentTypeError(f"{item!r}: expected f32 or bf16, optionally :ascending or :bf16_dot")
+        out.append((dtype, order or "ascending"))
+    return out
+
+
 def digest(tokens):
     return hashlib.sha256(np.ascontiguousarray(tokens, dtype=np.int64).tobytes()).hexdigest()[:16]
 
@@ -295,10 +306,11 @@ def cmd_bench(args):
             print(f"writing {weights_file}", flush=True)
             W.write_safetensors(weights_file, W.generate(cfg, args.seed), metadata={"seed": args.seed})
 
-    def child(command, dtype, threads, extra=()):
+    def child(command, variant, threads, extra=()):
+        dtype, order = variant
         cmd = [sys.executable, os.path.abspath(__file__), command, "--config", args.config, "--weights", weights_file,
                "--prompts", ",".join(map(str, args.prompts)), "--prompt-seed", str(args.prompt_seed),
-               "--steps", str(args.steps), "--dtype", dtype, "--threads", str(threads), *extra]
+               "--steps", str(args.steps), "--dtype", dtype, "--gemm-order", order, "--threads", str(threads), *extra]
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
                    MKL_NUM_THREADS=str(threads))
         if command == "pair" and args.pair_isa == "avx2":
@@ -314,12 +326,15 @@ def cmd_bench(args):
             raise SystemExit(f"{command} failed ({p.returncode}):\n{p.stderr[-3000:]}")
         return json.loads(p.stdout.strip().splitlines()[-1])
 
+    def label(variant):  # "bf16" or "bf16, bf16_dot"
+        return variant[0] if variant[1] == "ascending" else f"{variant[0]}, {variant[1]}"
+
     pairs, digests = [], {}
     for threads in args.threads_list:
-        for dtype in args.dtypes:
-            r = child("pair", dtype, threads, ("--rounds", str(args.rounds)))
+        for variant in args.variants:
+            r = child("pair", variant, threads, ("--rounds", str(args.rounds)))
             pairs.append(r)
-            digests[(dtype, threads, "native")] = r["kiln"]["tokens_sha256"]
+            digests[(label(variant), threads, "native")] = r["kiln"]["tokens_sha256"]
             t = r.get("torch", {})
             print(f"  kiln prefill {r['kiln']['prefill_tokens_per_s']:.1f} tok/s, torch "
                   f"{t.get('prefill_tokens_per_s', 0):.1f}; decode kiln {r['kiln'].get('decode_tokens_per_s', 0):.2f}"
@@ -329,10 +344,11 @@ def cmd_bench(args):
         if not _isa_runs(isa):
             print(f"isa {isa}: not run (this CPU cannot run its code)", flush=True)
             continue
-        for dtype in args.dtypes:
-            r = child("generate", dtype, args.threads_list[-1], ("--isa", isa, "--json"))
-            digests[(dtype, args.threads_list[-1], isa)] = r["tokens_sha256"]
-    reproducible = all(len({d for (dt, _, _), d in digests.items() if dt == dtype}) == 1 for dtype in args.dtypes)
+        for variant in args.variants:
+            r = child("generate", variant, args.threads_list[-1], ("--isa", isa, "--json"))
+            digests[(label(variant), args.threads_list[-1], isa)] = r["tokens_sha256"]
+    reproducible = all(len({d for (v, _, _), d in digests.items() if v == label(variant)}) == 1
+                       for variant in args.variants)
 
     def rng(s, scale=1.0, f="{:.2f}"):
         return f"{f.format(s['median'] * scale)} ({f.format(s['min'] * scale)}–{f.format(s['max'] * scale)})"
@@ -342,23 +358,24 @@ def cmd_bench(args):
              f"{_torch_version()} eager in turns in one process"
              f"{', both on AVX2 code' if args.pair_isa == 'avx2' else ''}; tokens/s from median times; paired = PyTorch's "
              "time / Kiln's in the same turn, median (min–max) (above 1: Kiln is faster).", "",
-             "| weights | threads | prefill tok/s Kiln | PyTorch | paired | decode tok/s Kiln | PyTorch | paired | "
+             "| weights, Kiln's GEMM order | threads | prefill tok/s Kiln | PyTorch | paired | decode tok/s Kiln | PyTorch | paired | "
              "decode step ms Kiln | PyTorch |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in pairs:
         k, t = r["kiln"], r.get("torch")
         dec = r.get("paired_decode")
         if t is None:
-            lines.append(f"| {r['dtype']} | {r['threads']} | {k['prefill_tokens_per_s']:.1f} | — | — | "
+            lines.append(f"| {label((r['dtype'], r['gemm_order']))} | {r['threads']} | {k['prefill_tokens_per_s']:.1f} | — | — | "
                          f"{k.get('decode_tokens_per_s', 0):.2f} | — | — | "
                          f"{rng(k['decode_step_s'], 1e3, '{:.0f}') if 'decode_step_s' in k else '—'} | — |")
             continue
         lines.append(
-            f"| {r['dtype']} | {r['threads']} | {k['prefill_tokens_per_s']:.1f} | {t['prefill_tokens_per_s']:.1f} | "
+            f"| {label((r['dtype'], r['gemm_order']))} | {r['threads']} | {k['prefill_tokens_per_s']:.1f} | {t['prefill_tokens_per_s']:.1f} | "
             f"{rng(r['paired_prefill'])} | {k.get('decode_tokens_per_s', 0):.2f} | {t.get('decode_tokens_per_s', 0):.2f} | "
             f"{rng(dec) if dec else '—'} | {rng(k['decode_step_s'], 1e3, '{:.0f}') if dec else '—'} | "
             f"{rng(t['decode_step_s'], 1e3, '{:.0f}') if dec else '—'} |")
-    lines += [f"- {r['dtype']}, {r['threads']} thread(s): {r['torch_error'].splitlines()[0]}" for r in pairs
+    lines += [f"- {label((r['dtype'], r['gemm_order']))}, {r['threads']} thread(s): {r['torch_error'].splitlines()[0]}"
+              for r in pairs
               if r.get("torch_error")]
     lines += ["", "Kiln's time per kernel kind, seconds (share), last prefill round and all decode steps:", ""]
     for r in pairs:
@@ -367,11 +384,11 @@ def cmd_bench(args):
                 continue
             total = sum(v[0] for v in parts.values())
             ranked = sorted(parts.items(), key=lambda kv: -kv[1][0])
-            lines.append(f"- {r['dtype']}, {r['threads']} thread(s), {phase}: " +
+            lines.append(f"- {label((r['dtype'], r['gemm_order']))}, {r['threads']} thread(s), {phase}: " +
                          ", ".join(f"{name} {v[0]:.3g} ({100 * v[0] / total:.0f}%)" for name, v in ranked))
     lines += ["", "Kiln's tokens (sha256 of every output token): " + "; ".join(
-        f"{dtype} threads={th} isa={isa} {d}" for (dtype, th, isa), d in digests.items()),
-        f"Identical at every thread count and ISA (per weights type): {'yes' if reproducible else 'NO'}"]
+        f"{v} threads={th} isa={isa} {d}" for (v, th, isa), d in digests.items()),
+        f"Identical at every thread count and ISA (per weights type and order): {'yes' if reproducible else 'NO'}"]
     text = "\n".join(lines)
     print()
     print(text)
@@ -449,7 +466,8 @@ def main(argv=None):
     b.add_argument("--prompts", type=lengths_arg, default=[128])
     b.add_argument("--steps", type=int, default=256)
     b.add_argument("--threads", dest="threads_list", type=lengths_arg, default=[1, 2])
-    b.add_argument("--dtypes", type=lambda t: t.split(","), default=["f32", "bf16"])
+    b.add_argument("--variants", type=variants_arg, default=variants_arg("f32,bf16,bf16:bf16_dot"),
+                   help="weights[:GEMM order], comma separated (default f32,bf16,bf16:bf16_dot)")
     b.add_argument("--isas", type=lambda t: [x for x in t.split(",") if x], default=["avx2", "avx512"],
                    help="Kiln runs again with each isa (reproducibility); one this CPU cannot run is skipped, saying so")
     b.add_argument("--rounds", type=int, default=3, help="prefill rounds per pair")

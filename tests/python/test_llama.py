@@ -224,7 +224,11 @@ def test_the_command_line_checks_and_benchmarks(tmp_path):
     assert p.returncode == 0, p.stderr
     record = json.loads((tmp_path / "b.json").read_text())
     assert record["reproducible"] is True
-    assert {(r["dtype"], r["threads"]) for r in record["pairs"]} == {("f32", 1), ("bf16", 1)}
-    assert "| f32 | 1 |" in p.stdout and "Identical at every thread count and ISA (per weights type): yes" in p.stdout
+    assert [(r["dtype"], r["gemm_order"], r["threads"]) for r in record["pairs"]] == [
+        ("f32", "ascending", 1), ("bf16", "ascending", 1), ("bf16", "bf16_dot", 1)]
+    assert "| f32 | 1 |" in p.stdout and "| bf16, bf16_dot | 1 |" in p.stdout
+    assert "Identical at every thread count and ISA (per weights type and order): yes" in p.stdout
+    p = run_py("bench", "--config", str(CONFIG), "--variants", "f32:descending")
+    assert p.returncode == 2 and "expected f32 or bf16, optionally :ascending or :bf16_dot" in p.stderr
     p = run_py("generate", "--config", str(CONFIG), "--prompts", "300")
     assert p.returncode == 1 and "prompt lengths [300] must be in [1, max_seq=256]" in p.stderr
