@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <functional>
 #include <map>
@@ -71,6 +72,19 @@ Entry boolKnob(KnobInfo info, bool Knobs::*field) {
   return e;
 }
 
+// One of the words `legal` (info.range lists them, '|'-separated).
+Entry wordKnob(KnobInfo info, std::string Knobs::*field, std::vector<std::string> legal) {
+  Entry e;
+  e.info = info;
+  e.set = [info, field, legal](Knobs& k, const std::string& v) -> std::optional<std::string> {
+    if (std::find(legal.begin(), legal.end(), v) == legal.end()) return rangeError(info, v);
+    k.*field = v;
+    return std::nullopt;
+  };
+  e.get = [field](const Knobs& k) { return k.*field; };
+  return e;
+}
+
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> table = [] {
     std::vector<Entry> t;
@@ -131,33 +145,17 @@ const std::vector<Entry>& entries() {
       e.get = [](const Knobs& k) { return std::string(target::of(k.target).name()); };
       t.push_back(e);
     }
-    {
-      Entry e;
-      e.info = {"amx", "auto", "auto|off",
-                "cpu, AVX-512 code: an mma in the bf16_dot order runs on AMX tile instructions (TDPBF16PS, whose "
-                "arithmetic the order is: the same bits either way); auto: where this host has AMX (docs/backend.md)"};
-      e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
-        if (v != "auto" && v != "off") return rangeError(info, v);
-        k.amx = v;
-        return std::nullopt;
-      };
-      e.get = [](const Knobs& k) { return k.amx; };
-      t.push_back(e);
-    }
-    {
-      Entry e;
-      e.info = {"avx512_bf16", "auto", "auto|off",
-                "cpu, AVX-512 code: the steps of an mma in the bf16_dot order that does not run on AMX run on "
-                "VDPBF16PS, one product per lane and instruction (its arithmetic is the order's step: the same bits "
-                "either way); auto: where this host has AVX512-BF16 (docs/backend.md)"};
-      e.set = [info = e.info](Knobs& k, const std::string& v) -> std::optional<std::string> {
-        if (v != "auto" && v != "off") return rangeError(info, v);
-        k.avx512_bf16 = v;
-        return std::nullopt;
-      };
-      e.get = [](const Knobs& k) { return k.avx512_bf16; };
-      t.push_back(e);
-    }
+    t.push_back(wordKnob({"amx", "auto", "auto|off",
+                          "cpu, AVX-512 code: an mma in the bf16_dot order runs on AMX tile instructions (TDPBF16PS, "
+                          "whose arithmetic the order is: the same bits either way); auto: where this host has AMX "
+                          "(docs/backend.md)"},
+                         &Knobs::amx, {"auto", "off"}));
+    t.push_back(
+        wordKnob({"avx512_bf16", "auto", "auto|off",
+                  "cpu, AVX-512 code: the steps of an mma in the bf16_dot order that does not run on AMX run on "
+                  "VDPBF16PS, one product per lane and instruction (its arithmetic is the order's step: the "
+                  "same bits either way); auto: where this host has AVX512-BF16 (docs/backend.md)"},
+                 &Knobs::avx512_bf16, {"auto", "off"}));
     {
       Entry e;
       e.info = {"gpu_lanes", "threads", "threads|registers",
