@@ -55,17 +55,18 @@ class KilnLlama:
         # and weights rounded to bf16, AMX's TDPBF16PS arithmetic), on AMX tiles where the host
         # has them (docs/kernels.md, gemm); the same bits everywhere.
         self.gemm_order = gemm_order
-        # Under bf16_dot the GEMMs' activations from rmsnorm and swiglu are stored as bf16 (their
-        # --out-dtype; the GEMMs' --a-dtype): the order rounds them to bf16 anyway (and flushes
-        # subnormals, which it does to a bf16 view's too), so the values are the same, and each
-        # GEMM program reads half the bytes and converts nothing. bf16 bits in uint16 arrays.
+        # Under bf16_dot the GEMMs' activations from rmsnorm, attention and swiglu are stored as
+        # bf16 (their --out-dtype; the GEMMs' --a-dtype): the order rounds them to bf16 anyway
+        # (and flushes subnormals, which it does to a bf16 view's too), so the values are the
+        # same, and each GEMM program reads half the bytes and converts nothing. bf16 bits in
+        # uint16 arrays.
         self.act16 = gemm_order == "bf16_dot"
         # bf16_dot's weights N x K on AMX tiles (an AMX program packs rows of K; decode reads
         # them straight from the weights), else K x N (the vector steps read B's rows along N,
         # where N x K would be gathered). The bits do not depend on it.
         self.b_nk = gemm_order == "bf16_dot" and self._has_amx()
         self.act = np.uint16 if self.act16 else np.float32  # the activations' arrays
-        self.out16 = {"out_dtype": "bf16"} if self.act16 else {}  # rmsnorm's and swiglu's option
+        self.out16 = {"out_dtype": "bf16"} if self.act16 else {}  # rmsnorm's, attention's and swiglu's option
         self.kernels = {}  # request -> compiled kernel: each request compiled once
         self.times = {}  # kernel kind -> seconds spent in its launches
         self.calls = {}
@@ -188,9 +189,9 @@ class KilnLlama:
         d, hd, H, KH, F = c["d_model"], c["head_dim"], c["n_heads"], c["n_kv_heads"], c["d_ff"]
 
         def kernels(M, tm):
-            a16 = self.act16  # from rmsnorm and swiglu; o's from attention is f32
+            a16 = self.act16  # from rmsnorm, attention and swiglu
             return {"q": self._gemm(M, H * hd, d, tm, a16), "kv": self._gemm(M, KH * hd, d, tm, a16),
-                    "o": self._gemm(M, d, H * hd, tm), "gate_up": self._gemm(M, F, d, tm, a16),
+                    "o": self._gemm(M, d, H * hd, tm, a16), "gate_up": self._gemm(M, F, d, tm, a16),
                     "down": self._gemm(M, d, F, tm, a16)}
         if T <= 4:
             return self._row_sets(T, lambda M: kernels(M, M))
@@ -222,7 +223,7 @@ class KilnLlama:
             "rope_q": self._kernel("rope", (T, H, hd), **rope),
             "rope_k": self._kernel("rope", (T, KH, hd), **rope),
             "attention": self._kernel("attention", (c["max_batch"], H, KH, T, c["max_seq"], hd, hd),
-                                      kv_cache="dense", varlen=True, mask="causal"),
+                                      kv_cache="dense", varlen=True, mask="causal", **self.out16),
             "swiglu": self._kernel("swiglu", (T, F), runtime_rows=True, **self.out16),
             # buffers
             "h": np.zeros((T, d), np.float32),
@@ -232,7 +233,7 @@ class KilnLlama:
             "v_": np.zeros((T, KH, hd), np.float32),
             "qr": np.zeros((T, H, hd), np.float32),
             "kr": np.zeros((T, KH, hd), np.float32),
-            "a": np.zeros((T, H, hd), np.float32),
+            "a": np.zeros((T, H, hd), self.act),
             "proj": np.zeros((T, d), np.float32),
             "g": np.zeros((T, F), np.float32),
             "u": np.zeros((T, F), np.float32),

@@ -32,7 +32,7 @@ BuildResult separateHeads(KernelBuilder& kb, const AttentionShape& s, const Atte
   View q = kb.view("q", {s.B, s.Hq, s.Q, s.D});
   View k = kb.view("k", {s.B, s.Hkv, s.K, s.D}, opt.kv_elem);
   View v = kb.view("v", {s.B, s.Hkv, s.K, s.Dv}, opt.kv_elem);
-  View o = kb.view("o", {s.B, s.Hq, s.Q, s.Dv});
+  View o = kb.view("o", {s.B, s.Hq, s.Q, s.Dv}, opt.out_elem);
 
   kb.parallel({{"b", s.B}, {"h", s.Hq}, {"qb", nQB}}, [&](Idx b, Idx h, Idx qb) {
     Idx kvh = (h / group).as("kvh");
@@ -125,7 +125,7 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
   if (paged) table = kb.intView("block_table", {s.B, maxPages}, IntElem::I32, Range{0, opt.pages - 1});
   View cu;
   if (varlen) cu = kb.intView("cu_seqlens", {s.B + 1}, IntElem::I32, Range{0, s.Q, true});
-  View o = varlen ? kb.view("o", {s.Q, s.Hq, s.Dv}) : kb.view("o", {s.B, s.Hq, s.Q, s.Dv});
+  View o = varlen ? kb.view("o", {s.Q, s.Hq, s.Dv}, opt.out_elem) : kb.view("o", {s.B, s.Hq, s.Q, s.Dv}, opt.out_elem);
   // Score and accumulator dims: the last one lies along the vector lanes (keys n, or queries m).
   // Packed queries are read as [m, g, d] (token, then head: the layout of q): their rows are
   // (m, g), so that the q.k^T mma's rows are its operand's, as the GPU block form requires

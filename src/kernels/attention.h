@@ -65,6 +65,9 @@ struct AttentionOptions {
   // The storage of k and v (docs/ir.md, "16-bit views"): loads convert to f32 exactly, so the
   // kernel computes in f32 as ever; a different input, the same arithmetic.
   dsl::FloatElem kv_elem = dsl::FloatElem::F32;
+  // The storage of o: a 16-bit o stores each f32 result rounded to nearest even (e.g. the next
+  // GEMM's 16-bit A).
+  dsl::FloatElem out_elem = dsl::FloatElem::F32;
 };
 
 dsl::BuildResult attention(const AttentionShape& shape, const AttentionOptions& options = {});

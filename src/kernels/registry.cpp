@@ -353,13 +353,14 @@ const std::vector<Entry>& entries() {
          "block_table): sequence b's queries are rows cu[b] .. cu[b+1]-1, its last positions; one program per "
          "(token, KV head), BQ 1, no split\n"
          "--kv-dtype f32|f16|bf16   the storage of k and v (a KV cache's too): loads convert to f32 exactly, the "
-         "arithmetic is f32 either way (default f32)",
+         "arithmetic is f32 either way (default f32)\n"
+         "--out-dtype f32|f16|bf16   the storage of o: each result rounded to nearest even (default f32)",
          "softmax(scale q.k^T) v with GQA/MQA (query head h reads KV head h / (Hq/Hkv)); online softmax over KV "
          "blocks"},
         {"B", "Hq", "Hkv", "Q", "K", "D", "Dv"},
         {1, 1, 1, 1, 0, 1, 1},
         {"block", "mask", "scale", "heads", "fma", "split", "merge-columns", "lanes", "qk", "kv-cache", "capacity",
-         "page", "pages", "varlen", "kv-dtype"},
+         "page", "pages", "varlen", "kv-dtype", "out-dtype"},
         attentionOptions,
         [](const Spec& s) {
           AttentionShape a = attentionShape(s);

@@ -31,6 +31,7 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
   s.stack_heads = heads == "stacked";
   s.fused = fma == "fused";
   if (auto e = dtypeOption(r, "kv-dtype", s.kv_elem)) return e;
+  if (auto e = dtypeOption(r, "out-dtype", s.out_elem)) return e;
   // A KV cache: K is its capacity (or --capacity); lengths come with each launch.
   std::string kv = "none";
   if (auto e = optionChoice(r, "kv-cache", {"none", "dense", "paged"}, kv)) return e;
@@ -242,6 +243,7 @@ AttentionOptions attentionOpts(const Spec& s) {
   o.pages = s.pages;
   o.varlen = s.varlen;
   o.kv_elem = s.kv_elem;
+  o.out_elem = s.out_elem;
   return o;
 }
 

@@ -107,7 +107,7 @@ TEST(Library, BadRequestsAreErrorsNamingTheParameter) {
       {req("attention", "1,8,2,1,16,8,8", {{"scale", "inf"}}), "--scale 'inf' is not a finite number"},
       {req("attention", "1,8,2,1,16,8,8", {{"eps", "1e-5"}}),
        "option --eps does not apply to attention (its options: --block, --mask, --scale, --heads, --fma, --split, "
-       "--merge-columns, --lanes, --qk, --kv-cache, --capacity, --page, --pages, --varlen, --kv-dtype)"},
+       "--merge-columns, --lanes, --qk, --kv-cache, --capacity, --page, --pages, --varlen, --kv-dtype, --out-dtype)"},
       {req("softmax", "3,5000", {{"parts", "1"}}),
        "softmax: --parts '1' is not a number of parts per row >= 2, auto or off"},
       {req("softmax", "3,500", {{"parts", "2"}}),
@@ -168,6 +168,8 @@ TEST(Library, BadRequestsAreErrorsNamingTheParameter) {
       {req("swiglu", "3,4", {{"trans-b", "true"}}),
        "option --trans-b does not apply to swiglu (its options: --runtime-rows, --dtype, --out-dtype)"},
       {req("rmsnorm", "3,4", {{"out-dtype", "f8"}}), "rmsnorm: --out-dtype 'f8' is not one of f32|f16|bf16"},
+      {req("attention", "1,2,1,1,8,4,4", {{"out-dtype", "bf8"}}),
+       "attention: --out-dtype 'bf8' is not one of f32|f16|bf16"},
       {req("layernorm", "3,4", {{"out-dtype", "bf16"}}), "option --out-dtype does not apply to layernorm"},
       {req("rmsnorm", "3,4", {{"runtime-rows", "yes"}}), "--runtime-rows takes no value (got 'yes')"},
       {req("rope", "3,4,8", {{"positions", "0"}}), "--positions=0 is out of range"},
@@ -378,6 +380,11 @@ TEST(LibraryNative, SixteenBitStorage) {
     expectNativePasses(req("rmsnorm", "5,1031", {{"out-dtype", t}, {"runtime-rows", ""}}));
     expectNativePasses(req("swiglu", "5,70", {{"out-dtype", t}}));
     expectNativePasses(req("rmsnorm", "3,100", {{"dtype", t}, {"out-dtype", "f32"}}));
+    // attention's o alone, written by a split decode's merge, by packed queries, by a causal prefill.
+    expectNativePasses(req("attention", "1,8,2,1,300,32,48", {{"out-dtype", t}, {"split", "4"}}));
+    expectNativePasses(req("attention", "3,4,2,9,100,32,32",
+                           {{"kv-cache", "dense"}, {"varlen", ""}, {"mask", "causal"}, {"out-dtype", t}}));
+    expectNativePasses(req("attention", "2,4,2,17,33,16,16", {{"mask", "causal"}, {"out-dtype", t}, {"kv-dtype", t}}));
     expectNativePasses(req("rope", "17,3,10", {{"dtype", t}}));
     expectNativePasses(req("gelu", "65", {{"dtype", t}}));
   }
@@ -386,6 +393,10 @@ TEST(LibraryNative, SixteenBitStorage) {
   EXPECT_EQ(k->params[1]->type.elem, ir::Elem::BF16);
   EXPECT_EQ(k->params[2]->type.elem, ir::Elem::BF16);
   EXPECT_EQ(k->params[0]->type.elem, ir::Elem::F32);
+  auto ao = build(req("attention", "1,8,2,1,64,16,16", {{"out-dtype", "f16"}}));
+  ASSERT_TRUE(ao);
+  EXPECT_EQ(ao->params[1]->type.elem, ir::Elem::F32);  // k
+  EXPECT_EQ(ao->params[3]->type.elem, ir::Elem::F16);  // o
   auto n = build(req("rmsnorm", "4,64", {{"out-dtype", "bf16"}}));
   ASSERT_TRUE(n);
   EXPECT_EQ(n->params[0]->type.elem, ir::Elem::F32);   // x
