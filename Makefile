@@ -18,8 +18,12 @@ $(BUILD)/build.ninja: CMakeLists.txt | bootstrap
 build: bootstrap $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
+# -O1 -g1 (line tables: ASan's and UBSan's reports keep file:line): the sanitizer build was half of
+# `make test`'s time at -O2 -g, and it compiles about 40% faster so.
+ASAN_FLAGS = -O1 -g1 -DNDEBUG
 $(ASAN_BUILD)/build.ninja: CMakeLists.txt | bootstrap
-	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE=ON $(CMAKE_FLAGS)
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE=ON \
+	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$(ASAN_FLAGS)" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$(ASAN_FLAGS)" $(CMAKE_FLAGS)
 
 build-asan: bootstrap $(ASAN_BUILD)/build.ninja
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
