@@ -47,20 +47,22 @@ class KilnLlama:
     def __init__(self, cfg, weights, weight_dtype="f32", knobs=None, gemm_order="ascending"):
         if weight_dtype not in ("f32", "bf16"):
             raise ValueError(f"weight_dtype must be 'f32' or 'bf16', not {weight_dtype!r}")
-        if gemm_order not in ("ascending", "bf16_dot"):
-            raise ValueError(f"gemm_order must be 'ascending' or 'bf16_dot', not {gemm_order!r}")
+        if gemm_order not in ("ascending", "bf16_dot", "bf16_pairs"):
+            raise ValueError(f"gemm_order must be 'ascending', 'bf16_dot' or 'bf16_pairs', not {gemm_order!r}")
         W.check_weights(cfg, weights)
         self.cfg, self.weight_dtype, self.knobs = cfg, weight_dtype, dict(knobs or {})
         # "bf16_dot": every projection's GEMM in the bf16 dot order (docs/ir.md, MMA: activations
         # and weights rounded to bf16, AMX's TDPBF16PS arithmetic), on AMX tiles where the host
-        # has them (docs/kernels.md, gemm); the same bits everywhere.
+        # has them (docs/kernels.md, gemm); the same bits everywhere. "bf16_pairs": the bf16 pairs
+        # order (AVX512-BF16's VDPBF16PS arithmetic, one instruction per pair where the CPU has
+        # it, AMD Zen 4 and Intel since Cooper Lake), on the default order's tiles.
         self.gemm_order = gemm_order
-        # Under bf16_dot the GEMMs' activations from rmsnorm, attention and swiglu are stored as
+        # Under bf16_dot and bf16_pairs the GEMMs' activations from rmsnorm, attention and swiglu are stored as
         # bf16 (their --out-dtype; the GEMMs' --a-dtype): the order rounds them to bf16 anyway
         # (and flushes subnormals, which it does to a bf16 view's too), so the values are the
         # same, and each GEMM program reads half the bytes and converts nothing. bf16 bits in
         # uint16 arrays.
-        self.act16 = gemm_order == "bf16_dot"
+        self.act16 = gemm_order in ("bf16_dot", "bf16_pairs")
         # bf16_dot's weights N x K on AMX tiles (an AMX program packs rows of K; decode reads
         # them straight from the weights), else K x N (the vector steps read B's rows along N,
         # where N x K would be gathered). The bits do not depend on it.
@@ -143,6 +145,12 @@ class KilnLlama:
         (0.88x again per row, 0.97x on two threads); on AVX2 code 64 or 128 rows x 128 columns,
         K in steps of 64 (0.75-0.85x the time of 64x64x256 there)."""
         b = "bf16" if self.weight_dtype == "bf16" else None
+        if self.gemm_order == "bf16_pairs":  # the default order's tiles (their K steps even)
+            tile = self._tile(M, K, rows)
+            options = {"tile": tile} if tile else {}
+            if a16:
+                options["a_dtype"] = "bf16"
+            return self._kernel("gemm", (M, N, K), runtime_rows=True, b_dtype=b, order="bf16_pairs", **options)
         if self.gemm_order == "bf16_dot":
             # B as N x K (HF's layout): on AMX each program packs whole rows of B's K step
             # (contiguous, which the hardware prefetcher streams: 128 x 5632 x 2048 5.9 ms

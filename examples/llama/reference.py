@@ -99,13 +99,14 @@ class _Torch:
 class Reference:
     """`backend`: "numpy-f64", "torch-f32" or "torch-bf16". `weight_dtype` "bf16" rounds every
     weight Kiln stores as bfloat16 (kiln_model.py) to bfloat16 first, so both models see the
-    same values; `gemm_order` "bf16_dot" rounds the projections' inputs too (numpy-f64)."""
+    same values; `gemm_order` "bf16_dot" or "bf16_pairs" rounds the projections' inputs too
+    (numpy-f64)."""
 
     def __init__(self, cfg, weights, backend="numpy-f64", weight_dtype="f32", threads=None, gemm_order="ascending"):
         self.cfg = cfg
-        # gemm_order "bf16_dot" (numpy-f64): each projection's activations rounded to bf16 first,
-        # as Kiln's bf16 dot order rounds them; the sums stay float64.
-        self.xp = xp = (_NumPy(gemm_order == "bf16_dot") if backend == "numpy-f64"
+        # gemm_order "bf16_dot" or "bf16_pairs" (numpy-f64): each projection's activations rounded
+        # to bf16 first, as Kiln's bf16 orders round them; the sums stay float64.
+        self.xp = xp = (_NumPy(gemm_order in ("bf16_dot", "bf16_pairs")) if backend == "numpy-f64"
                         else _Torch(backend.split("-")[1], threads))
 
         def val(name):

@@ -56,8 +56,9 @@ def variants_arg(text):
     out = []
     for item in (t for t in text.split(",") if t):
         dtype, _, order = item.partition(":")
-        if dtype not in ("f32", "bf16") or order not in ("", "ascending", "bf16_dot"):
-            raise argparse.ArgumentTypeError(f"{item!r}: expected f32 or bf16, optionally :ascending or :bf16_dot")
+        if dtype not in ("f32", "bf16") or order not in ("", "ascending", "bf16_dot", "bf16_pairs"):
+            raise argparse.ArgumentTypeError(
+                f"{item!r}: expected f32 or bf16, optionally :ascending, :bf16_dot or :bf16_pairs")
         out.append((dtype, order or "ascending"))
     return out
 
@@ -434,9 +435,10 @@ def main(argv=None):
         p.add_argument("--dtype", choices=("f32", "bf16"), default="f32", help="weights' storage")
         p.add_argument("--threads", type=int, default=1)
         p.add_argument("--isa", choices=("avx2", "avx512"), help="Kiln's isa knob (default: the host's)")
-        p.add_argument("--gemm-order", choices=("ascending", "bf16_dot"), default="ascending",
-                       help="Kiln's projections: K ascending in f32, or the bf16 dot order (AMX tiles where "
-                            "the host has them; activations rounded to bf16)")
+        p.add_argument("--gemm-order", choices=("ascending", "bf16_dot", "bf16_pairs"), default="ascending",
+                       help="Kiln's projections: K ascending in f32, the bf16 dot order (AMX tiles where "
+                            "the host has them) or the bf16 pairs order (VDPBF16PS where the host has "
+                            "AVX512-BF16); the bf16 orders round the activations to bf16")
 
     g = sub.add_parser("generate", help="greedy generation, tokens and tokens/s")
     common(g, 32)
@@ -466,8 +468,8 @@ def main(argv=None):
     b.add_argument("--prompts", type=lengths_arg, default=[128])
     b.add_argument("--steps", type=int, default=256)
     b.add_argument("--threads", dest="threads_list", type=lengths_arg, default=[1, 2])
-    b.add_argument("--variants", type=variants_arg, default=variants_arg("f32,bf16,bf16:bf16_dot"),
-                   help="weights[:GEMM order], comma separated (default f32,bf16,bf16:bf16_dot)")
+    b.add_argument("--variants", type=variants_arg, default=variants_arg("f32,bf16,bf16:bf16_dot,bf16:bf16_pairs"),
+                   help="weights[:GEMM order], comma separated (default f32,bf16,bf16:bf16_dot,bf16:bf16_pairs)")
     b.add_argument("--isas", type=lambda t: [x for x in t.split(",") if x], default=["avx2", "avx512"],
                    help="Kiln runs again with each isa (reproducibility); one this CPU cannot run is skipped, saying so")
     b.add_argument("--rounds", type=int, default=3, help="prefill rounds per pair")

@@ -111,6 +111,10 @@ struct MmaFlags {
   // flushes): Intel AMX's TDPBF16PS arithmetic, which AVX-512 code on an AMX host runs on tiles.
   // Alone: no other flag with it.
   bool bf16_dot = false;
+  // The bf16 pairs order of docs/ir.md (operands rounded to bf16, one chain over the
+  // contributions in pairs, k+1 before k, flushes): AVX512-BF16's VDPBF16PS arithmetic, one
+  // instruction per pair on a CPU that has it. Alone: no other flag with it.
+  bool bf16_pairs = false;
 };
 inline constexpr MmaFlags fusedMma{false, false, true};
 

@@ -238,4 +238,18 @@ std::vector<llvm::Value*> Elementwise::bf16DotBlock(std::vector<llvm::Value*> c,
   return c;
 }
 
+std::vector<llvm::Value*> Elementwise::bf16PairBlock(std::vector<llvm::Value*> c, int64_t count,
+                                                     const Bf16DotTerms& terms) {
+  for (int64_t j = count - 1; j >= 0; --j) {
+    const std::vector<std::pair<llvm::Value*, llvm::Value*>> t = terms(j);
+    for (size_t r = 0; r < c.size(); ++r) c[r] = bf16Step(c[r], bf16Operand(t[r].first), bf16Operand(t[r].second));
+  }
+  return c;
+}
+
+std::vector<llvm::Value*> Elementwise::bf16Round(const ir::MmaPolicy& p, std::vector<llvm::Value*> c, int64_t count,
+                                                 const Bf16DotTerms& terms) {
+  return p.bf16_pairs ? bf16PairBlock(std::move(c), count, terms) : bf16DotBlock(std::move(c), count, terms);
+}
+
 }  // namespace kiln::codegen

@@ -53,6 +53,12 @@ class Elementwise {
   llvm::Value* bf16Bits(llvm::Value* x);
   using Bf16DotTerms = std::function<std::vector<std::pair<llvm::Value*, llvm::Value*>>(int64_t j)>;
   std::vector<llvm::Value*> bf16DotBlock(std::vector<llvm::Value*> c, int64_t count, const Bf16DotTerms& terms);
+  // The bf16_pairs order's pair (docs/ir.md, MMA): count 2 steps contribution 1, then 0, on
+  // each output's one chain (count 1: contribution 0 alone); operands rounded and flushed.
+  std::vector<llvm::Value*> bf16PairBlock(std::vector<llvm::Value*> c, int64_t count, const Bf16DotTerms& terms);
+  // A round (ir::mmaRound: 32 or 2 contributions) of either bf16 order, per the policy.
+  std::vector<llvm::Value*> bf16Round(const ir::MmaPolicy& p, std::vector<llvm::Value*> c, int64_t count,
+                                      const Bf16DotTerms& terms);
   // bf16DotBlock's pieces, for a realization that shares rounded operands between outputs: an
   // operand rounded to bf16 and flushed (as f32); a chain's step on rounded operands; a chain's
   // +0 padding contribution; the block's merge of the even and odd chains into the output.

@@ -331,7 +331,8 @@ Tile mma(const Tile& a, const Tile& b, const Tile& acc, const std::vector<std::s
   ir::Value* va = valueOf(kb, a, l);
   ir::Value* vb = valueOf(kb, b, l);
   ir::Value* vacc = valueOf(kb, acc, l);
-  ir::MmaPolicy policy{flags.allow_reassociation, flags.allow_fma, flags.fused, flags.partitions, flags.bf16_dot};
+  ir::MmaPolicy policy{flags.allow_reassociation, flags.allow_fma, flags.fused,
+                       flags.partitions,          flags.bf16_dot,  flags.bf16_pairs};
   return Internal::tile(kb, I.b.mma(va, vb, vacc, contract, policy, l, I.fresh("t")));
 }
 

@@ -254,7 +254,8 @@ std::string Gen::mma(const Shape& s, int depth) {
     static constexpr int kPartitions[] = {1, 2, 3, 4, 8, 16, 16};
     flags += fmt::format(" partitions({})", kPartitions[rng_.below(7)]);
   }
-  if (rng_.chance(1, 10)) flags = " bf16_dot";  // an order of its own (docs/ir.md, MMA)
+  if (rng_.chance(1, 10))
+    flags = rng_.chance(1, 2) ? " bf16_dot" : " bf16_pairs";  // orders of their own (docs/ir.md, MMA)
   work_ += elems(s) * std::max<int64_t>(elems(k), 1) * trips_;
   return emit(fmt::format("mma {}, {}, {} contract [{}]{}", av, bv, acc, contract, flags), Elem::F32, s);
 }

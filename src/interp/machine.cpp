@@ -40,11 +40,26 @@ float bf16Dot(const float* a, const float* b, const int64_t* ak, const int64_t* 
   }
   return c;
 }
-// The f64 oracle: the ideal sum of the bf16-rounded operands' products.
+// docs/ir.md, MMA, bf16_pairs: one chain from the flushed accumulator; per pair of contributions
+// k+1's step, then k's (an odd count's last contribution alone), each a flushed fused step on
+// operands rounded to bf16 and flushed.
+float bf16Pairs(const float* a, const float* b, const int64_t* ak, const int64_t* bk, int64_t terms, float acc) {
+  float c = flushTiny(acc);
+  auto step = [&](int64_t k) { c = flushTiny(std::fma(bf16Operand(a[ak[k]]), bf16Operand(b[bk[k]]), c)); };
+  int64_t k = 0;
+  for (; k + 1 < terms; k += 2) step(k + 1), step(k);
+  if (k < terms) step(k);
+  return c;
+}
+// The f64 oracle (both bf16 orders): the ideal sum of the bf16-rounded operands' products.
 double bf16Dot(const double* a, const double* b, const int64_t* ak, const int64_t* bk, int64_t terms, double acc) {
   auto op = [](double x) { return static_cast<double>(host::roundToStorage(ir::Elem::BF16, static_cast<float>(x))); };
   for (int64_t k = 0; k < terms; ++k) acc += op(a[ak[k]]) * op(b[bk[k]]);
   return acc;
+}
+
+double bf16Pairs(const double* a, const double* b, const int64_t* ak, const int64_t* bk, int64_t terms, double acc) {
+  return bf16Dot(a, b, ak, bk, terms, acc);
 }
 
 // Coordinates i in [0, extent) with 0 <= origin + i < size form [lo, hi) (lo == hi: none).
@@ -545,6 +560,8 @@ void Machine<F>::execMma(const Step& s) {
     F c = acc[o];
     if (op.mma_policy.bf16_dot) {
       c = bf16Dot(ao, bo, ak, bk, terms, c);
+    } else if (op.mma_policy.bf16_pairs) {
+      c = bf16Pairs(ao, bo, ak, bk, terms, c);
     } else if (const int64_t P = op.mma_policy.partitions; P > 0) {
       // docs/ir.md, MMA: partition q = k mod P, each from its first product; then acc merges
       // partitions 0..min(P, K)-1 in order.

@@ -143,13 +143,23 @@ struct MmaPolicy {
   // 32, per block two chains of fused steps (even and odd k) from +0, then acc + (even + odd);
   // subnormal operands and results flushed to zero. Exclusive of every other flag.
   bool bf16_dot = false;
+  // The bf16 pairs order (`bf16_pairs`, docs/ir.md, MMA; AVX512-BF16's VDPBF16PS): operands
+  // rounded to bf16, one chain from the accumulator over the contributions in pairs (k+1, then
+  // k), each step one fused multiply-add; subnormal operands and results flushed to zero.
+  // Exclusive of every other flag.
+  bool bf16_pairs = false;
   bool operator==(const MmaPolicy&) const = default;
 };
 
+// Either bf16 order: operands rounded to bf16 and flushed, fused steps flushed.
+inline bool bf16Order(const MmaPolicy& p) {
+  return p.bf16_dot || p.bf16_pairs;
+}
+
 // The K contributions an mma's element path folds per round: P for `partitions(P)`, 32 (one
-// block) for `bf16_dot`, 0 for ascending K.
+// block) for `bf16_dot`, 2 (one pair) for `bf16_pairs`, 0 for ascending K.
 inline int64_t mmaRound(const MmaPolicy& p) {
-  return p.bf16_dot ? 32 : p.partitions;
+  return p.bf16_dot ? 32 : p.bf16_pairs ? 2 : p.partitions;
 }
 
 struct Op;

@@ -272,10 +272,11 @@ void Parser::parseMma(const std::vector<Token>& names, const Token& opTok) {
   MmaPolicy policy;
   Token first = tok_;
   while (atWord("allow_reassociation") || atWord("allow_fma") || atWord("fused") || atWord("partitions") ||
-         atWord("bf16_dot")) {
-    if (atWord("bf16_dot")) {
-      if (policy.bf16_dot) error(loc(tok_), "policy", "mma flag bf16_dot is given twice");
-      policy.bf16_dot = true;
+         atWord("bf16_dot") || atWord("bf16_pairs")) {
+    if (atWord("bf16_dot") || atWord("bf16_pairs")) {
+      bool& flag = atWord("bf16_dot") ? policy.bf16_dot : policy.bf16_pairs;
+      if (flag) error(loc(tok_), "policy", fmt::format("mma flag {} is given twice", tok_.text));
+      flag = true;
       bump();
       continue;
     }
@@ -292,9 +293,17 @@ void Parser::parseMma(const std::vector<Token>& names, const Token& opTok) {
     flag = true;
     bump();
   }
-  if (policy.bf16_dot && (policy.fused || policy.partitions != 0 || policy.allow_fma || policy.allow_reassociation))
+  if (policy.bf16_dot && policy.bf16_pairs)
+    error(loc(first), "policy", "mma policies bf16_dot and bf16_pairs are two different orders; give one");
+  else if (policy.bf16_dot &&
+           (policy.fused || policy.partitions != 0 || policy.allow_fma || policy.allow_reassociation))
     error(loc(first), "policy",
           "mma policy bf16_dot is an order of its own (fused steps in blocks of 32); it takes no fused, "
+          "partitions, allow_fma or allow_reassociation");
+  else if (policy.bf16_pairs &&
+           (policy.fused || policy.partitions != 0 || policy.allow_fma || policy.allow_reassociation))
+    error(loc(first), "policy",
+          "mma policy bf16_pairs is an order of its own (fused steps in pairs); it takes no fused, "
           "partitions, allow_fma or allow_reassociation");
   Loc typeLoc;
   auto declared = parseResultType(typeLoc);

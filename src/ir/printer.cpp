@@ -191,6 +191,7 @@ class Printer {
         if (op.mma_policy.fused) flags += " fused";
         if (op.mma_policy.partitions > 0) flags += fmt::format(" partitions({})", op.mma_policy.partitions);
         if (op.mma_policy.bf16_dot) flags += " bf16_dot";
+        if (op.mma_policy.bf16_pairs) flags += " bf16_pairs";
         line(depth, fmt::format("{}mma {} contract {}{}{}", lhs, args(0), dimNames(op.dims), flags, type));
         return;
       }

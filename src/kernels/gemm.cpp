@@ -55,7 +55,7 @@ int64_t defaultGpuSplitK(const GemmShape& s, const GemmTiles& t, int64_t multipr
 }
 
 BuildResult gemm(const GemmShape& s, const GemmTiles& t, bool trans_b, bool fused, bool runtime_rows, FloatElem a_elem,
-                 FloatElem b_elem, int64_t split_k, bool bf16_dot) {
+                 FloatElem b_elem, int64_t split_k, bool bf16_dot, bool bf16_pairs) {
   KernelBuilder kb(trans_b ? "gemm_tn" : "gemm");
   if (s.M < 1 || s.N < 1 || s.K < 0 || t.TM < 1 || t.TN < 1 || t.TK < 1) {
     kb.error("bad-shape", "gemm needs M, N >= 1, K >= 0 and tile sizes >= 1");
@@ -67,6 +67,7 @@ BuildResult gemm(const GemmShape& s, const GemmTiles& t, bool trans_b, bool fuse
   const int64_t nM = (s.M + t.TM - 1) / t.TM, nN = (s.N + t.TN - 1) / t.TN, nK = (s.K + t.TK - 1) / t.TK;
   MmaFlags flags = fused ? fusedMma : MmaFlags{};
   if (bf16_dot) flags = MmaFlags{.bf16_dot = true};
+  if (bf16_pairs) flags = MmaFlags{.bf16_pairs = true};
 
   // The K loop of one output tile at (m0, n0): tiles of A and B, K ascending from step lo to hi.
   auto accumulate = [&](Idx m0, Idx n0, IdxArg lo, IdxArg hi) {

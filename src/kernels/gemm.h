@@ -32,9 +32,12 @@ struct GemmTiles {
 // c = ((0 + p0) + p1) + ... — a different, equally defined result.
 // bf16_dot: the mma in the bf16 dot order (docs/ir.md, MMA; `fused` is then not used): each K
 // step's tile contracts in blocks of 32, which AVX-512 code on an AMX host runs on AMX tiles.
+// bf16_pairs: the mma in the bf16 pairs order (docs/ir.md, MMA): one chain over each K step's
+// pairs, which AVX-512 code on a CPU with AVX512-BF16 runs one VDPBF16PS per pair.
 dsl::BuildResult gemm(const GemmShape& shape, const GemmTiles& tiles = {}, bool trans_b = false, bool fused = true,
                       bool runtime_rows = false, dsl::FloatElem a_elem = dsl::FloatElem::F32,
-                      dsl::FloatElem b_elem = dsl::FloatElem::F32, int64_t split_k = 1, bool bf16_dot = false);
+                      dsl::FloatElem b_elem = dsl::FloatElem::F32, int64_t split_k = 1, bool bf16_dot = false,
+                      bool bf16_pairs = false);
 
 // The library's tiles for a shape on a CPU whose programs run on `threads` threads: up to
 // 64 x 64 outputs per program (a 64-column row is four 16-lane vectors), K in steps of up to 64.

@@ -199,6 +199,8 @@ GemmTiles gemmTiles(const Spec& s) {
   // The bf16 dot order completes each mma's last block of 32 with zeros: K steps of whole blocks
   // (or all of K) keep the blocks where one mma over K has them, so any tile gives its bits.
   if (s.bf16_dot && t.TK % 32 != 0 && t.TK < g.K) t.TK = std::min<int64_t>(g.K, (t.TK + 31) / 32 * 32);
+  // The bf16 pairs order pairs contributions k and k+1 from k = 0: even K steps likewise.
+  if (s.bf16_pairs && t.TK % 2 != 0 && t.TK < g.K) t.TK = std::min<int64_t>(g.K, t.TK + 1);
   return t;
 }
 
@@ -394,9 +396,10 @@ const std::vector<Entry>& entries() {
         {"gemm", "M,N,K",
          "--trans-b   B is given as N x K (default K x N)\n--fma fused|unfused   mma steps as one fused multiply-add "
          "rounded once, or MUL then ADD (default fused)\n"
-         "--order ascending|bf16_dot   the mma's order: K ascending (default), or the bf16 dot order (operands "
-         "rounded to bf16, each K step's tile in blocks of 32: AMX's TDPBF16PS, which AVX-512 code on an AMX host "
-         "runs; docs/ir.md)\n" +
+         "--order ascending|bf16_dot|bf16_pairs   the mma's order: K ascending (default), the bf16 dot order "
+         "(operands rounded to bf16, each K step's tile in blocks of 32: AMX's TDPBF16PS, which AVX-512 code on an "
+         "AMX host runs), or the bf16 pairs order (operands rounded to bf16, one chain over pairs of K: "
+         "AVX512-BF16's VDPBF16PS, which AVX-512 code on a CPU with it runs; docs/ir.md)\n" +
              std::string(kRuntimeRowsHelp) +
              " (M: a partial last row tile runs row by row)\n"
              "--a-dtype f32|f16|bf16, --b-dtype f32|f16|bf16   the storage of A and of B (16-bit weights): loads "
@@ -414,13 +417,19 @@ const std::vector<Entry>& entries() {
           if (auto e = gemmTileOption(r, s)) return e;
           std::string fma = "fused", order = "ascending";
           if (auto e = optionChoice(r, "fma", {"fused", "unfused"}, fma)) return e;
-          if (auto e = optionChoice(r, "order", {"ascending", "bf16_dot"}, order)) return e;
+          if (auto e = optionChoice(r, "order", {"ascending", "bf16_dot", "bf16_pairs"}, order)) return e;
           s.fused = fma == "fused";
           s.bf16_dot = order == "bf16_dot";
+          s.bf16_pairs = order == "bf16_pairs";
           if (s.bf16_dot && s.tiles && s.tiles->TK % 32 != 0 && s.tiles->TK < s.shape[2])
             return fmt::format(
                 "gemm: with --order bf16_dot the K step of --tile must be a multiple of 32 (the order's blocks) or "
                 "all of K ({}), not {}: a step's last block is completed with zeros",
+                s.shape[2], s.tiles->TK);
+          if (s.bf16_pairs && s.tiles && s.tiles->TK % 2 != 0 && s.tiles->TK < s.shape[2])
+            return fmt::format(
+                "gemm: with --order bf16_pairs the K step of --tile must be even (the order's pairs) or all of K "
+                "({}), not {}: a step's last pair is completed with a zero",
                 s.shape[2], s.tiles->TK);
           if (auto e = dtypeOption(r, "a-dtype", s.a_elem)) return e;
           if (auto e = dtypeOption(r, "b-dtype", s.b_elem)) return e;
@@ -439,13 +448,13 @@ const std::vector<Entry>& entries() {
         [](const Spec& s) {
           GemmShape g{s.shape[0], s.shape[1], s.shape[2]};
           return gemm(g, gemmTiles(s), s.trans_b, s.fused, s.runtime_rows, s.a_elem, s.b_elem, gemmSplitK(s),
-                      s.bf16_dot);
+                      s.bf16_dot, s.bf16_pairs);
         },
         [](const Spec& s, const std::vector<host::ParamData>& in) {
           // The bf16 dot order's operands are bf16 values (part of the kernel's meaning).
           auto operand = [&](const std::vector<float>& x) {
             std::vector<float> r = x;
-            if (s.bf16_dot)
+            if (s.bf16_dot || s.bf16_pairs)
               for (float& v : r) v = host::roundToStorage(ir::Elem::BF16, v);
             return r;
           };

@@ -48,6 +48,7 @@ struct Spec {
   std::optional<double> scale;
   bool trans_b = false;            // gemm
   bool bf16_dot = false;           // gemm --order bf16_dot
+  bool bf16_pairs = false;         // gemm --order bf16_pairs
   std::optional<GemmTiles> tiles;  // gemm --tile (else the target's default: gemmTiles)
   int64_t split_k = 0;             // gemm --split-k: K chunks (0: auto, the target's rule: gemmSplitK)
   LibraryTarget target;

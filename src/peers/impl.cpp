@@ -110,15 +110,15 @@ std::unique_ptr<Impl> makePlain(const ImplOptions& o) {
 }
 
 const std::vector<std::string>& implNames() {
-  static const std::vector<std::string> names = {"kiln",     "kiln-1t",           "kiln-untuned", "kiln-lengths",
-                                                 "kiln-f32", "kiln-seed",         "kiln-bf16dot", "onednn",
-                                                 "openblas", "openblas-coretype", "native",       "plain"};
+  static const std::vector<std::string> names = {
+      "kiln",           "kiln-1t", "kiln-untuned", "kiln-lengths",      "kiln-f32", "kiln-seed", "kiln-bf16dot",
+      "kiln-bf16pairs", "onednn",  "openblas",     "openblas-coretype", "native",   "plain"};
   return names;
 }
 
 const std::vector<std::string>& implNames(Workload w) {
-  static const std::vector<std::string> gemm = {"kiln",   "kiln-1t",  "kiln-untuned", "kiln-bf16dot",
-                                                "onednn", "openblas", "plain"};
+  static const std::vector<std::string> gemm = {"kiln",           "kiln-1t", "kiln-untuned", "kiln-bf16dot",
+                                                "kiln-bf16pairs", "onednn",  "openblas",     "plain"};
   return w == Workload::Gemm ? gemm : implNames();
 }
 
@@ -138,6 +138,7 @@ std::unique_ptr<Impl> makeImpl(const std::string& name, const ImplOptions& o) {
   if (name == "kiln-seed") return makeKilnSeed(o);
   if (name == "kiln-f32") return makeKilnF32(o);
   if (name == "kiln-bf16dot") return makeKilnBf16Dot(o);
+  if (name == "kiln-bf16pairs") return makeKilnBf16Pairs(o);
   if (name == "onednn") return makeOneDnn(o);
   if (name == "openblas") return makeOpenBlas(o);
   if (name == "openblas-coretype") return makeOpenBlasCoretype(o);

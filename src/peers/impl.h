@@ -82,6 +82,9 @@ std::unique_ptr<Impl> makeKilnF32(const ImplOptions& options);
 // GEMM with bf16 B (`--b-dtype bf16`): the library's GEMM in the bf16 dot order as a bf16 model
 // runs it, A and B bf16, B as N x K ("kiln-bf16dot"); on AMX tiles only (else unavailable).
 std::unique_ptr<Impl> makeKilnBf16Dot(const ImplOptions& options);
+// The library's GEMM in the bf16 pairs order, A and B bf16, B as K x N ("kiln-bf16pairs"); on
+// VDPBF16PS only (AVX-512 code on a CPU with AVX512-BF16; else unavailable).
+std::unique_ptr<Impl> makeKilnBf16Pairs(const ImplOptions& options);
 std::unique_ptr<Impl> makeOneDnn(const ImplOptions& options);
 std::unique_ptr<Impl> makeOpenBlas(const ImplOptions& options);
 // OpenBLAS in a child process started with OPENBLAS_CORETYPE=openblasFamily() (the variable

@@ -36,8 +36,9 @@ class KilnImpl : public LocalImpl {
   std::string name() const override { return name_; }
   std::string detail() const override { return detail_; }
   int threads() const override { return options_.threads; }
-  // kiln-bf16dot rounds A to bf16 (the order's operands), as oneDNN's bf16 matmul does.
-  double roundsA() const override { return bf16Dot() ? 0x1p-8 : 0.0; }
+  // kiln-bf16dot and kiln-bf16pairs round A to bf16 (the order's operands), as oneDNN's bf16
+  // matmul does.
+  double roundsA() const override { return bf16Dot() || bf16Pairs() ? 0x1p-8 : 0.0; }
   bool unavailable() const override { return unavailable_; }
 
   std::optional<std::string> prepare(const Problem& p) override {
@@ -136,7 +137,7 @@ class KilnImpl : public LocalImpl {
     const GemmShape& g = p.gemm;
     kernels::LibraryRequest req{"gemm", fmt::format("{},{},{}", g.M, g.N, g.K), {}};
     req.target = libraryTarget();
-    if (bf16Dot()) return prepareBf16Dot(p, req);
+    if (bf16Dot() || bf16Pairs()) return prepareBf16Dot(p, req);
     const bool halfB = p.b_elem != KvElem::F32;
     if (halfB) req.options["b-dtype"] = kvElemName(p.b_elem);
     plan::Knobs knobs;
@@ -181,25 +182,44 @@ class KilnImpl : public LocalImpl {
 
  private:
   bool bf16Dot() const { return name_ == "kiln-bf16dot"; }
+  bool bf16Pairs() const { return name_ == "kiln-bf16pairs"; }
 
   // kiln-bf16dot: the library's GEMM in the bf16 dot order (`--order bf16_dot`, docs/ir.md,
   // MMA) as a bf16 model runs it: A and B bf16 (A rounded once, untimed, as for oneDNN's bf16
   // matmul), B as N x K (`--trans-b`, transposed once, untimed), tile min(M,128) x 128 x 512,
   // on AMX tiles. Unavailable without them (step by step the order is far too slow to time).
+  // kiln-bf16pairs: the same in the bf16 pairs order (`--order bf16_pairs`), B as K x N, on
+  // VDPBF16PS (AVX-512 code on a CPU with AVX512-BF16), with the tiles the Llama model gives
+  // its GEMMs (examples/llama/kiln_model.py: 128 rows 128x64x128, fewer 64x64x256, up to 4 the
+  // library's); unavailable elsewhere.
   std::optional<std::string> prepareBf16Dot(const Problem& p, kernels::LibraryRequest& req) {
     const GemmShape& g = p.gemm;
-    if (p.b_elem != KvElem::BF16) return "kiln-bf16dot reads bf16 B: run with --b-dtype bf16";
-    if (options_.isa == "avx2" || !host::cpuHasAmxBf16()) {
+    if (p.b_elem != KvElem::BF16) return name_ + " reads bf16 B: run with --b-dtype bf16";
+    const bool pairs = bf16Pairs();
+    if (pairs && (options_.isa == "avx2" || !host::cpuHasAvx512Bf16())) {
+      unavailable_ = true;
+      return "the bf16 pairs order runs at speed on VDPBF16PS only (AVX-512 code on a host with AVX512-BF16); here "
+             "it would run step by step";
+    }
+    if (!pairs && (options_.isa == "avx2" || !host::cpuHasAmxBf16())) {
       unavailable_ = true;
       return "the bf16 dot order runs at speed on AMX tiles only (AVX-512 code on an AMX-BF16 host); here it would "
              "run step by step";
     }
     const int64_t tk = g.K <= 512 ? g.K : 512;
-    req.options = {{"order", "bf16_dot"},
-                   {"a-dtype", "bf16"},
-                   {"b-dtype", "bf16"},
-                   {"trans-b", ""},
-                   {"tile", fmt::format("{}x{}x{}", std::min<int64_t>(g.M, 128), std::min<int64_t>(g.N, 128), tk)}};
+    if (pairs) {
+      req.options = {{"order", "bf16_pairs"}, {"a-dtype", "bf16"}, {"b-dtype", "bf16"}};
+      if (g.M >= 128)
+        req.options["tile"] = fmt::format("128x64x{}", std::min<int64_t>(g.K, 128));
+      else if (g.M > 4)
+        req.options["tile"] = fmt::format("{}x64x{}", std::min<int64_t>(g.M, 64), std::min<int64_t>(g.K, 256));
+    } else {
+      req.options = {{"order", "bf16_dot"},
+                     {"a-dtype", "bf16"},
+                     {"b-dtype", "bf16"},
+                     {"trans-b", ""},
+                     {"tile", fmt::format("{}x{}x{}", std::min<int64_t>(g.M, 128), std::min<int64_t>(g.N, 128), tk)}};
+    }
     plan::Knobs knobs;
     knobs.threads = options_.threads;
     knobs.isa = options_.isa;
@@ -212,7 +232,7 @@ class KilnImpl : public LocalImpl {
     for (size_t i = 0; i < p.a.size(); ++i) a16_[i] = host::f32ToBf16(p.a[i]);
     bT16_.resize(p.b16.size());
     for (int64_t k = 0; k < g.K; ++k)
-      for (int64_t n = 0; n < g.N; ++n) bT16_[n * g.K + k] = p.b16[k * g.N + n];
+      for (int64_t n = 0; n < g.N; ++n) bT16_[pairs ? k * g.N + n : n * g.K + k] = p.b16[k * g.N + n];
     out_.assign(p.outputSize(), 0.0f);
     params_ = {a16_.data(), bT16_.data(), out_.data()};
     args_ = {runtime::Arg::halves({a16_.data(), a16_.size()}, runtime::ViewElem::BF16),
@@ -220,19 +240,27 @@ class KilnImpl : public LocalImpl {
              runtime::Arg::view(out_.data(), 4 * int64_t(out_.size()))};
     if (auto e = loaded_->checkArgs(args_)) return "arguments: " + *e;
     launch_ = loaded_->entry().launch;
-    std::string form = "step by step";
+    std::string form = "step by step", steps = "software";
     for (const auto& ph : c.report["phases"])
       if (ph.contains("lanes") && ph["lanes"].contains("mma"))
-        for (const auto& m : ph["lanes"]["mma"]) form = m["form"].get<std::string>();
-    if (form != "amx") {
+        for (const auto& m : ph["lanes"]["mma"]) {
+          form = m["form"].get<std::string>();
+          if (m.contains("bf16_steps")) steps = m["bf16_steps"].get<std::string>();
+        }
+    if (!pairs && form != "amx") {
       unavailable_ = true;
       return "the plan chose the mma form '" + form + "', not AMX tiles (knob amx=off?)";
     }
+    if (pairs && steps != "vdpbf16ps") {
+      unavailable_ = true;
+      return "the plan runs the pairs' steps in software, not on VDPBF16PS (knob avx512_bf16=off?)";
+    }
     detail_ = fmt::format(
-        "bf16_dot order, A and B bf16 (B as N x K), tile {}, mma form {}, compile {:.0f} ms, "
-        "object {} B, {} thread(s){}",
-        req.options["tile"], form, c.report["compile_ms"].get<double>(), c.report["object"]["bytes"].get<int64_t>(),
-        options_.threads, options_.threads == 1 ? " (native entry kiln_launch)" : " (runtime pool)");
+        "{} order, A and B bf16 (B as {}), tile {}, mma form {}{}, compile {:.0f} ms, object {} B, {} thread(s){}",
+        pairs ? "bf16_pairs" : "bf16_dot", pairs ? "K x N" : "N x K",
+        req.options.count("tile") ? req.options["tile"] : "the library's", form, pairs ? " on VDPBF16PS" : "",
+        c.report["compile_ms"].get<double>(), c.report["object"]["bytes"].get<int64_t>(), options_.threads,
+        options_.threads == 1 ? " (native entry kiln_launch)" : " (runtime pool)");
     return std::nullopt;
   }
 
@@ -288,6 +316,9 @@ std::unique_ptr<Impl> makeKilnF32(const ImplOptions& o) {
 }
 std::unique_ptr<Impl> makeKilnBf16Dot(const ImplOptions& o) {
   return std::make_unique<KilnImpl>(o, false, "kiln-bf16dot");
+}
+std::unique_ptr<Impl> makeKilnBf16Pairs(const ImplOptions& o) {
+  return std::make_unique<KilnImpl>(o, false, "kiln-bf16pairs");
 }
 std::unique_ptr<Impl> makeKilnSeed(const ImplOptions& o) {
   return std::make_unique<KilnImpl>(o, true, "kiln-seed");

@@ -358,6 +358,7 @@ class BlockPlanner {
     if (op->dims.size() != 1) return fail(op, "more than one contracted dim");
     if (op->mma_policy.partitions != 0) return fail(op, "a partitioned order (partitions(P))");
     if (op->mma_policy.bf16_dot) return fail(op, "the bf16 dot order (bf16_dot)");
+    if (op->mma_policy.bf16_pairs) return fail(op, "the bf16 pairs order (bf16_pairs)");
     const std::string& kd = op->dims[0];
     const ir::Dim& column = op->results[0]->type.dims.back();
     bool sideRows[2] = {false, false};

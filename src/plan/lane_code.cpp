@@ -327,10 +327,15 @@ class CodeModel {
     // Contributions emitted per register tile, each an FMA per accumulator (the bf16 dot order:
     // per block two steps by a loop over its pairs, or the pair; an odd count's last step; a
     // block by the K loop, whole blocks unrolled, the last block).
-    const bool bf16 = op->mma_policy.bf16_dot;
+    // The bf16 pairs order: per pair two steps, or one VDPBF16PS reading both contributions
+    // (counted as two reads, no FMA); whole pairs by the K loop or unrolled; an odd count's last.
+    const bool bf16 = op->mma_policy.bf16_dot, pairsOrder = op->mma_policy.bf16_pairs;
     auto blockSteps = [](int64_t count) { return 2 * std::min<int64_t>(count / 2, 1) + count % 2; };
     const int64_t full = mp.k / 32, tail = mp.k % 32, blockCount = m.k_loop ? 1 : full;
-    const int64_t steps = !bf16 ? (m.k_loop ? 1 : mp.k) : blockCount * blockSteps(32) + blockSteps(tail);
+    const int64_t pairSteps = (m.k_loop ? 1 : mp.k / 2) * 2 + mp.k % 2;
+    const int64_t steps = pairsOrder ? pairSteps
+                          : !bf16    ? (m.k_loop ? 1 : mp.k)
+                                     : blockCount * blockSteps(32) + blockSteps(tail);
     const int64_t pairLoops = !bf16 ? 0 : blockCount * (full > 0 ? 1 : 0) + (tail / 2 > 1 ? 1 : 0);
     auto tileRows = [&](int64_t nr) {
       for (int64_t c0 = 0; c0 < al.chunks; c0 += m.block_chunks) {
@@ -341,7 +346,7 @@ class CodeModel {
           for (int i = 0; i < 2; ++i)
             if (!m.broadcast[i] && m.conversion[i] < 0)
               for (int64_t t = 0; t < (m.row_shared[i] ? nc : nr * nc); ++t) read(op->operands[i]);
-          add(&LaneCode::fmas, (bf16 ? (m.dpbf16 ? 0 : 1) : fma) * nr * nc);
+          add(&LaneCode::fmas, (bf16 || pairsOrder ? (m.dpbf16 ? 0 : 1) : fma) * nr * nc);
         });
       }
     };

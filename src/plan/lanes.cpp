@@ -225,7 +225,7 @@ class LanePlanner {
         lp_.mma[op] = m;
         return;
       }
-      if (const int64_t P = ir::mmaRound(op->mma_policy); P > 0 && !op->mma_policy.bf16_dot) {
+      if (const int64_t P = ir::mmaRound(op->mma_policy); P > 0 && !ir::bf16Order(op->mma_policy)) {
         // A partitioned order (docs/ir.md): the dot form when the lanes can hold the
         // partitions — one contracted dim, the last dim of both operands (vectors along K),
         // P a multiple of W and K a multiple of P; else element by element in that order.
@@ -260,15 +260,21 @@ class LanePlanner {
         lp_.mma[op] = m;
         return;
       }
-      // The outer product: ascending K, or the bf16 dot order's blocks (an even and an odd
-      // chain per accumulator, docs/ir.md), on register tiles of accumulators.
+      // The outer product: ascending K, the bf16 dot order's blocks (an even and an odd chain
+      // per accumulator, docs/ir.md) or the bf16 pairs order's pairs (one chain), on register
+      // tiles of accumulators.
       m.form = MmaForm::OuterProduct;
       m.lane_dim = acc->type.dims.back().name;
-      if (op->mma_policy.bf16_dot) {
+      if (ir::bf16Order(op->mma_policy)) {
         m.dpbf16 = p_.knobs.avx512_bf16 == "auto" && p_.knobs.target == target::Kind::Cpu && model_->isa == "avx512" &&
                    p_.knobs.packet_width == 16 && host::cpuHasAvx512Bf16();
-        m.k_reason += fmt::format("; bf16_dot: {} block(s) of 32, an even and an odd chain per accumulator{}",
-                                  (mp.k + 31) / 32, m.dpbf16 ? ", each step a VDPBF16PS" : "");
+        if (op->mma_policy.bf16_dot)
+          m.k_reason += fmt::format("; bf16_dot: {} block(s) of 32, an even and an odd chain per accumulator{}",
+                                    (mp.k + 31) / 32, m.dpbf16 ? ", each step a VDPBF16PS" : "");
+        else
+          m.k_reason += fmt::format("; bf16_pairs: {} pair(s){}, one chain per accumulator{}", mp.k / 2,
+                                    mp.k % 2 ? " and a last contribution alone" : "",
+                                    m.dpbf16 ? ", each pair a VDPBF16PS" : ", two steps per pair");
       }
       for (int i = 0; i < 2; ++i) {
         const Value* x = op->operands[i];
@@ -327,7 +333,7 @@ class LanePlanner {
         m.block_rows = std::max<int64_t>(1, std::min<int64_t>(al.rows, fit));
       }
       m.blocks = ((al.rows + m.block_rows - 1) / m.block_rows) * ((al.chunks + m.block_chunks - 1) / m.block_chunks);
-      if (!op->mma_policy.bf16_dot) planFusedTranspose(op, m);
+      if (!ir::bf16Order(op->mma_policy)) planFusedTranspose(op, m);
       lp_.mma[op] = m;
     });
   }
@@ -482,11 +488,19 @@ class LanePlanner {
   // A load from a 16-bit view that an outer-product mma splats stays a panel: it is widened to
   // f32 once, W elements per conversion, where reading the view at each use would widen one
   // element per splat (three instructions where f32 needs one load: f16 causal prefill
-  // 1,8,8,256,256,64,64 1327 us against 786 with f32 K/V).
+  // 1,8,8,256,256,64,64 1327 us against 786 with f32 K/V). Not for a bf16_pairs mma on
+  // VDPBF16PS: a pair of its splat is two adjacent bf16 words of the view, one 32-bit load
+  // broadcast (folded into the instruction), where the panel's f32 values take two loads and
+  // three instructions to pack (AMD Zen 4, 1 thread, `kiln peers --kernel gemm --b-dtype bf16`
+  // 128,2048,2048, kiln-bf16pairs: 3.39 ms, 1.05x oneDNN's time in the same run, against 5.02 ms,
+  // 1.66x, with the panel; two runs minutes apart).
   void planDirectLoads() {
     ir::walk(k_.body, [&](const Op* op) {
       if (op->kind != OpKind::Load || L(op->results[0]).rep != LaneRep::Panel) return;
-      if (ir::elemBytes(op->operands[0]->type.elem) == 2 && splatByMma(op->results[0])) return;
+      const bool widenedSplat = anyMmaOperandUse(op->results[0], [](const Op* mma, const LaneMma& m, int i) {
+        return m.form == MmaForm::OuterProduct && m.broadcast[i] && !(mma->mma_policy.bf16_pairs && m.dpbf16);
+      });
+      if (ir::elemBytes(op->operands[0]->type.elem) == 2 && widenedSplat) return;
       if (stripReadByRowTiles(op)) return;
       const ir::Region* r = op->parent;
       auto pos = [&](const Op* o) { return std::find(r->ops.begin(), r->ops.end(), o) - r->ops.begin(); };
@@ -520,12 +534,6 @@ class LanePlanner {
         if (u->operands[i] == x && pred(u, it->second, i)) return true;
     }
     return false;
-  }
-
-  // Whether an outer-product mma reads `x` one element per K step, splat over the lanes.
-  bool splatByMma(const Value* x) const {
-    return anyMmaOperandUse(
-        x, [](const Op*, const LaneMma& m, int i) { return m.form == MmaForm::OuterProduct && m.broadcast[i]; });
   }
 
   // A load of a strip of its view's rows (fewer columns than the view's last dim) that an

@@ -104,18 +104,21 @@ done
 run "$kiln" peers --only-shapes --shape 1,2,1,1,4,8,8 --kv-dtype bf16 --impl openblas
 if [ $rc -eq 1 ] && grep -q "implementation 'openblas' reads f32 K/V only" "$tmp/err"; then pass "--kv-dtype: f32-only impl refused"; else fail "--kv-dtype impl" "exit $rc"; fi
 # --b-dtype (gemm): Kiln's GEMM reads 16-bit B; oneDNN its 16-bit matmul (or unavailable);
-# with bf16, kiln-bf16dot (the bf16 dot order on AMX tiles, or unavailable without them).
+# with bf16, kiln-bf16dot (the bf16 dot order on AMX tiles, or unavailable without them) and
+# kiln-bf16pairs (the bf16 pairs order on VDPBF16PS, or unavailable without AVX512-BF16).
 run "$kiln" peers --kernel gemm --only-shapes --shape 33,70,300 --b-dtype bf16 --quick --budget 2 --json "$tmp/g.json" --svg "$tmp/g.svg"
 if [ $rc -eq 0 ] && python3 - "$tmp/g.json" <<'PY' 2>"$tmp/py"; then
 import json, sys
 doc = json.load(open(sys.argv[1]))
 assert doc["b_dtype"] == "bf16", doc.get("b_dtype")
 rows = {e["impl"]: e for e in doc["entries"]}
-assert set(rows) == {"kiln", "kiln-bf16dot", "onednn"}, sorted(rows)
+assert set(rows) == {"kiln", "kiln-bf16dot", "kiln-bf16pairs", "onednn"}, sorted(rows)
 assert rows["kiln"]["correct"] is True and "B bf16" in rows["kiln"]["detail"], rows["kiln"]
 assert rows["onednn"]["status"] in ("ok", "unavailable"), rows["onednn"]
 d = rows["kiln-bf16dot"]
 assert d["status"] == "unavailable" or (d["correct"] is True and "mma form amx" in d["detail"]), d
+d = rows["kiln-bf16pairs"]
+assert d["status"] == "unavailable" or (d["correct"] is True and "on VDPBF16PS" in d["detail"]), d
 assert doc["shapes"][0]["kv_bytes"] == 4 * 33 * 300 + 2 * 300 * 70, doc["shapes"][0]["kv_bytes"]
 PY
   pass "--b-dtype bf16: kiln correct; kiln-bf16dot, onednn ok or unavailable"

@@ -106,23 +106,25 @@ def test_bf16_weights_match_float64_on_the_rounded_weights(cfg, weights):
     assert np.abs(kl[0] - f32).max() > 10 * TOL * max(1.0, np.abs(f32).max())
 
 
-def test_bf16_dot_gemms_match_float64_and_are_the_same_on_every_thread_count_and_isa(cfg, weights):
-    # Every projection in the bf16 dot order (activations rounded to bf16, AMX's arithmetic):
+@pytest.mark.parametrize("order", ["bf16_dot", "bf16_pairs"])
+def test_bf16_gemm_orders_match_float64_and_are_the_same_on_every_thread_count_and_isa(cfg, weights, order):
+    # Every projection in the bf16 dot order (activations rounded to bf16, AMX's arithmetic), or
+    # the bf16 pairs order (VDPBF16PS's, which AVX-512 code runs where the CPU has AVX512-BF16):
     # against float64 on the same bf16 activations, within bf16's precision (an activation whose
     # f32 and f64 values round to neighbouring bf16 values moves a logit by about 2^-9 of a
     # term: measured 3.7e-3 of max |logit|), the same greedy tokens; and the same bits at 1 and 2
     # threads and on AVX2 code, whose GEMMs run the order's steps on vectors with the weights
     # K x N, where an AMX host runs AMX tiles with them N x K (docs/llama.md).
-    model = kiln_model.KilnLlama(cfg, weights, weight_dtype="bf16", gemm_order="bf16_dot")
+    model = kiln_model.KilnLlama(cfg, weights, weight_dtype="bf16", gemm_order=order)
     prompts = prompts_of(cfg, [9, 20])
-    ref = reference.Reference(cfg, weights, "numpy-f64", weight_dtype="bf16", gemm_order="bf16_dot")
+    ref = reference.Reference(cfg, weights, "numpy-f64", weight_dtype="bf16", gemm_order=order)
     kl, rl, kt, rt = run_pair(model, ref, prompts, 8)
     np.testing.assert_array_equal(kt, rt)
     for step in range(kl.shape[0]):
         assert np.abs(kl[step] - rl[step]).max() <= 2e-2 * max(1.0, np.abs(rl[step]).max()), f"step {step}"
     runs = {}
     for knobs in ({}, {"threads": 2}, {"isa": "avx2"}):
-        m = kiln_model.KilnLlama(cfg, weights, weight_dtype="bf16", gemm_order="bf16_dot", knobs=knobs)
+        m = kiln_model.KilnLlama(cfg, weights, weight_dtype="bf16", gemm_order=order, knobs=knobs)
         runs[str(knobs)] = kiln_model.generate(m, prompts, 6)
     base_tokens, base_logits = runs["{}"]
     for name, (tokens, logits) in runs.items():
@@ -225,10 +227,10 @@ def test_the_command_line_checks_and_benchmarks(tmp_path):
     record = json.loads((tmp_path / "b.json").read_text())
     assert record["reproducible"] is True
     assert [(r["dtype"], r["gemm_order"], r["threads"]) for r in record["pairs"]] == [
-        ("f32", "ascending", 1), ("bf16", "ascending", 1), ("bf16", "bf16_dot", 1)]
-    assert "| f32 | 1 |" in p.stdout and "| bf16, bf16_dot | 1 |" in p.stdout
+        ("f32", "ascending", 1), ("bf16", "ascending", 1), ("bf16", "bf16_dot", 1), ("bf16", "bf16_pairs", 1)]
+    assert "| f32 | 1 |" in p.stdout and "| bf16, bf16_dot | 1 |" in p.stdout and "| bf16, bf16_pairs | 1 |" in p.stdout
     assert "Identical at every thread count and ISA (per weights type and order): yes" in p.stdout
     p = run_py("bench", "--config", str(CONFIG), "--variants", "f32:descending")
-    assert p.returncode == 2 and "expected f32 or bf16, optionally :ascending or :bf16_dot" in p.stderr
+    assert p.returncode == 2 and "expected f32 or bf16, optionally :ascending, :bf16_dot or :bf16_pairs" in p.stderr
     p = run_py("generate", "--config", str(CONFIG), "--prompts", "300")
     assert p.returncode == 1 and "prompt lengths [300] must be in [1, max_seq=256]" in p.stderr

@@ -37,9 +37,10 @@ namespace {
 
 constexpr int kM = 16, kN = 16;
 
-// c[m, n] = mma(a[m, :], b[n, :], acc[m, n]) over K in the bf16 dot order (kOuter: b stored
-// [K, N] and loaded as [k, n]; bf16B: b a bf16 view).
-std::string dotKernel(int K, int M = kM, int N = kN, bool kOuter = false, bool bf16B = false, bool bf16A = false) {
+// c[m, n] = mma(a[m, :], b[n, :], acc[m, n]) over K in the bf16 dot order, or `order` (kOuter:
+// b stored [K, N] and loaded as [k, n]; bf16B: b a bf16 view).
+std::string dotKernel(int K, int M = kM, int N = kN, bool kOuter = false, bool bf16B = false, bool bf16A = false,
+                      const std::string& order = "bf16_dot") {
   const std::string bView = fmt::format("view<{}>[{}, {}]", bf16B ? "bf16" : "f32", kOuter ? K : N, kOuter ? N : K);
   const std::string bTile = kOuter ? fmt::format("[k:{}, n:{}]", K, N) : fmt::format("[n:{}, k:{}]", N, K);
   return fmt::format(
@@ -48,12 +49,12 @@ std::string dotKernel(int K, int M = kM, int N = kN, bool kOuter = false, bool b
     %at = load %a[0, 0] as [m:{0}, k:{2}] fill 0
     %bt = load %b[0, 0] as {4} fill 0
     %ct = load %acc[0, 0] as [m:{0}, n:{1}] fill 0
-    %r = mma %at, %bt, %ct contract [k] bf16_dot
+    %r = mma %at, %bt, %ct contract [k] {6}
     store %r, %c[0, 0] as [m:{0}, n:{1}]
   }}
 }}
 )",
-      M, N, K, bView, bTile, bf16A ? "bf16" : "f32");
+      M, N, K, bView, bTile, bf16A ? "bf16" : "f32", order);
 }
 
 std::unique_ptr<ir::Kernel> parse(const std::string& text) {
@@ -86,11 +87,12 @@ bool sameBits(float x, float y) {
 }
 
 // One output element, c[0, 0], from a row of a and of b (other rows zero).
-float element(int K, const std::vector<float>& a, const std::vector<float>& b, float acc) {
+float element(int K, const std::vector<float>& a, const std::vector<float>& b, float acc,
+              const std::string& order = "bf16_dot") {
   Inputs in{K, std::vector<float>(kM * K, 0.0f), std::vector<float>(kN * K, 0.0f), std::vector<float>(kM * kN, 0.0f)};
   for (int k = 0; k < K; ++k) in.a[k] = a[k], in.b[k] = b[k];
   in.acc[0] = acc;
-  auto k = parse(dotKernel(K));
+  auto k = parse(dotKernel(K, kM, kN, false, false, false, order));
   return interpret(*k, in)[0];
 }
 
@@ -109,6 +111,29 @@ TEST(Bf16Dot, InterpreterRunsTwoChainsPerBlockOf32) {
   // Block 0: even = 2^24, c = 2^24; block 1: even = 2, c = 2^24 + 2. One chain over K would
   // fold 1 into 2^24 twice and keep 2^24.
   EXPECT_EQ(element(35, a, b, 0.0f), big + 2.0f);
+}
+
+// The bf16 pairs order (VDPBF16PS's): one chain from the accumulator, per pair k+1 before k.
+TEST(Bf16Pairs, InterpreterRunsOneChainOverPairsOddFirst) {
+  const float big = 0x1p24f;
+  const std::string pairs = "bf16_pairs";
+  // a = 1, 2^24, 1, -2^24 (b = 1): 2^24, (2^24 + 1) -> 2^24, 0, 1. Ascending K gives 0 (the last
+  // 1 is lost in 2^24), bf16_dot's two chains 2 (1 + 1, and 2^24 - 2^24).
+  EXPECT_EQ(element(4, {1, big, 1, -big}, {1, 1, 1, 1}, 0.0f, pairs), 1.0f);
+  EXPECT_EQ(element(4, {1, big, 1, -big}, {1, 1, 1, 1}, 0.0f), 2.0f);
+  // One chain from the accumulator: 2^24 + 1 + 1 stays 2^24 (bf16_dot: 2^24 + (1 + 1)).
+  EXPECT_EQ(element(2, {1, 1}, {1, 1}, big, pairs), big);
+  // k+1 first, each step flushed: 2^-127 (subnormal) -> 0, then 0 + 2^-126. k first would keep
+  // 2^-126 + 2^-127.
+  EXPECT_EQ(element(2, {0x1p-63f, 0x1p-64f}, {0x1p-63f, 0x1p-63f}, 0.0f, pairs), 0x1p-126f);
+  // An odd count's last contribution alone, after the pairs: (1 + 2^24) -> 2^24, then - 2^24 + ...
+  EXPECT_EQ(element(3, {big, 1, -big}, {1, 1, 1}, 0.0f, pairs), 0.0f);
+  EXPECT_EQ(element(3, {1, big, -big}, {1, 1, 1}, 0.0f, pairs), 0.0f);
+  EXPECT_EQ(element(3, {big, -big, 1}, {1, 1, 1}, 0.0f, pairs), 1.0f);
+  // Operands rounded to bf16 and flushed, the accumulator flushed: as bf16_dot.
+  EXPECT_EQ(element(1, {1 + 3 * 0x1p-9f}, {1}, 0.0f, pairs), 1 + 0x1p-7f);
+  EXPECT_EQ(element(1, {0x1p-130f}, {0x1p100f}, 0.0f, pairs), 0.0f);
+  EXPECT_EQ(element(1, {0x1p-63f}, {0x1p-63f}, 0x1p-128f, pairs), 0x1p-126f);
 }
 
 TEST(Bf16Dot, InterpreterRoundsOperandsToBf16AndFlushesTinyValues) {
@@ -301,6 +326,33 @@ TEST(Bf16Dot, Vdpbf16psWithANegativeZeroPartnerIsTheOrdersStep) {
   EXPECT_EQ(bad, 0);
 }
 
+// The bf16 pairs order's pair step is one VDPBF16PS: a 32-bit lane holding contributions k (low
+// half) and k+1 (high half) of a and of b gives flush(fma(a_k, b_k, flush(fma(a_k+1, b_k+1, e))))
+// with the operands flushed. Random values of every class, NaN as any NaN.
+TEST(Bf16Pairs, Vdpbf16psIsThePairsStep) {
+  if (!host::cpuHasAvx512Bf16()) {
+    testhost::sayNotRun("Bf16Pairs against VDPBF16PS",
+                        "this host has no AVX512-BF16 (or KILN_HOST_WITHOUT_AVX512 is set)");
+    return;
+  }
+  std::mt19937_64 rng(2027);
+  int64_t bad = 0;
+  auto value = [](uint16_t x) { return flushed(host::bf16ToF32(x)); };
+  for (int i = 0; i < 2000000; ++i) {
+    const uint16_t a0 = anyBf16(rng), a1 = anyBf16(rng), b0 = anyBf16(rng), b1 = anyBf16(rng);
+    float e = std::bit_cast<float>(static_cast<uint32_t>(rng()));
+    if (i % 4 == 0) e = std::bit_cast<float>(static_cast<uint32_t>(rng() % (1u << 24) | (rng() & 1) << 31));
+    e = flushed(e);
+    const float want = flushed(std::fma(value(a0), value(b0), flushed(std::fma(value(a1), value(b1), e))));
+    const float got = vdpbf16ps(e, static_cast<uint32_t>(a1) << 16 | a0, static_cast<uint32_t>(b1) << 16 | b0);
+    if (!sameBits(got, want) && ++bad <= 3)
+      ADD_FAILURE() << std::hex << "a 0x" << a1 << ":" << a0 << " b 0x" << b1 << ":" << b0 << " e 0x"
+                    << std::bit_cast<uint32_t>(e) << ": 0x" << std::bit_cast<uint32_t>(got) << " against 0x"
+                    << std::bit_cast<uint32_t>(want);
+  }
+  EXPECT_EQ(bad, 0);
+}
+
 // ---- compiled code --------------------------------------------------------------------------
 
 // M x N outputs (the lanes along n), K unrolled or in a loop with a padded last block. Returns
@@ -308,10 +360,11 @@ TEST(Bf16Dot, Vdpbf16psWithANegativeZeroPartnerIsTheOrdersStep) {
 std::set<std::string> compiledMatchesInterpreter(const std::string& isa,
                                                  const std::vector<std::pair<std::string, std::string>>& set, int M = 3,
                                                  int N = 16, bool kOuter = false, bool bf16B = false,
-                                                 const std::vector<int>& Ks = {33, 77}) {
+                                                 const std::vector<int>& Ks = {33, 77},
+                                                 const std::string& order = "bf16_dot") {
   std::set<std::string> forms;
   for (int K : Ks) {
-    auto k = parse(dotKernel(K, M, N, kOuter, bf16B));
+    auto k = parse(dotKernel(K, M, N, kOuter, bf16B, false, order));
     if (!k) {
       ADD_FAILURE() << "parse";
       continue;
@@ -359,7 +412,7 @@ std::set<std::string> compiledMatchesInterpreter(const std::string& isa,
       const std::vector<runtime::Arg> args = {view(in.a), bArg, view(in.acc), view(out)};
       auto e = loaded->launch(args);
       EXPECT_FALSE(e) << *e;
-      EXPECT_EQ(differing(out, interpret(*k, in), fmt::format("{} K={} mode={}", label, K, mode)), 0);
+      EXPECT_EQ(differing(out, interpret(*k, in), fmt::format("{} {} K={} mode={}", order, label, K, mode)), 0);
     }
   }
   return forms;
@@ -433,42 +486,96 @@ TEST(Bf16Dot, AmxFormMatchesInterpreterBitForBit) {
 // The order rounds a to bf16 (and flushes its subnormals): a bf16 view holding a's values rounded
 // to nearest even (subnormals kept, as a store keeps them) gives the f32 view's bits, compiled
 // (AMX tiles where the host has them, AVX2 step by step) as interpreted. The Llama model relies
-// on it to hand its GEMMs bf16 activations.
+// on it to hand its GEMMs bf16 activations. Likewise the bf16 pairs order (on VDPBF16PS a bf16 a
+// is read from its view, a pair of words at a time).
 TEST(Bf16Dot, Bf16ViewOfATheSameBitsAsF32) {
   const int N = 32;
-  for (const std::string isa : {"avx512", "avx2"})
-    for (auto [M, K] : {std::pair{16, 50}, {16, 64}, {32, 64}}) {  // AMX: b's rows first; a's from its view
-      std::vector<std::vector<float>> outs;
-      for (bool bf16A : {false, true}) {
-        auto k = parse(dotKernel(K, M, N, false, false, bf16A));
-        ASSERT_TRUE(k);
-        plan::Knobs knobs;
-        EXPECT_FALSE(knobs.set("isa", isa));
-        driver::Compilation c;
-        ASSERT_FALSE(driver::compile(*k, knobs, c, driver::Stage::Obj)) << isa;
-        if (!testhost::runsHere(isa, "Bf16Dot bf16 a on " + isa)) break;
-        std::unique_ptr<runtime::LoadedKernel> loaded;
-        ASSERT_FALSE(driver::load(c.object, *k, isa, 1, loaded)) << isa;
-        for (int mode = 0; mode < 2; ++mode) {  // finite values: normal, tiny (subnormal sums)
-          Inputs in = edgeInputs(K, 91 + mode, mode, M, N);
-          std::vector<uint16_t> aBits;
-          for (float v : in.a) aBits.push_back(host::f32ToBf16(v));
-          std::vector<float> out(M * N, 0.0f);
-          auto view = [](auto& v) {
-            return runtime::Arg::view(v.data(), static_cast<int64_t>(v.size() * sizeof(v[0])));
-          };
-          const std::vector<runtime::Arg> args = {bf16A ? view(aBits) : view(in.a), view(in.b), view(in.acc),
-                                                  view(out)};
-          auto e = loaded->launch(args);
-          EXPECT_FALSE(e) << *e;
-          if (!bf16A) EXPECT_EQ(differing(out, interpret(*k, in), isa + " f32 a against the interpreter"), 0);
-          outs.push_back(out);
+  for (const std::string order : {"bf16_dot", "bf16_pairs"})
+    for (const std::string isa : {"avx512", "avx2"})
+      for (auto [M, K] : {std::pair{16, 50}, {16, 64}, {32, 64}, {5, 33}}) {  // AMX: b's rows first; a's from its view
+        std::vector<std::vector<float>> outs;
+        for (bool bf16A : {false, true}) {
+          auto k = parse(dotKernel(K, M, N, false, false, bf16A, order));
+          ASSERT_TRUE(k);
+          plan::Knobs knobs;
+          EXPECT_FALSE(knobs.set("isa", isa));
+          driver::Compilation c;
+          ASSERT_FALSE(driver::compile(*k, knobs, c, driver::Stage::Obj)) << isa;
+          if (!testhost::runsHere(isa, "Bf16Dot bf16 a on " + isa)) break;
+          std::unique_ptr<runtime::LoadedKernel> loaded;
+          ASSERT_FALSE(driver::load(c.object, *k, isa, 1, loaded)) << isa;
+          for (int mode = 0; mode < 2; ++mode) {  // finite values: normal, tiny (subnormal sums)
+            Inputs in = edgeInputs(K, 91 + mode, mode, M, N);
+            std::vector<uint16_t> aBits;
+            for (float v : in.a) aBits.push_back(host::f32ToBf16(v));
+            std::vector<float> out(M * N, 0.0f);
+            auto view = [](auto& v) {
+              return runtime::Arg::view(v.data(), static_cast<int64_t>(v.size() * sizeof(v[0])));
+            };
+            const std::vector<runtime::Arg> args = {bf16A ? view(aBits) : view(in.a), view(in.b), view(in.acc),
+                                                    view(out)};
+            auto e = loaded->launch(args);
+            EXPECT_FALSE(e) << *e;
+            if (!bf16A) EXPECT_EQ(differing(out, interpret(*k, in), isa + " f32 a against the interpreter"), 0);
+            outs.push_back(out);
+          }
         }
+        if (outs.size() == 4)
+          for (int mode = 0; mode < 2; ++mode)
+            EXPECT_EQ(
+                differing(outs[2 + mode], outs[mode], fmt::format("{} {} K={} mode={} bf16 a", order, isa, K, mode)),
+                0);
       }
-      if (outs.size() == 4)
-        for (int mode = 0; mode < 2; ++mode)
-          EXPECT_EQ(differing(outs[2 + mode], outs[mode], fmt::format("{} K={} mode={} bf16 a", isa, K, mode)), 0);
+}
+
+// The bf16 pairs order compiled: both CPU realizations, AVX2 and AVX-512, the outer product with
+// its pairs on VDPBF16PS (avx512_bf16=auto, where the CPU has it) and in software (off), K from
+// one contribution to many (odd counts: a last contribution alone; pairs unrolled and by a loop),
+// b as [n, k] and [k, n], f32 or bf16; against the interpreter bit for bit.
+TEST(Bf16Pairs, CompiledMatchesInterpreterBitForBit) {
+  const std::string pairs = "bf16_pairs";
+  const bool dp = host::cpuHasAvx512Bf16();
+  const std::vector<int> Ks = {1, 2, 3, 16, 17, 33, 200};
+  for (const std::string isa : {"avx2", "avx512"}) {
+    compiledMatchesInterpreter(isa, {{"local_lanes", "1"}}, 3, 16, false, false, {3, 33}, pairs);
+    compiledMatchesInterpreter(isa, {{"max_unrolled_tile_elements", "0"}}, 3, 16, false, false, {3, 33}, pairs);
+  }
+  for (auto [M, N, kOuter, bf16B] : {std::tuple{5, 37, false, false},
+                                     {5, 37, true, true},
+                                     {9, 64, true, false},
+                                     {1, 100, false, true},
+                                     {3, 20, true, true}}) {
+    for (const std::string steps : {"auto", "off"}) {
+      const std::set<std::string> forms =
+          compiledMatchesInterpreter("avx512", {{"avx512_bf16", steps}}, M, N, kOuter, bf16B, Ks, pairs);
+      EXPECT_EQ(forms.count("outer_product"), 1u) << M << "x" << N;
+      EXPECT_EQ(forms.count("vdpbf16ps"), dp && steps == "auto" ? 1u : 0u) << M << "x" << N << " " << steps;
     }
+    compiledMatchesInterpreter("avx2", {}, M, N, kOuter, bf16B, Ks, pairs);
+  }
+  if (!dp)
+    testhost::sayNotRun("Bf16Pairs steps on VDPBF16PS",
+                        "this host has no AVX512-BF16 (or KILN_HOST_WITHOUT_AVX512 is set)");
+}
+
+TEST(Bf16Pairs, ParsesPrintsAndRefusesOtherFlags) {
+  const std::string text = dotKernel(8, kM, kN, false, false, false, "bf16_pairs");
+  auto k = parse(text);
+  ASSERT_TRUE(k);
+  const std::string printed = ir::print(*k);
+  EXPECT_NE(printed.find("contract [k] bf16_pairs"), std::string::npos) << printed;
+  auto again = parse(printed);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(ir::print(*again), printed);
+  const size_t at = text.find("bf16_pairs");
+  for (const auto& [flags, message] : {std::pair{"bf16_pairs fused", "bf16_pairs is an order of its own"},
+                                       {"bf16_pairs partitions(2)", "bf16_pairs is an order of its own"},
+                                       {"bf16_dot bf16_pairs", "two different orders"},
+                                       {"bf16_pairs bf16_pairs", "bf16_pairs is given twice"}}) {
+    ir::DiagEngine diag;
+    EXPECT_FALSE(ir::parseKernel(text.substr(0, at) + flags + text.substr(at + 10), "x.tile", diag)) << flags;
+    EXPECT_NE(diag.str().find(message), std::string::npos) << diag.str();
+  }
 }
 
 TEST(Bf16Dot, ParsesPrintsAndRefusesOtherFlags) {

@@ -151,7 +151,9 @@ TEST(Library, BadRequestsAreErrorsNamingTheParameter) {
       {req("gemm", "4,4,100", {{"order", "bf16_dot"}, {"tile", "4x4x40"}}),
        "with --order bf16_dot the K step of --tile must be a multiple of 32 (the order's blocks) or all of K (100), "
        "not 40"},
-      {req("gemm", "4,4,4", {{"order", "k"}}), "--order 'k' is not one of ascending|bf16_dot"},
+      {req("gemm", "4,4,100", {{"order", "bf16_pairs"}, {"tile", "4x4x33"}}),
+       "with --order bf16_pairs the K step of --tile must be even (the order's pairs) or all of K (100), not 33"},
+      {req("gemm", "4,4,4", {{"order", "k"}}), "--order 'k' is not one of ascending|bf16_dot|bf16_pairs"},
       {req("gemm", "4,4,4", {{"tile", "0x8x8"}}), "--tile TM=0 is out of range; legal: 1..256"},
       {req("gemm", "4,4,4", {{"tile", "8x8x2000"}}), "--tile TK=2000 is out of range; legal: 1..1024"},
       {req("gemm", "4,4,4", {{"tile", "256x128x8"}}), "--tile 256x128x8 is too large: at most 16384 outputs"},
@@ -373,6 +375,11 @@ TEST(LibraryNative, SixteenBitStorage) {
         req("gemm", "5,40,64", {{"b-dtype", t}, {"order", "bf16_dot"}, {"trans-b", ""}, {"tile", "5x16x32"}}));
     // A 16-bit A's rows straight from its view where a tile lies inside it, the last row tile copied.
     expectNativePasses(req("gemm", "40,20,64", {{"a-dtype", t}, {"order", "bf16_dot"}, {"tile", "32x16x32"}}));
+    // The bf16 pairs order (VDPBF16PS where the host has AVX512-BF16): K steps even, an odd K's
+    // last contribution alone; B as K x N and N x K.
+    expectNativePasses(req("gemm", "37,40,101", {{"a-dtype", t}, {"b-dtype", t}, {"order", "bf16_pairs"}}));
+    expectNativePasses(
+        req("gemm", "5,40,65", {{"b-dtype", t}, {"order", "bf16_pairs"}, {"trans-b", ""}, {"tile", "5x16x32"}}));
     for (const char* k : {"softmax", "rmsnorm", "layernorm", "swiglu"})
       expectNativePasses(req(k, "3,1031", {{"dtype", t}}));
     expectNativePasses(req("swiglu", "5,70", {{"dtype", t}, {"runtime-rows", ""}}));

@@ -126,7 +126,7 @@ TEST(Peers, GemmPeersMatchReference) {
       EXPECT_EQ(p.spec().text(), shape);
       EXPECT_EQ(p.flops(), 2.0 * g.M * g.N * g.K);
       for (const std::string& name : implNames(Workload::Gemm)) {
-        if (name == "kiln-bf16dot") continue;  // bf16 B only: below
+        if (name == "kiln-bf16dot" || name == "kiln-bf16pairs") continue;  // bf16 B only: below
         ImplOptions options;
         options.threads = threads;
         std::unique_ptr<Impl> impl = makeImpl(name, options);
@@ -141,32 +141,34 @@ TEST(Peers, GemmPeersMatchReference) {
     }
   // kiln-bf16dot (bf16 B): the bf16 dot order on AMX tiles against the FP64 reference, allowed
   // A's rounding to bf16 as oneDNN's bf16 matmul is; it refuses f32 B, and without AMX says it
-  // is unavailable.
-  for (const char* shape : {"1,300,70", "37,45,19", "130,160,600"}) {
-    GemmShape g;
-    ASSERT_FALSE(parseGemmShape(shape, g));
-    Problem p;
-    ASSERT_FALSE(makeGemmProblem(g, 5, p, KvElem::BF16));
-    computeReference(p);
-    std::unique_ptr<Impl> impl = makeImpl("kiln-bf16dot", ImplOptions{});
-    ASSERT_TRUE(impl);
-    if (auto e = impl->prepare(p)) {
-      EXPECT_TRUE(impl->unavailable()) << *e;
-      kiln::testhost::sayNotRun("Peers kiln-bf16dot", *e);
-      break;
+  // is unavailable. kiln-bf16pairs likewise on VDPBF16PS (without AVX512-BF16: unavailable).
+  for (const std::string name : {"kiln-bf16dot", "kiln-bf16pairs"})
+    for (const char* shape : {"1,300,70", "37,45,19", "130,160,600"}) {
+      GemmShape g;
+      ASSERT_FALSE(parseGemmShape(shape, g));
+      Problem p;
+      ASSERT_FALSE(makeGemmProblem(g, 5, p, KvElem::BF16));
+      computeReference(p);
+      std::unique_ptr<Impl> impl = makeImpl(name, ImplOptions{});
+      ASSERT_TRUE(impl);
+      if (auto e = impl->prepare(p)) {
+        EXPECT_TRUE(impl->unavailable()) << *e;
+        kiln::testhost::sayNotRun("Peers " + name, *e);
+        break;
+      }
+      std::vector<float> c;
+      ASSERT_FALSE(impl->compute(c));
+      std::vector<double> allowance;
+      for (double x : p.abs_product)
+        allowance.push_back((2.0 * std::sqrt(double(g.K)) * 0x1p-24 + impl->roundsA()) * x);
+      const host::CompareResult r =
+          host::compareF64(c, p.reference, impl->tolerance(), impl->tolerance(), ir::Elem::F32, &allowance);
+      EXPECT_TRUE(r.pass) << name << " gemm " << shape << ": first bad " << r.first_bad;
     }
-    std::vector<float> c;
-    ASSERT_FALSE(impl->compute(c));
-    std::vector<double> allowance;
-    for (double x : p.abs_product) allowance.push_back((2.0 * std::sqrt(double(g.K)) * 0x1p-24 + impl->roundsA()) * x);
-    const host::CompareResult r =
-        host::compareF64(c, p.reference, impl->tolerance(), impl->tolerance(), ir::Elem::F32, &allowance);
-    EXPECT_TRUE(r.pass) << "kiln-bf16dot gemm " << shape << ": first bad " << r.first_bad;
-  }
-  {
+  for (const std::string name : {"kiln-bf16dot", "kiln-bf16pairs"}) {
     Problem f32b;
     ASSERT_FALSE(makeGemmProblem({4, 4, 4}, 0, f32b));
-    auto e = makeImpl("kiln-bf16dot", ImplOptions{})->prepare(f32b);
+    auto e = makeImpl(name, ImplOptions{})->prepare(f32b);
     ASSERT_TRUE(e.has_value());
     EXPECT_NE(e->find("--b-dtype bf16"), std::string::npos) << *e;
   }

@@ -77,10 +77,12 @@ Command addPeers(CLI::App& parent) {
                   "(kiln-f32 beside it reads the same values as f32), oneDNN runs its 16-bit pipeline; the peers "
                   "that read f32 K/V only are left out")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
-  app->add_option("--b-dtype", a->b_dtype,
-                  "GEMM's B (the weights) stored as f32 (default), f16 or bf16, A and C f32: Kiln's GEMM reads B as "
-                  "such, oneDNN runs its 16-bit matmul (A rounded to B's type); the peers that read f32 B only are "
-                  "left out; with bf16, kiln-bf16dot: Kiln's GEMM in the bf16 dot order, A and B bf16, on AMX tiles")
+  app->add_option(
+         "--b-dtype", a->b_dtype,
+         "GEMM's B (the weights) stored as f32 (default), f16 or bf16, A and C f32: Kiln's GEMM reads B as "
+         "such, oneDNN runs its 16-bit matmul (A rounded to B's type); the peers that read f32 B only are "
+         "left out; with bf16, kiln-bf16dot: Kiln's GEMM in the bf16 dot order, A and B bf16, on AMX tiles, and "
+         "kiln-bf16pairs: in the bf16 pairs order, on VDPBF16PS")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
   app->add_flag("--quick", a->quick, "Short protocol: warmup 5 ms, sample target 2 ms, 3 samples, 3 rounds");
   app->add_option("--budget", a->budget, "Seconds of timing per shape before samples and rounds are cut (default 45)")

@@ -322,7 +322,7 @@ llvm::Value* LaneEmitter::partitionedElement(const Op* op, llvm::Value* acc, con
     };
     return std::pair{one(a), one(bv)};
   };
-  if (pol.bf16_dot) return bf16DotChain(op, acc, term);
+  if (ir::bf16Order(pol)) return bf16DotChain(op, acc, term);
   std::vector<llvm::Value*> part(parts);
   for (int64_t q = 0; q < parts; ++q) {
     auto [x, y] = term(Ix{nullptr, q});
@@ -346,15 +346,16 @@ llvm::Value* LaneEmitter::partitionedElement(const Op* op, llvm::Value* acc, con
   return acc;
 }
 
-// docs/ir.md, MMA, bf16_dot, for one output (term(k): contribution k's
-// operands): blocks of 32 (whole blocks by a loop when LaneMma::k_loop), the last completed with
-// +0 products; per block an even and an odd chain from +0, then the merge.
+// docs/ir.md, MMA, bf16_dot or bf16_pairs, for one output (term(k): contribution k's operands):
+// rounds of 32 or 2 (whole rounds by a loop when LaneMma::k_loop); bf16_dot's last block
+// completed with +0 products, per block an even and an odd chain from +0, then the merge;
+// bf16_pairs' pairs one chain, k+1 before k.
 llvm::Value* LaneEmitter::bf16DotChain(const Op* op, llvm::Value* acc,
                                        const std::function<std::pair<llvm::Value*, llvm::Value*>(Ix)>& term) {
-  const int64_t K = p_.mma.at(op).k, full = K / 32, tail = K % 32;
+  const int64_t R = ir::mmaRound(op->mma_policy), K = p_.mma.at(op).k, full = K / R, tail = K % R;
   if (K == 0) return acc;
   auto block = [&](Ix k0, int64_t count, llvm::Value* c) {
-    return ew_.bf16DotBlock({c}, count, [&](int64_t j) {
+    return ew_.bf16Round(op->mma_policy, {c}, count, [&](int64_t j) {
       auto [x, y] = term(add(k0, Ix{nullptr, j}));
       return std::vector<std::pair<llvm::Value*, llvm::Value*>>{{x, y}};
     })[0];
@@ -363,12 +364,12 @@ llvm::Value* LaneEmitter::bf16DotChain(const Op* op, llvm::Value* acc,
   int64_t done = 0;
   if (lp_.mma.at(op).k_loop) {
     acc = loop(b_.getInt64(0), b_.getInt64(full), 1, {acc}, [&](llvm::Value* t, const std::vector<llvm::Value*>& c) {
-      return std::vector<llvm::Value*>{block(mul(Ix{t, 0}, 32), 32, c[0])};
+      return std::vector<llvm::Value*>{block(mul(Ix{t, 0}, R), R, c[0])};
     })[0];
     done = full;
   }
-  for (int64_t t = done; t < full; ++t) acc = block(Ix{nullptr, t * 32}, 32, acc);
-  if (tail > 0) acc = block(Ix{nullptr, full * 32}, tail, acc);
+  for (int64_t t = done; t < full; ++t) acc = block(Ix{nullptr, t * R}, R, acc);
+  if (tail > 0) acc = block(Ix{nullptr, full * R}, tail, acc);
   return acc;
 }
 
@@ -524,18 +525,24 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
       std::vector<llvm::Value*> cur;
       for (int64_t i = 0; i < nr; ++i)
         for (int64_t j = 0; j < nc; ++j) cur.push_back(vec(acc, add(r0, Ix{nullptr, i}), Ix{nullptr, c0 + j}));
-      // Contribution k for the register tile: use(q, x, y) per accumulator q = ri * nc + j, with
-      // its operands' values, as they are read. Values shared across the tile (one per row for
-      // splats, one per chunk for row-shared lane operands) are read once and passed through
-      // `prep` once (bf16_dot: rounded and flushed).
-      using Prep = std::function<llvm::Value*(llvm::Value*)>;
+      // Contributions ks (one, or bf16_pairs' pair) for the register tile: use(q, x, y) per
+      // accumulator q = ri * nc + j, with its operands' values as `prep` makes them of the values
+      // read at each of ks. Values shared across the tile (one per row for splats, one per chunk
+      // for row-shared lane operands) are read and prepared once (bf16: rounded and flushed).
+      using Prep = std::function<llvm::Value*(const std::vector<llvm::Value*>&)>;
       using Use = std::function<void(size_t, llvm::Value*, llvm::Value*)>;
-      auto operands = [&](Ix k, const std::array<Prep, 2>& prep, const Use& use) {
-        Coords kc = kCoords(k);
+      auto operands = [&](const std::vector<Ix>& ks, const std::array<Prep, 2>& prep, const Use& use) {
+        std::vector<Coords> kcs;
+        for (const Ix& k : ks) kcs.push_back(kCoords(k));
+        auto read = [&](int i, const Coords& rc, Ix chunk) {
+          std::vector<llvm::Value*> vals;
+          for (const Coords& kc : kcs) vals.push_back(operand(i, rc, kc, chunk));
+          return prep[i](vals);
+        };
         std::vector<std::vector<llvm::Value*>> rowVals(2);
         for (int i = 0; i < 2; ++i)
           if (lm.broadcast[i])
-            for (int64_t q = 0; q < nr; ++q) rowVals[i].push_back(prep[i](operand(i, rcs[q], kc, Ix{nullptr, 0})));
+            for (int64_t q = 0; q < nr; ++q) rowVals[i].push_back(read(i, rcs[q], Ix{nullptr, 0}));
         std::vector<std::vector<llvm::Value*>> shared(2, std::vector<llvm::Value*>(nc, nullptr));
         for (int64_t ri = 0; ri < nr; ++ri)
           for (int64_t j = 0; j < nc; ++j) {
@@ -546,16 +553,71 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
               } else if (lm.row_shared[i]) {
                 // A lane operand without the row's dims is shared by every row: read once (with
                 // its prefetch, which LLVM does not merge as it merges loads).
-                if (!shared[i][j]) shared[i][j] = prep[i](operand(i, rcs[ri], kc, Ix{nullptr, c0 + j}));
+                if (!shared[i][j]) shared[i][j] = read(i, rcs[ri], Ix{nullptr, c0 + j});
                 x[i] = shared[i][j];
               } else {
-                x[i] = prep[i](operand(i, rcs[ri], kc, Ix{nullptr, c0 + j}));
+                x[i] = read(i, rcs[ri], Ix{nullptr, c0 + j});
               }
             }
             use(ri * nc + j, x[0], x[1]);
           }
       };
-      if (op->mma_policy.bf16_dot) {
+      if (op->mma_policy.bf16_pairs) {
+        // docs/ir.md, MMA, bf16_pairs, for the whole register tile at once: one chain per
+        // accumulator; per pair k+1's step, then k's (with VDPBF16PS, LaneMma::dpbf16, one
+        // instruction: each 32-bit lane holds the pair's bf16 words, k's in the low half, and the
+        // instruction adds the high half's product first); whole pairs by a loop when planned; an
+        // odd count's last contribution alone (VDPBF16PS with a -0 x +0 partner, as bf16_dot's).
+        const bool exact[2] = {exactBf16(a), exactBf16(bv)};
+        llvm::Type* i32v = llvm::FixedVectorType::get(b_.getInt32Ty(), w_);
+        auto bits = [&](int i, llvm::Value* x) -> llvm::Value* {  // x's bf16 word in each lane's low half
+          return exact[i] ? b_.CreateLShr(b_.CreateBitCast(x, i32v), 16) : b_.CreateZExt(ew_.bf16Bits(x), i32v);
+        };
+        auto words = [&](llvm::Value* w) {
+          return b_.CreateBitCast(w, llvm::FixedVectorType::get(b_.getBFloatTy(), 2 * w_));
+        };
+        auto value = [&](int i) {  // one contribution's operand as the step takes it
+          return [&, i](const std::vector<llvm::Value*>& v) -> llvm::Value* {
+            if (!lm.dpbf16) return exact[i] ? ew_.flushTiny(v[0]) : ew_.bf16Operand(v[0]);
+            llvm::Value* w = bits(i, v[0]);
+            return words(i == 0 ? b_.CreateOr(w, 0x80000000u) : w);
+          };
+        };
+        auto pairWords = [&](int i) {  // VDPBF16PS's operand for contributions k (low) and k+1 (high)
+          return [&, i](const std::vector<llvm::Value*>& v) -> llvm::Value* {
+            return words(b_.CreateOr(bits(i, v[0]), b_.CreateShl(bits(i, v[1]), 16)));
+          };
+        };
+        auto dp = [&](llvm::Value* c, llvm::Value* x, llvm::Value* y) -> llvm::Value* {
+          return b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512, {}, {c, x, y});
+        };
+        auto single = [&](Ix k, std::vector<llvm::Value*> c) {
+          operands({k}, {value(0), value(1)}, [&](size_t q, llvm::Value* x, llvm::Value* y) {
+            c[q] = lm.dpbf16 ? dp(c[q], x, y) : ew_.bf16Step(c[q], x, y);
+          });
+          return c;
+        };
+        auto pair = [&](Ix k, std::vector<llvm::Value*> c) {
+          if (!lm.dpbf16) return single(k, single(add(k, Ix{nullptr, 1}), std::move(c)));
+          operands({k, add(k, Ix{nullptr, 1})}, {pairWords(0), pairWords(1)},
+                   [&](size_t q, llvm::Value* x, llvm::Value* y) { c[q] = dp(c[q], x, y); });
+          return c;
+        };
+        if (lm.dpbf16) requireFeature("+avx512bf16");
+        if (mp.k > 0)  // K = 0 gives the accumulator as it is
+          for (llvm::Value*& c : cur) c = ew_.flushTiny(c);
+        const int64_t pairs = mp.k / 2;
+        int64_t done = 0;
+        if (lm.k_loop) {
+          cur =
+              loop(b_.getInt64(0), b_.getInt64(pairs), 1, cur, [&](llvm::Value* t, const std::vector<llvm::Value*>& s) {
+                return pair(mul(Ix{t, 0}, 2), s);
+              });
+          done = pairs;
+        }
+        for (int64_t t = done; t < pairs; ++t) cur = pair(Ix{nullptr, 2 * t}, cur);
+        if (mp.k % 2) cur = single(Ix{nullptr, mp.k - 1}, cur);
+      } else if (op->mma_policy.bf16_dot) {
         // docs/ir.md, MMA, bf16_dot, for the whole register tile at once: per block of 32 an
         // even and an odd chain per accumulator from +0, each operand rounded once per use
         // across the tile; whole blocks by a loop when planned, the last completed with +0.
@@ -565,7 +627,8 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
         // with +0, so the pair's other product is -0 and adds nothing (docs/backend.md).
         const bool exact[2] = {exactBf16(a), exactBf16(bv)};
         auto prep = [&](int i) {
-          return [&, i](llvm::Value* x) -> llvm::Value* {
+          return [&, i](const std::vector<llvm::Value*>& v) -> llvm::Value* {
+            llvm::Value* x = v[0];
             if (!lm.dpbf16) return exact[i] ? ew_.flushTiny(x) : ew_.bf16Operand(x);
             llvm::Type* i32v = llvm::FixedVectorType::get(b_.getInt32Ty(), w_);
             llvm::Value* bits =
@@ -589,7 +652,7 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
           const size_t n = s.size();
           std::vector<llvm::Value*> chain(2 * n, llvm::Constant::getNullValue(vty(Elem::F32)));
           auto steps = [&](Ix k, int64_t parity, std::vector<llvm::Value*> c) {
-            operands(k, {prep(0), prep(1)}, [&](size_t q, llvm::Value* x, llvm::Value* y) {
+            operands({k}, {prep(0), prep(1)}, [&](size_t q, llvm::Value* x, llvm::Value* y) {
               c[2 * q + parity] = step(c[2 * q + parity], x, y);
             });
             return c;
@@ -625,8 +688,8 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
         if (tail > 0) cur = block(Ix{nullptr, full * 32}, tail, cur);
       } else {
         auto body = [&](Ix k, std::vector<llvm::Value*> s) {
-          auto same = [](llvm::Value* x) { return x; };
-          operands(k, {same, same}, [&](size_t q, llvm::Value* x, llvm::Value* y) {
+          auto same = [](const std::vector<llvm::Value*>& v) { return v[0]; };
+          operands({k}, {same, same}, [&](size_t q, llvm::Value* x, llvm::Value* y) {
             s[q] = ew_.multiplyAdd(x, y, s[q], op->mma_policy);
           });
           return s;

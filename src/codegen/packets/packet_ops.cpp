@@ -206,21 +206,25 @@ std::vector<llvm::Value*> PacketEmitter::genMmaGroup(const Op* op, Ix first, int
     for (int64_t r = 0; r < group; ++r) cur[r] = ew_.multiplyAdd(t[r].first, t[r].second, cur[r], op->mma_policy);
     return cur;
   };
-  if (op->mma_policy.bf16_dot) {
-    // docs/ir.md, MMA, bf16_dot: blocks of 32 (whole blocks by a loop when rolled), the last
-    // completed with +0 products; per block an even and an odd chain from +0, then the merge.
-    const int64_t full = mp.k / 32, tail = mp.k % 32;
+  if (ir::bf16Order(op->mma_policy)) {
+    // docs/ir.md, MMA, bf16_dot or bf16_pairs: rounds of 32 or 2 (whole rounds by a loop when
+    // rolled); bf16_dot's last block completed with +0 products, per block an even and an odd
+    // chain from +0, then the merge; bf16_pairs' pairs one chain, k+1 before k.
+    const int64_t R = ir::mmaRound(op->mma_policy), full = mp.k / R, tail = mp.k % R;
+    if (mp.k == 0) return s;  // K = 0 gives the accumulator as it is
     for (int64_t r = 0; r < group; ++r) s[r] = ew_.flushTiny(s[r]);
     auto block = [&](Ix k0, int64_t count, std::vector<llvm::Value*> cur) {
-      return ew_.bf16DotBlock(std::move(cur), count, [&](int64_t j) { return terms(add(k0, Ix{nullptr, j})); });
+      return ew_.bf16Round(op->mma_policy, std::move(cur), count, [&](int64_t j) {
+        return terms(add(k0, Ix{nullptr, j}));
+      });
     };
     if (mp.contraction_rolled && full > 1)
       s = loop(b_.getInt64(0), b_.getInt64(full), 1, s, [&](llvm::Value* t, const std::vector<llvm::Value*>& c) {
-        return block(mul(Ix{t, 0}, 32), 32, c);
+        return block(mul(Ix{t, 0}, R), R, c);
       });
     else
-      for (int64_t t = 0; t < full; ++t) s = block(Ix{nullptr, t * 32}, 32, s);
-    if (tail > 0) s = block(Ix{nullptr, full * 32}, tail, s);
+      for (int64_t t = 0; t < full; ++t) s = block(Ix{nullptr, t * R}, R, s);
+    if (tail > 0) s = block(Ix{nullptr, full * R}, tail, s);
     return s;
   }
   if (const int64_t P = op->mma_policy.partitions; P > 0) {
