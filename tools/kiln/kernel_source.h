@@ -72,7 +72,9 @@ struct KernelSource {
          "different result)"},
         {"dtype",
          "softmax, rmsnorm, layernorm, swiglu, rope, gelu: f32 | f16 | bf16, the storage of inputs and outputs"},
-        {"out-dtype", "rmsnorm, swiglu: f32 | f16 | bf16, the storage of the output alone (default: --dtype)"},
+        {"out-dtype",
+         "rmsnorm, swiglu, attention: f32 | f16 | bf16, the storage of the output alone (default: --dtype; attention: "
+         "f32)"},
     };
     values.assign(std::size(opts), std::string());
     for (size_t i = 0; i < std::size(opts); ++i)
