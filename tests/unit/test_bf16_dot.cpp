@@ -298,6 +298,14 @@ uint16_t anyBf16(std::mt19937_64& rng) {
   }
 }
 
+// A chain's value (flushed) for the i-th random case: any f32 bits, every fourth one tiny (a
+// subnormal or zero before the flush).
+float anyChainValue(std::mt19937_64& rng, int i) {
+  float e = std::bit_cast<float>(static_cast<uint32_t>(rng()));
+  if (i % 4 == 0) e = std::bit_cast<float>(static_cast<uint32_t>(rng() % (1u << 24) | (rng() & 1) << 31));
+  return flushed(e);
+}
+
 // The planner's VDPBF16PS step (LaneMma::dpbf16, knob avx512_bf16): a's bf16 in the low half of a
 // 32-bit pair with -0 above it, b's with +0, so the pair's other product, added first, is -0 and
 // changes nothing; the instruction's DAZ and FTZ (tininess after rounding) are the order's
@@ -314,9 +322,7 @@ TEST(Bf16Dot, Vdpbf16psWithANegativeZeroPartnerIsTheOrdersStep) {
   int64_t bad = 0;
   for (int i = 0; i < 2000000; ++i) {
     const uint16_t a = anyBf16(rng), b = anyBf16(rng);
-    float e = std::bit_cast<float>(static_cast<uint32_t>(rng()));
-    if (i % 4 == 0) e = std::bit_cast<float>(static_cast<uint32_t>(rng() % (1u << 24) | (rng() & 1) << 31));
-    e = flushed(e);  // a chain's value is flushed
+    const float e = anyChainValue(rng, i);
     const float want = flushed(std::fma(flushed(host::bf16ToF32(a)), flushed(host::bf16ToF32(b)), e));
     const float got = vdpbf16ps(e, 0x80000000u | a, b);
     if (!sameBits(got, want) && ++bad <= 3)
@@ -340,9 +346,7 @@ TEST(Bf16Pairs, Vdpbf16psIsThePairsStep) {
   auto value = [](uint16_t x) { return flushed(host::bf16ToF32(x)); };
   for (int i = 0; i < 2000000; ++i) {
     const uint16_t a0 = anyBf16(rng), a1 = anyBf16(rng), b0 = anyBf16(rng), b1 = anyBf16(rng);
-    float e = std::bit_cast<float>(static_cast<uint32_t>(rng()));
-    if (i % 4 == 0) e = std::bit_cast<float>(static_cast<uint32_t>(rng() % (1u << 24) | (rng() & 1) << 31));
-    e = flushed(e);
+    const float e = anyChainValue(rng, i);
     const float want = flushed(std::fma(value(a0), value(b0), flushed(std::fma(value(a1), value(b1), e))));
     const float got = vdpbf16ps(e, static_cast<uint32_t>(a1) << 16 | a0, static_cast<uint32_t>(b1) << 16 | b0);
     if (!sameBits(got, want) && ++bad <= 3)
