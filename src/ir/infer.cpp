@@ -225,6 +225,17 @@ InferResult inferMma(const Op& op) {
     if (!t->isTile() || t->elem != Elem::F32)
       return fail("elem-type", fmt::format("mma operands must be f32 tiles, got {}", toString(*t)));
   if (op.dims.empty()) return fail("mma-contract", "mma needs at least one dim to contract");
+  // The policy (docs/ir.md, MMA), for parsed and DSL-built mmas alike: the bf16 orders stand alone.
+  const MmaPolicy& p = op.mma_policy;
+  if (p.partitions < 0 || p.partitions > 16)
+    return fail("policy", fmt::format("mma partition count {} is outside 1..16", p.partitions));
+  if (p.bf16_dot && p.bf16_pairs)
+    return fail("policy", "mma policies bf16_dot and bf16_pairs are two different orders; give one");
+  if ((p.bf16_dot || p.bf16_pairs) && (p.fused || p.partitions != 0 || p.allow_fma || p.allow_reassociation))
+    return fail("policy", p.bf16_dot ? "mma policy bf16_dot is an order of its own (fused steps in blocks of 32); it "
+                                       "takes no fused, partitions, allow_fma or allow_reassociation"
+                                     : "mma policy bf16_pairs is an order of its own (fused steps in pairs); it takes "
+                                       "no fused, partitions, allow_fma or allow_reassociation");
   std::set<std::string> contracted;
   for (const std::string& d : op.dims) {
     int ia = a.findDim(d), ib = b.findDim(d);

@@ -270,7 +270,6 @@ void Parser::parseMma(const std::vector<Token>& names, const Token& opTok) {
   expectWord("contract", "'contract' and the contracted dims");
   auto dims = parseDimNames("the contracted dims");
   MmaPolicy policy;
-  Token first = tok_;
   while (atWord("allow_reassociation") || atWord("allow_fma") || atWord("fused") || atWord("partitions") ||
          atWord("bf16_dot") || atWord("bf16_pairs")) {
     if (atWord("bf16_dot") || atWord("bf16_pairs")) {
@@ -293,18 +292,7 @@ void Parser::parseMma(const std::vector<Token>& names, const Token& opTok) {
     flag = true;
     bump();
   }
-  if (policy.bf16_dot && policy.bf16_pairs)
-    error(loc(first), "policy", "mma policies bf16_dot and bf16_pairs are two different orders; give one");
-  else if (policy.bf16_dot &&
-           (policy.fused || policy.partitions != 0 || policy.allow_fma || policy.allow_reassociation))
-    error(loc(first), "policy",
-          "mma policy bf16_dot is an order of its own (fused steps in blocks of 32); it takes no fused, "
-          "partitions, allow_fma or allow_reassociation");
-  else if (policy.bf16_pairs &&
-           (policy.fused || policy.partitions != 0 || policy.allow_fma || policy.allow_reassociation))
-    error(loc(first), "policy",
-          "mma policy bf16_pairs is an order of its own (fused steps in pairs); it takes no fused, "
-          "partitions, allow_fma or allow_reassociation");
+  // (The bf16 orders stand alone: checked with the op's types, ir/infer.cpp.)
   Loc typeLoc;
   auto declared = parseResultType(typeLoc);
   Op* op = k_->newOp(OpKind::Mma, loc(opTok));

@@ -224,6 +224,30 @@ TEST(DslErrors, TilesThatCannotBroadcast) {
   EXPECT_NE(r.diagnostics[0].message.find("f32[m:4]"), std::string::npos);
 }
 
+// The bf16 mma orders stand alone (docs/ir.md, MMA), in the DSL as in the text form.
+TEST(DslErrors, Bf16OrdersTakeNoOtherMmaFlag) {
+  for (const auto& [flags, message] :
+       {std::pair{MmaFlags{.fused = true, .bf16_pairs = true}, "bf16_pairs is an order of its own"},
+        {MmaFlags{.partitions = 4, .bf16_dot = true}, "bf16_dot is an order of its own"},
+        {MmaFlags{.bf16_dot = true, .bf16_pairs = true}, "two different orders"},
+        {MmaFlags{.partitions = 17}, "partition count 17 is outside 1..16"}}) {
+    KernelBuilder kb("k");
+    View x = kb.view("x", {4, 8});
+    View y = kb.view("y", {4, 4});
+    int line = 0;
+    kb.parallel({{"p", 1}}, [&](Idx) {
+      Tile a = load(x, {0, 0}, {{"m", 4}, {"k", 8}});
+      Tile b = load(x, {0, 0}, {{"n", 4}, {"k", 8}});
+      line = __LINE__ + 1;
+      Tile c = mma(a, b, kb.zeros({{"m", 4}, {"n", 4}}), {"k"}, flags);
+      store(c, y, {0, 0}, {{"m", 4}, {"n", 4}});
+    });
+    BuildResult r = kb.finish();
+    expectAt(r, line, "policy");
+    EXPECT_NE(r.message().find(message), std::string::npos) << r.message();
+  }
+}
+
 TEST(DslErrors, SameNameDifferentExtent) {
   KernelBuilder kb("k");
   View x = kb.view("x", {16});
