@@ -562,34 +562,44 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
             use(ri * nc + j, x[0], x[1]);
           }
       };
+      // The bf16 orders' operands (docs/ir.md, MMA): one contribution's value as a step takes it,
+      // rounded to bf16 and flushed (a bf16 view's values are bf16 already: flushed only); with
+      // VDPBF16PS (LaneMma::dpbf16) its bf16 bits in the low half of each 32-bit lane, a's with -0
+      // (0x8000) in the high half and b's with +0, so the pair's other product is -0 and adds
+      // nothing (docs/backend.md).
+      const bool exact[2] = {exactBf16(a), exactBf16(bv)};
+      llvm::Type* i32v = llvm::FixedVectorType::get(b_.getInt32Ty(), w_);
+      auto bits = [&](int i, llvm::Value* x) -> llvm::Value* {  // x's bf16 word in each lane's low half
+        return exact[i] ? b_.CreateLShr(b_.CreateBitCast(x, i32v), 16) : b_.CreateZExt(ew_.bf16Bits(x), i32v);
+      };
+      auto words = [&](llvm::Value* w) {
+        return b_.CreateBitCast(w, llvm::FixedVectorType::get(b_.getBFloatTy(), 2 * w_));
+      };
+      auto value = [&](int i) {
+        return [&, i](const std::vector<llvm::Value*>& v) -> llvm::Value* {
+          if (!lm.dpbf16) return exact[i] ? ew_.flushTiny(v[0]) : ew_.bf16Operand(v[0]);
+          llvm::Value* w = bits(i, v[0]);
+          return words(i == 0 ? b_.CreateOr(w, 0x80000000u) : w);
+        };
+      };
+      auto dp = [&](llvm::Value* c, llvm::Value* x, llvm::Value* y) -> llvm::Value* {
+        return b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512, {}, {c, x, y});
+      };
+      auto bf16Start = [&] {  // a bf16 order's accumulators flushed; K = 0 gives them as they are
+        if (lm.dpbf16) requireFeature("+avx512bf16");
+        if (mp.k > 0)
+          for (llvm::Value*& c : cur) c = ew_.flushTiny(c);
+      };
       if (op->mma_policy.bf16_pairs) {
         // docs/ir.md, MMA, bf16_pairs, for the whole register tile at once: one chain per
-        // accumulator; per pair k+1's step, then k's (with VDPBF16PS, LaneMma::dpbf16, one
-        // instruction: each 32-bit lane holds the pair's bf16 words, k's in the low half, and the
-        // instruction adds the high half's product first); whole pairs by a loop when planned; an
-        // odd count's last contribution alone (VDPBF16PS with a -0 x +0 partner, as bf16_dot's).
-        const bool exact[2] = {exactBf16(a), exactBf16(bv)};
-        llvm::Type* i32v = llvm::FixedVectorType::get(b_.getInt32Ty(), w_);
-        auto bits = [&](int i, llvm::Value* x) -> llvm::Value* {  // x's bf16 word in each lane's low half
-          return exact[i] ? b_.CreateLShr(b_.CreateBitCast(x, i32v), 16) : b_.CreateZExt(ew_.bf16Bits(x), i32v);
-        };
-        auto words = [&](llvm::Value* w) {
-          return b_.CreateBitCast(w, llvm::FixedVectorType::get(b_.getBFloatTy(), 2 * w_));
-        };
-        auto value = [&](int i) {  // one contribution's operand as the step takes it
-          return [&, i](const std::vector<llvm::Value*>& v) -> llvm::Value* {
-            if (!lm.dpbf16) return exact[i] ? ew_.flushTiny(v[0]) : ew_.bf16Operand(v[0]);
-            llvm::Value* w = bits(i, v[0]);
-            return words(i == 0 ? b_.CreateOr(w, 0x80000000u) : w);
-          };
-        };
+        // accumulator; per pair k+1's step, then k's (with VDPBF16PS one instruction: each 32-bit
+        // lane holds the pair's bf16 words, k's in the low half, and the instruction adds the high
+        // half's product first); whole pairs by a loop when planned; an odd count's last
+        // contribution alone (VDPBF16PS with a -0 x +0 partner, as bf16_dot's).
         auto pairWords = [&](int i) {  // VDPBF16PS's operand for contributions k (low) and k+1 (high)
           return [&, i](const std::vector<llvm::Value*>& v) -> llvm::Value* {
             return words(b_.CreateOr(bits(i, v[0]), b_.CreateShl(bits(i, v[1]), 16)));
           };
-        };
-        auto dp = [&](llvm::Value* c, llvm::Value* x, llvm::Value* y) -> llvm::Value* {
-          return b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512, {}, {c, x, y});
         };
         auto single = [&](Ix k, std::vector<llvm::Value*> c) {
           operands({k}, {value(0), value(1)}, [&](size_t q, llvm::Value* x, llvm::Value* y) {
@@ -603,9 +613,7 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
                    [&](size_t q, llvm::Value* x, llvm::Value* y) { c[q] = dp(c[q], x, y); });
           return c;
         };
-        if (lm.dpbf16) requireFeature("+avx512bf16");
-        if (mp.k > 0)  // K = 0 gives the accumulator as it is
-          for (llvm::Value*& c : cur) c = ew_.flushTiny(c);
+        bf16Start();
         const int64_t pairs = mp.k / 2;
         int64_t done = 0;
         if (lm.k_loop) {
@@ -621,30 +629,10 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
         // docs/ir.md, MMA, bf16_dot, for the whole register tile at once: per block of 32 an
         // even and an odd chain per accumulator from +0, each operand rounded once per use
         // across the tile; whole blocks by a loop when planned, the last completed with +0.
-        // An operand's value as the step takes it: rounded to bf16 and flushed (a bf16 view's
-        // values are bf16 already: flushed only); with VDPBF16PS (LaneMma::dpbf16) its bf16 bits
-        // in the low half of each 32-bit lane, a's with -0 (0x8000) in the high half and b's
-        // with +0, so the pair's other product is -0 and adds nothing (docs/backend.md).
-        const bool exact[2] = {exactBf16(a), exactBf16(bv)};
-        auto prep = [&](int i) {
-          return [&, i](const std::vector<llvm::Value*>& v) -> llvm::Value* {
-            llvm::Value* x = v[0];
-            if (!lm.dpbf16) return exact[i] ? ew_.flushTiny(x) : ew_.bf16Operand(x);
-            llvm::Type* i32v = llvm::FixedVectorType::get(b_.getInt32Ty(), w_);
-            llvm::Value* bits =
-                exact[i] ? b_.CreateLShr(b_.CreateBitCast(x, i32v), 16) : b_.CreateZExt(ew_.bf16Bits(x), i32v);
-            if (i == 0) bits = b_.CreateOr(bits, 0x80000000u);
-            return b_.CreateBitCast(bits, llvm::FixedVectorType::get(b_.getBFloatTy(), 2 * w_));
-          };
-        };
         auto step = [&](llvm::Value* e, llvm::Value* x, llvm::Value* y) {
-          if (!lm.dpbf16) return ew_.bf16Step(e, x, y);
-          return static_cast<llvm::Value*>(
-              b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512, {}, {e, x, y}));
+          return lm.dpbf16 ? dp(e, x, y) : ew_.bf16Step(e, x, y);
         };
-        if (lm.dpbf16) requireFeature("+avx512bf16");
-        if (mp.k > 0)  // K = 0 gives the accumulator as it is
-          for (llvm::Value*& c : cur) c = ew_.flushTiny(c);
+        bf16Start();
         // A block's contributions two at a time (an even and an odd step) by a loop over the
         // pairs, so that a tile's code holds two steps, not 32; an odd count's last step after
         // it; then the +0 padding (once per chain that gets any: x + 0 twice is x + 0).
@@ -652,7 +640,7 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
           const size_t n = s.size();
           std::vector<llvm::Value*> chain(2 * n, llvm::Constant::getNullValue(vty(Elem::F32)));
           auto steps = [&](Ix k, int64_t parity, std::vector<llvm::Value*> c) {
-            operands({k}, {prep(0), prep(1)}, [&](size_t q, llvm::Value* x, llvm::Value* y) {
+            operands({k}, {value(0), value(1)}, [&](size_t q, llvm::Value* x, llvm::Value* y) {
               c[2 * q + parity] = step(c[2 * q + parity], x, y);
             });
             return c;
