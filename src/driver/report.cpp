@@ -131,11 +131,13 @@ nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
   for (const auto& v : kernel.values) {
     if (!v->type.isTile() || v->type.isScalar() || v->origin == ir::Value::Origin::Param) continue;
     const plan::Layout& l = lp.layout[v->id];
-    layouts.push_back({{"value", "%" + v->name},
-                       {"lane_dim", l.lane_dim},
-                       {"rows", l.rows},
-                       {"chunks", l.chunks},
-                       {"rep", plan::laneRepName(l.rep)}});
+    nlohmann::json entry = {{"value", "%" + v->name},
+                            {"lane_dim", l.lane_dim},
+                            {"rows", l.rows},
+                            {"chunks", l.chunks},
+                            {"rep", plan::laneRepName(l.rep)}};
+    if (l.pair_words) entry["pair_words"] = true;  // bf16 pairs of rows as VDPBF16PS's words
+    layouts.push_back(std::move(entry));
   }
   j["layouts"] = layouts;
   nlohmann::json conv = nlohmann::json::array();

@@ -80,8 +80,29 @@ class CodeModel {
     const Layout& l = L(v);
     if (l.rep == LaneRep::Vectors) {
       for (int64_t i = 0; i < l.vectors(); ++i) gen(i % l.chunks);
+    } else if (l.rep == LaneRep::Panel && l.pair_words) {
+      pairWalk(l, gen);
     } else if (l.rep == LaneRep::Panel) {
       walk(l, gen);
+    }
+  }
+
+  // A pair-word panel's walk (LaneEmitter::definePairWords): per pair of rows both rows'
+  // vectors; an odd last row after the pairs (unrolled, or a chunk loop of its own).
+  template <class G>
+  void pairWalk(const Layout& l, G&& gen) {
+    const int64_t pairs = l.rows / 2, odd = l.rows % 2;
+    if (!l.large) {
+      for (int64_t i = 0; i < l.rows * l.chunks; ++i) gen(i % l.chunks);
+      return;
+    }
+    add(&LaneCode::loops, (pairs > 0 ? l.walkLoops() : 0) + (odd && l.chunk_loop ? 1 : 0));
+    for (int64_t row = 0; row < (pairs > 0 ? 2 : 0) + odd; ++row) {
+      if (l.chunk_loop) {
+        gen(-1);
+        continue;
+      }
+      for (int64_t c = 0; c < l.chunks; ++c) gen(c);
     }
   }
 

@@ -73,6 +73,7 @@ class LanePlanner {
     tieLoops();
     planAccess();
     planDirectLoads();
+    planPairPanels();
     planPrefetch();
     planEmission();
     assignSlots();
@@ -525,6 +526,31 @@ class LanePlanner {
   }
 
   // Whether some mma has `x` as operand i (a or b) where pred(mma op, its plan, i) holds.
+  // A bf16 view's load kept as a panel whose one reader is a bf16_pairs mma on VDPBF16PS,
+  // as its lane operand [k, lane] (k the one contracted dim): the panel holds the instruction's
+  // operand, each pair of rows as one row of 32-bit words (Layout::pair_words), so the mma
+  // loads a pair's vector as it is where it would pack two f32 vectors into one per use (a
+  // two-source word permute) for every register tile of rows; half the panel's bytes.
+  void planPairPanels() {
+    ir::walk(k_.body, [&](const Op* op) {
+      if (op->kind != OpKind::Load || op->operands[0]->type.elem != ir::Elem::BF16) return;
+      const Value* x = op->results[0];
+      Layout& l = L(x);
+      if (l.rep != LaneRep::Panel || users_[x->id].size() != 1 || x->type.rank() != 2) return;
+      const Op* mma = users_[x->id][0];
+      auto it = lp_.mma.find(mma);
+      if (it == lp_.mma.end() || !mma->mma_policy.bf16_pairs) return;
+      const LaneMma& m = it->second;
+      if (m.form != MmaForm::OuterProduct || !m.dpbf16 || mma->dims.size() != 1) return;
+      const int i = mma->operands[1] == x ? 1 : 0;
+      if (mma->operands[i] != x || mma->operands[1 - i] == x || mma->operands[2] == x || m.broadcast[i] ||
+          m.conversion[i] >= 0 || !m.row_shared[i])
+        return;
+      if (x->type.dims[0].name != mma->dims[0] || x->type.dims[1].name != l.lane_dim) return;
+      l.pair_words = true;
+    });
+  }
+
   template <class Pred>
   bool anyMmaOperandUse(const Value* x, Pred pred) const {
     for (const Op* u : users_[x->id]) {
@@ -803,7 +829,7 @@ class LanePlanner {
         else if (auto it = inPlace.find(r); it != inPlace.end())
           L(r).slot = L(it->second).slot;  // assigned already: the loop is walked before its body
         else
-          L(r).slot = slot(L(r).vectors(), r->type.elem);
+          L(r).slot = slot(L(r).slotVectors(), r->type.elem);
       }
     });
     for (Conversion& c : lp_.conversions)

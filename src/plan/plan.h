@@ -78,7 +78,13 @@ struct Layout {
   // Walked by a runtime loop over its rows (`large`), its chunks unrolled inside up to
   // LanePlan::max_unrolled_chunks, else by a second, inner loop (`chunk_loop`).
   bool chunk_loop = false;
+  // Panel of a bf16 view's load whose one reader is a bf16_pairs mma's lane operand on VDPBF16PS
+  // (LaneMma::dpbf16): stored as the instruction's operand, rows 2t and 2t + 1 as one row of
+  // 32-bit words (row 2t's bf16 in the low half, 2t + 1's in the high; an odd last row's high
+  // half +0), so the mma loads each pair's vector as it is (docs/backend.md, "bf16 pair panels").
+  bool pair_words = false;
   int64_t vectors() const { return rows * chunks; }
+  int64_t slotVectors() const { return pair_words ? (rows + 1) / 2 * chunks : vectors(); }
   // Copies of a per-vector body in the code of one walk over this layout.
   int64_t walkCopies() const { return large ? (chunk_loop ? 1 : chunks) : rows * chunks; }
   int64_t walkLoops() const { return large ? (chunk_loop ? 2 : 1) : 0; }

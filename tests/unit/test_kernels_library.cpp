@@ -18,6 +18,7 @@
 #include "driver/check.h"
 #include "driver/compile.h"
 #include "host/data.h"
+#include "host/isa.h"
 #include "interp/interp.h"
 #include "kernels/registry.h"
 #include "plan/knobs.h"
@@ -528,6 +529,36 @@ TEST(LibraryNative, SkinnyGemmStreamsWholeRowsOfB) {
     LibraryRequest r = req("gemm", "3,1000,37");
     r.target.threads = threads;
     expectNativePasses(r);
+  }
+}
+
+// The bf16 pairs order on VDPBF16PS: a bf16 B's strip that several register tiles of rows read
+// is kept as pair words (plan::Layout::pair_words) — K steps odd and even (an odd step's last
+// row alone, +0 beside it), panels unrolled and walked by loops, a last strip ragged — bit for
+// bit the interpreter's. Where the host has no AVX512-BF16 the same requests run in software.
+TEST(LibraryNative, Bf16PairsPanelsOfPairWords) {
+  const bool dp = host::cpuHasAvx512Bf16();
+  for (auto [shape, tile] : {std::pair{"37,100,65", "37x32x34"},  // K steps 34 and 31
+                             {"12,70,33", "12x48x33"},            // one odd step
+                             {"30,100,200", "30x48x200"},         // K in one step
+                             {"20,300,6", "20x144x6"},            // 9 chunks a row: a chunk loop
+                             {"20,300,7", "20x144x7"}}) {         // and an odd last row's loop
+    for (const char* a : {"f32", "bf16"}) {
+      LibraryRequest r =
+          req("gemm", shape, {{"a-dtype", a}, {"b-dtype", "bf16"}, {"order", "bf16_pairs"}, {"tile", tile}});
+      expectNativePasses(r);
+      auto k = build(r);
+      ASSERT_TRUE(k);
+      driver::Compilation c;
+      ASSERT_FALSE(driver::compile(*k, plan::Knobs{}, c, driver::Stage::Obj));
+      int pairPanels = 0;
+      for (const auto& phase : c.report["phases"])
+        if (phase.contains("lanes") && phase["lanes"].is_object())
+          for (const auto& l : phase["lanes"]["layouts"]) pairPanels += l.value("pair_words", false) ? 1 : 0;
+      EXPECT_EQ(pairPanels, dp ? 1 : 0) << shape << " " << tile << " a " << a;
+      const auto& code = c.report["phases"][0]["lanes"]["code_per_program"];
+      EXPECT_EQ(code["predicted"], code["realized"]) << shape << " " << tile;
+    }
   }
 }
 

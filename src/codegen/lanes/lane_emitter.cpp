@@ -147,6 +147,10 @@ llvm::Value* LaneEmitter::vec(const ir::Value* v, Ix vi) {
       }
       return vecs_[v->id][vi.c];
     case LaneRep::Panel: {
+      if (l.pair_words) {
+        error_ = fmt::format("internal error: %{} (a pair-word panel) read other than by its bf16_pairs mma", v->name);
+        return llvm::PoisonValue::get(vty(e));
+      }
       if (e == Elem::I1) {
         auto* t8 = llvm::FixedVectorType::get(b_.getInt8Ty(), w_);
         return b_.CreateTrunc(b_.CreateLoad(t8, slotPtr(l.slot, e, vi)), vty(e));
@@ -188,6 +192,10 @@ llvm::Value* LaneEmitter::elem(const ir::Value* v, const Coords& cs) {
       return b_.CreateExtractElement(vec(v, Ix{nullptr, row.c * l.chunks + lane.c / w_}), uint64_t(lane.c % w_));
     }
     case LaneRep::Panel: {
+      if (l.pair_words) {
+        error_ = fmt::format("internal error: %{} (a pair-word panel) read other than by its bf16_pairs mma", v->name);
+        return llvm::PoisonValue::get(sty(e));
+      }
       Ix flat = add(mul(rowOf(v->type, cs), l.chunks * w_), cs.back());
       llvm::Type* st = e == Elem::I1 ? b_.getInt8Ty() : sty(e);
       llvm::Value* ptr = b_.CreateInBoundsGEP(st, slots_[l.slot], val(flat));
@@ -243,6 +251,8 @@ void LaneEmitter::define(const ir::Value* v, const VecGen& gen) {
     std::vector<llvm::Value*> vs(n);
     for (int64_t i = 0; i < n; ++i) vs[i] = gen(Ix{nullptr, i / l.chunks}, Ix{nullptr, i % l.chunks});
     vecs_[v->id] = std::move(vs);
+  } else if (l.rep == LaneRep::Panel && l.pair_words) {
+    definePairWords(v, gen);
   } else if (l.rep == LaneRep::Panel) {
     Elem e = v->type.elem;
     forEachVector(l, [&](Ix row, Ix chunk) {
@@ -251,6 +261,44 @@ void LaneEmitter::define(const ir::Value* v, const VecGen& gen) {
       b_.CreateStore(x, slotPtr(l.slot, e, vindex(v, row, chunk)));
     });
   }
+}
+
+// A pair-word panel (plan::Layout::pair_words): rows 2t and 2t + 1 of the bf16 values gen makes
+// (f32 vectors, every value a bf16's) as one vector of 32-bit words, 2t's bf16 in the low half
+// and 2t + 1's in the high; an odd last row with +0 in the high half. plan::CodeModel::pairWalk
+// counts this walk.
+void LaneEmitter::definePairWords(const ir::Value* v, const VecGen& gen) {
+  const plan::Layout& l = lp_.layout[v->id];
+  llvm::Type* i32v = llvm::FixedVectorType::get(b_.getInt32Ty(), w_);
+  auto bits = [&](Ix row, Ix chunk) { return b_.CreateBitCast(gen(row, chunk), i32v); };
+  auto put = [&](Ix t, Ix chunk, llvm::Value* words) {
+    b_.CreateStore(b_.CreateBitCast(words, vty(Elem::F32)), slotPtr(l.slot, Elem::F32, add(mul(t, l.chunks), chunk)));
+  };
+  auto pair = [&](Ix t, Ix chunk) {
+    llvm::Value* lo = b_.CreateLShr(bits(mul(t, 2), chunk), 16);
+    llvm::Value* hi = b_.CreateAnd(bits(add(mul(t, 2), Ix{nullptr, 1}), chunk), 0xFFFF0000u);
+    put(t, chunk, b_.CreateOr(lo, hi));
+  };
+  auto last = [&](Ix chunk) {
+    const int64_t t = l.rows / 2;
+    put(Ix{nullptr, t}, chunk, b_.CreateLShr(bits(Ix{nullptr, 2 * t}, chunk), 16));
+  };
+  const int64_t pairs = l.rows / 2;
+  if (!l.large) {
+    for (int64_t t = 0; t < pairs; ++t)
+      for (int64_t c = 0; c < l.chunks; ++c) pair(Ix{nullptr, t}, Ix{nullptr, c});
+    if (l.rows % 2)
+      for (int64_t c = 0; c < l.chunks; ++c) last(Ix{nullptr, c});
+    return;
+  }
+  forEach(pairs, true, [&](Ix t) {
+    if (l.chunk_loop) {
+      forEach(l.chunks, true, [&](Ix c) { pair(t, c); });
+      return;
+    }
+    for (int64_t c = 0; c < l.chunks; ++c) pair(t, Ix{nullptr, c});
+  });
+  if (l.rows % 2) forEach(l.chunks, l.chunk_loop, last);
 }
 
 llvm::Value* LaneEmitter::indexValue(const ir::Index& ix) {

@@ -59,6 +59,7 @@ class LaneEmitter final : public ProgramEmitter {
   llvm::Value* elem(const ir::Value* v, const Coords& cs);
   llvm::Value* alongLane(const ir::Value* v, const ir::Type& ctxType, const Coords& ctx, int64_t chunkFirst, Ix chunk);
   void define(const ir::Value* v, const VecGen& gen);
+  void definePairWords(const ir::Value* v, const VecGen& gen);  // a plan::Layout::pair_words panel
   llvm::Value* genVec(const ir::Op* op, Ix row, Ix chunk);
   llvm::Value* loadVector(const ir::Op* op, Ix row, Ix chunk);        // a tile load's vector
   llvm::Value* loadMemoryVector(const ir::Op* op, Ix row, Ix chunk);  // the same in the view's type

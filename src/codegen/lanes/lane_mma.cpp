@@ -534,7 +534,14 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
       auto operands = [&](const std::vector<Ix>& ks, const std::array<Prep, 2>& prep, const Use& use) {
         std::vector<Coords> kcs;
         for (const Ix& k : ks) kcs.push_back(kCoords(k));
-        auto read = [&](int i, const Coords& rc, Ix chunk) {
+        auto read = [&](int i, const Coords& rc, Ix chunk) -> llvm::Value* {
+          if (const plan::Layout& xl = lp_.layout[ops[i]->id]; xl.pair_words) {
+            // A pair-word panel (plan::Layout::pair_words): row k / 2 holds contributions k and
+            // k + 1 (or k alone, +0 beside it) as VDPBF16PS takes them.
+            llvm::Value* w =
+                b_.CreateLoad(vty(Elem::F32), slotPtr(xl.slot, Elem::F32, add(mul(div(ks[0], 2), xl.chunks), chunk)));
+            return b_.CreateBitCast(w, llvm::FixedVectorType::get(b_.getBFloatTy(), 2 * w_));
+          }
           std::vector<llvm::Value*> vals;
           for (const Coords& kc : kcs) vals.push_back(operand(i, rc, kc, chunk));
           return prep[i](vals);
