@@ -542,10 +542,13 @@ TEST(LibraryNative, Bf16PairsPanelsOfPairWords) {
                              {"12,70,33", "12x48x33"},            // one odd step
                              {"30,100,200", "30x48x200"},         // K in one step
                              {"20,300,6", "20x144x6"},            // 9 chunks a row: a chunk loop
-                             {"20,300,7", "20x144x7"}}) {         // and an odd last row's loop
+                             {"20,300,7", "20x144x7"},            // and an odd last row's loop
+                             {"300,70,66", "128x48x34"}}) {       // rows at launch: A's pair one load
     for (const char* a : {"f32", "bf16"}) {
-      LibraryRequest r =
-          req("gemm", shape, {{"a-dtype", a}, {"b-dtype", "bf16"}, {"order", "bf16_pairs"}, {"tile", tile}});
+      std::map<std::string, std::string> o = {
+          {"a-dtype", a}, {"b-dtype", "bf16"}, {"order", "bf16_pairs"}, {"tile", tile}};
+      if (std::string(shape) == "300,70,66") o["runtime-rows"] = "";
+      LibraryRequest r = req("gemm", shape, o);
       expectNativePasses(r);
       auto k = build(r);
       ASSERT_TRUE(k);

@@ -516,6 +516,27 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
     Ix vi = add(mul(rowOf(rowsT, rcs), c.chunks), chunk);
     return b_.CreateLoad(vty(x->type.elem), slotPtr(c.slot, x->type.elem, vi));
   };
+  // A bf16_pairs pair of a splat operand on VDPBF16PS read straight from its bf16 view, where
+  // the contracted dim runs along the view's contiguous last dim and the tile lies inside the
+  // view (the mma's unguarded copy): contributions k and k + 1 are adjacent words, one 32-bit
+  // load (k's word in the low half, as the instruction takes it), broadcast. Emitted as such,
+  // not left to LLVM to merge two 16-bit loads, which it does not where the row's address is
+  // a runtime product (gemm with 512 rows at launch: 54 instructions a pair against 33).
+  // nullptr where the operand is read otherwise.
+  auto directPair = [&](int i, const Coords& rc, const Coords& kc) -> llvm::Value* {
+    const ir::Value* x = ops[i];
+    const ir::Op* ld = x->def;
+    if (!lm.dpbf16 || !op->mma_policy.bf16_pairs || x->type.isScalar() || lp_.layout[x->id].rep != LaneRep::Direct ||
+        !ld || ld->kind != ir::OpKind::Load || ld->operands[0]->type.elem != Elem::BF16 || !isInside(ld))
+      return nullptr;
+    const std::string& kd = x->type.dims.back().name;
+    if (op->dims.size() != 1 || kd != op->dims[0] || ld->access.empty() || ld->access.back().name != kd) return nullptr;
+    Coords xc = mapCoords(x->type, at, rc, &kc, &ct);
+    llvm::Value* inb = nullptr;
+    llvm::Value* ptr = elementPointer(ld, x->type, xc, xc.back(), inb);
+    llvm::Value* w = b_.CreateAlignedLoad(b_.getInt32Ty(), ptr, llvm::Align(2));
+    return b_.CreateBitCast(b_.CreateVectorSplat(w_, w), llvm::FixedVectorType::get(b_.getBFloatTy(), 2 * w_));
+  };
   // One register tile of nr rows from row r0 (a constant, or a runtime row in a rolled loop).
   auto tileRows = [&](Ix r0, int64_t nr) {
     for (int64_t c0 = 0; c0 < al.chunks; c0 += lm.block_chunks) {
@@ -542,6 +563,7 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
                 b_.CreateLoad(vty(Elem::F32), slotPtr(xl.slot, Elem::F32, add(mul(div(ks[0], 2), xl.chunks), chunk)));
             return b_.CreateBitCast(w, llvm::FixedVectorType::get(b_.getBFloatTy(), 2 * w_));
           }
+          if (llvm::Value* w = kcs.size() == 2 && lm.broadcast[i] ? directPair(i, rc, kcs[0]) : nullptr) return w;
           std::vector<llvm::Value*> vals;
           for (const Coords& kc : kcs) vals.push_back(operand(i, rc, kc, chunk));
           return prep[i](vals);
