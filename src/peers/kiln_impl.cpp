@@ -190,7 +190,7 @@ class KilnImpl : public LocalImpl {
   // on AMX tiles. Unavailable without them (step by step the order is far too slow to time).
   // kiln-bf16pairs: the same in the bf16 pairs order (`--order bf16_pairs`), B as K x N, on
   // VDPBF16PS (AVX-512 code on a CPU with AVX512-BF16), with the tiles the Llama model gives
-  // its GEMMs (examples/llama/kiln_model.py: 128 rows 128x64x128, fewer 64x64x256, up to 4 the
+  // its GEMMs (examples/llama/kiln_model.py: 128 rows 128x128x128, fewer 64x64x256, up to 4 the
   // library's); unavailable elsewhere.
   std::optional<std::string> prepareBf16Dot(const Problem& p, kernels::LibraryRequest& req) {
     const GemmShape& g = p.gemm;
@@ -210,7 +210,7 @@ class KilnImpl : public LocalImpl {
     if (pairs) {
       req.options = {{"order", "bf16_pairs"}, {"a-dtype", "bf16"}, {"b-dtype", "bf16"}};
       if (g.M >= 128)
-        req.options["tile"] = fmt::format("128x64x{}", std::min<int64_t>(g.K, 128));
+        req.options["tile"] = fmt::format("128x128x{}", std::min<int64_t>(g.K, 128));
       else if (g.M > 4)
         req.options["tile"] = fmt::format("{}x64x{}", std::min<int64_t>(g.M, 64), std::min<int64_t>(g.K, 256));
     } else {
