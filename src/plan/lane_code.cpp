@@ -87,23 +87,24 @@ class CodeModel {
     }
   }
 
-  // A pair-word panel's walk (LaneEmitter::definePairWords): per pair of rows both rows'
-  // vectors; an odd last row after the pairs (unrolled, or a chunk loop of its own).
+  // A pair-word panel's walk (LaneEmitter::definePairWords): the walk over its pairs of rows,
+  // both rows' vectors per copy; an odd last row after it (unrolled, or a chunk loop of its own).
   template <class G>
   void pairWalk(const Layout& l, G&& gen) {
-    const int64_t pairs = l.rows / 2, odd = l.rows % 2;
-    if (!l.large) {
-      for (int64_t i = 0; i < l.rows * l.chunks; ++i) gen(i % l.chunks);
+    Layout pairs = l;
+    pairs.rows = l.rows / 2;
+    if (pairs.rows > 0)
+      walk(pairs, [&](int64_t c) {
+        gen(c);
+        gen(c);
+      });
+    if (l.rows % 2 == 0) return;
+    if (l.chunk_loop) {
+      add(&LaneCode::loops, 1);
+      gen(-1);
       return;
     }
-    add(&LaneCode::loops, (pairs > 0 ? l.walkLoops() : 0) + (odd && l.chunk_loop ? 1 : 0));
-    for (int64_t row = 0; row < (pairs > 0 ? 2 : 0) + odd; ++row) {
-      if (l.chunk_loop) {
-        gen(-1);
-        continue;
-      }
-      for (int64_t c = 0; c < l.chunks; ++c) gen(c);
-    }
+    for (int64_t c = 0; c < l.chunks; ++c) gen(c);
   }
 
   template <class G>

@@ -525,7 +525,6 @@ class LanePlanner {
     });
   }
 
-  // Whether some mma has `x` as operand i (a or b) where pred(mma op, its plan, i) holds.
   // A bf16 view's load kept as a panel whose one reader is a bf16_pairs mma on VDPBF16PS,
   // as its lane operand [k, lane] (k the one contracted dim): the panel holds the instruction's
   // operand, each pair of rows as one row of 32-bit words (Layout::pair_words), so the mma
@@ -551,6 +550,7 @@ class LanePlanner {
     });
   }
 
+  // Whether some mma has `x` as operand i (a or b) where pred(mma op, its plan, i) holds.
   template <class Pred>
   bool anyMmaOperandUse(const Value* x, Pred pred) const {
     for (const Op* u : users_[x->id]) {

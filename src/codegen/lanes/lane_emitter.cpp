@@ -283,21 +283,9 @@ void LaneEmitter::definePairWords(const ir::Value* v, const VecGen& gen) {
     const int64_t t = l.rows / 2;
     put(Ix{nullptr, t}, chunk, b_.CreateLShr(bits(Ix{nullptr, 2 * t}, chunk), 16));
   };
-  const int64_t pairs = l.rows / 2;
-  if (!l.large) {
-    for (int64_t t = 0; t < pairs; ++t)
-      for (int64_t c = 0; c < l.chunks; ++c) pair(Ix{nullptr, t}, Ix{nullptr, c});
-    if (l.rows % 2)
-      for (int64_t c = 0; c < l.chunks; ++c) last(Ix{nullptr, c});
-    return;
-  }
-  forEach(pairs, true, [&](Ix t) {
-    if (l.chunk_loop) {
-      forEach(l.chunks, true, [&](Ix c) { pair(t, c); });
-      return;
-    }
-    for (int64_t c = 0; c < l.chunks; ++c) pair(t, Ix{nullptr, c});
-  });
+  plan::Layout pairs = l;  // the panel's walk over its pairs of rows, then an odd last row
+  pairs.rows = l.rows / 2;
+  forEachVector(pairs, pair);
   if (l.rows % 2) forEach(l.chunks, l.chunk_loop, last);
 }
 
