@@ -217,6 +217,9 @@ def run_py(*args):
                           capture_output=True, text=True, env=env, timeout=600)
 
 
+@pytest.mark.skipif(os.environ.get("KILN_SANITIZED") == "1",
+                    reason="run.py's command line is Python over the kernels the other tests run; "
+                    "the release tree runs it, the sanitizer tree (48 s there) does not")
 def test_the_command_line_checks_and_benchmarks(tmp_path):
     p = run_py("check", "--config", str(CONFIG), "--steps", "3", "--prompts", "4,9")
     assert p.returncode == 0, p.stderr
