@@ -7,24 +7,40 @@ namespace kiln::kernels {
 
 using namespace kiln::dsl;
 
-GemmTiles defaultGemmTiles(const GemmShape& s, bool trans_b, int64_t threads, int64_t l1d_bytes) {
+GemmTiles defaultGemmTiles(const GemmShape& s, bool trans_b, GemmOrder order, const GemmCpu& cpu, int64_t rows) {
   auto up16 = [](int64_t n) { return (n + 15) / 16 * 16; };
+  auto cdiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   // Decode-like: B's rows read whole or in few strips, so that the hardware prefetcher streams
   // them (1x5632x2048 on an Intel Xeon, 1 thread: 28 GB/s, 0.66x the time of 1x512x8, which
   // reads 8 rows' 2 KB at a time; two threads, half a row each: 62 GB/s, 0.60x of 1x256x32).
   // The accumulators are loaded and stored every K step: within half of L1 (4x4096x8, 64 KB of
   // them, took 1.39x the time of 4x512x8).
-  if (s.M <= 4 && !trans_b) {
-    const int64_t budget = (l1d_bytes > 0 ? l1d_bytes : 32768) / 2 / 4;  // f32 accumulators
-    const int64_t strips = std::max({threads, (s.M * s.N + budget - 1) / budget, int64_t{1}});
+  if ((rows <= 0 || rows >= s.M) && s.M <= 4 && !trans_b) {
+    const int64_t budget = (cpu.l1d_bytes > 0 ? cpu.l1d_bytes : 32768) / 2 / 4;  // f32 accumulators
+    const int64_t strips = std::max({cpu.threads, (s.M * s.N + budget - 1) / budget, int64_t{1}});
     const int64_t tn = std::min(up16((s.N + strips - 1) / strips), kMaxGemmTileOutputs / s.M);
     return GemmTiles{s.M, tn, std::clamp<int64_t>(s.K, 1, 8)};
   }
-  // Few rows: a wider strip of B per program, up to 16 row-vectors of accumulators (1 row x 256,
-  // 2 x 128, else 64 columns).
-  const int64_t TM = std::min<int64_t>(64, s.M);
-  const int64_t TN = TM == 1 ? 256 : TM == 2 ? 128 : 64;
-  return GemmTiles{TM, std::min<int64_t>(TN, up16(s.N)), std::clamp<int64_t>(s.K, 1, 64)};
+  // Rows: up to 128 a tile, M split evenly. Measured on AMD Zen 4, 1 thread, f32 (AOT objects,
+  // medians of paired runs; 128 x 64 x 128 against the 64 x 64 x 64 of before): 128x5632x2048
+  // 0.85x the time with AVX-512 code and 0.87x with AVX2, 128x2048x2048 0.85x (AVX2), with B as
+  // N x K 0.84x, bf16 B 0.87x, 512x512x512 0.91x, 64x2048x256 (64 x 64 x 128) 0.97x; against
+  // 128 columns with K steps of 64 on AVX2 0.86x-0.97x (docs/kernels.md, gemm).
+  int64_t tm = rows > 0 ? std::min(rows, s.M) : cdiv(s.M, cdiv(s.M, 128));
+  const int64_t colTiles64 = cdiv(s.N, 64);
+  if (rows <= 0)
+    while (tm > 8 && cdiv(s.M, tm) * colTiles64 < cpu.threads) tm = cdiv(tm, 2);
+  int64_t tn = tm == 1 ? 256 : tm == 2 ? 128 : 64;
+  int64_t tk = 128;
+  // B's strips as pair words (docs/backend.md) fit L1 at 128 columns x 128 K: the bf16 pairs
+  // order on VDPBF16PS takes 128 columns from 64 rows (AMD Zen 4, A and B bf16: 128x5632x2048
+  // 0.98x the time of 64 columns in the Llama model's prefill, 64x5632x2048 0.97x).
+  if (order == GemmOrder::Bf16Pairs && cpu.dpbf16 && tm >= 64) tn = 128;
+  if (order == GemmOrder::Bf16Dot && cpu.amx && trans_b) {
+    tn = 128;
+    tk = 512;
+  }
+  return GemmTiles{tm, std::min<int64_t>(tn, up16(s.N)), std::clamp<int64_t>(s.K, 1, tk)};
 }
 
 GemmTiles defaultGpuGemmTiles(const GemmShape& s, int64_t multiprocessors) {

@@ -39,13 +39,32 @@ dsl::BuildResult gemm(const GemmShape& shape, const GemmTiles& tiles = {}, bool 
                       dsl::FloatElem b_elem = dsl::FloatElem::F32, int64_t split_k = 1, bool bf16_dot = false,
                       bool bf16_pairs = false);
 
-// The library's tiles for a shape on a CPU whose programs run on `threads` threads: up to
-// 64 x 64 outputs per program (a 64-column row is four 16-lane vectors), K in steps of up to 64.
-// A skinny GEMM (M <= 4, B as K x N: decode's projections) is bound by streaming B: B's rows
-// are split into as few strips as give every thread one and keep a strip's accumulators within
-// half of the L1 data cache (`l1d_bytes`, 32 KiB when 0), K in steps of 8, so that each
-// program reads B row after row.
-GemmTiles defaultGemmTiles(const GemmShape& shape, bool trans_b = false, int64_t threads = 1, int64_t l1d_bytes = 0);
+// The mma's order (docs/ir.md, MMA), as far as the tile rule cares.
+enum class GemmOrder { Ascending, Bf16Dot, Bf16Pairs };
+
+// The CPU the rule sizes tiles for: programs run on `threads` threads; one core's L1 data cache
+// (0: taken as 32 KiB); whether a bf16 order's steps run on VDPBF16PS (`dpbf16`) and the bf16
+// dot order's mmas on AMX tiles (`amx`) there (plan::dpbf16Steps, plan::amxTiles).
+struct GemmCpu {
+  int64_t threads = 1;
+  int64_t l1d_bytes = 0;
+  bool dpbf16 = false;
+  bool amx = false;
+};
+
+// The library's tiles for a shape on a CPU; `rows` > 0 fixes TM (a caller that knows its row
+// counts, e.g. runtime rows; rows >= M <= 4 is the skinny rule below), the rule gives the rest:
+// - A skinny GEMM (M <= 4, B as K x N: decode's projections) is bound by streaming B: B's rows
+//   are split into as few strips as give every thread one and keep a strip's accumulators
+//   within half of L1, K in steps of 8, so that each program reads B row after row.
+// - Else up to 128 rows (M split evenly into as few row tiles as that allows; fewer rows where
+//   the tiles would not give each thread one) x 64 columns (four 16-lane vectors, eight 8-lane
+//   ones), K in steps of up to 128: B's strip is read once per 128 rows and the accumulators
+//   once per 128 K. 1 row takes 256 columns and 2 rows 128. The bf16 pairs order on VDPBF16PS
+//   with 64 rows or more takes 128 columns (B's strip as pair words, 32 KiB at 128 K); the bf16
+//   dot order on AMX with B as N x K takes 128 columns and K steps of up to 512.
+GemmTiles defaultGemmTiles(const GemmShape& shape, bool trans_b = false, GemmOrder order = GemmOrder::Ascending,
+                           const GemmCpu& cpu = {}, int64_t rows = 0);
 // On a GPU of `multiprocessors` SMs (the block realization: a program is a thread block of up
 // to 256 threads, each with a register tile of at most 8 x 8 outputs): the largest square tile
 // of 128, 64 or 32 outputs a side that still gives a block per multiprocessor (else 32), with

@@ -190,12 +190,15 @@ dsl::ReduceOrder rowOrder(const Spec& s) {
   return s.target.gpu ? dsl::unorderedTree(16) : dsl::ordered;
 }
 
-// gemm's tiles: --tile, else the target's default.
+// gemm's tiles: --tile, else the target's default (with --tile TM's rows on a CPU).
 GemmTiles gemmTiles(const Spec& s) {
   const GemmShape g{s.shape[0], s.shape[1], s.shape[2]};
   if (s.tiles) return *s.tiles;
+  const GemmOrder order = s.bf16_dot ? GemmOrder::Bf16Dot : s.bf16_pairs ? GemmOrder::Bf16Pairs : GemmOrder::Ascending;
   GemmTiles t = s.target.gpu ? defaultGpuGemmTiles(g, s.target.multiprocessors)
-                             : defaultGemmTiles(g, s.trans_b, s.target.threads, s.target.l1d_bytes);
+                             : defaultGemmTiles(g, s.trans_b, order,
+                                                {s.target.threads, s.target.l1d_bytes, s.target.dpbf16, s.target.amx},
+                                                s.tile_rows);
   // The bf16 dot order completes each mma's last block of 32 with zeros: K steps of whole blocks
   // (or all of K) keep the blocks where one mma over K has them, so any tile gives its bits.
   if (s.bf16_dot && t.TK % 32 != 0 && t.TK < g.K) t.TK = std::min<int64_t>(g.K, (t.TK + 31) / 32 * 32);
@@ -243,8 +246,15 @@ Error gemmTileOption(const LibraryRequest& r, Spec& s) {
     if (!n || x == std::string::npos) break;
     from = x + 1;
   }
+  if (v.size() == 1 && parseInt(it->second)) {  // TM alone: the rows; the rule gives the rest
+    if (v[0] < 1 || v[0] > kMaxTileM)
+      return fmt::format("gemm: --tile TM={} is out of range; legal: 1..{}", v[0], kMaxTileM);
+    if (s.target.gpu) return fmt::format("gemm: --tile {} (the rows alone) is for a CPU; on a GPU give TMxTNxTK", v[0]);
+    s.tile_rows = v[0];
+    return std::nullopt;
+  }
   if (v.size() != 3 || !parseInt(it->second.substr(it->second.rfind('x') + 1)))
-    return fmt::format("gemm: --tile '{}' is not TMxTNxTK (e.g. 64x64x64)", it->second);
+    return fmt::format("gemm: --tile '{}' is not TMxTNxTK (e.g. 64x64x64) or TM (rows, 1..{})", it->second, kMaxTileM);
   const int64_t limits[3] = {kMaxTileM, kMaxTileN, kMaxTileK};
   const char* names[3] = {"TM", "TN", "TK"};
   for (int d = 0; d < 3; ++d)
@@ -404,12 +414,15 @@ const std::vector<Entry>& entries() {
              " (M: a partial last row tile runs row by row)\n"
              "--a-dtype f32|f16|bf16, --b-dtype f32|f16|bf16   the storage of A and of B (16-bit weights): loads "
              "convert to f32 exactly; C is f32 and accumulates in f32 in the same order (default f32)\n"
-             "--tile TMxTNxTK   outputs per program and K per step (default: up to 64x64x64; 1x256 or 2x128 "
-             "when M is 1 or 2); the bits do not depend on it\n"
+             "--tile TMxTNxTK|TM   outputs per program and K per step, or the rows alone with the rule's columns "
+             "and K step (default on a CPU: up to 128 rows, M split evenly, x 64 columns x K steps of 128; 1x256 or "
+             "2x128 for 1 or 2 rows; 128 columns in the bf16 pairs order on VDPBF16PS from 64 rows, and 128 x 512 in "
+             "the bf16 dot order on AMX with --trans-b; M <= 4: strips of B read row after row); the bits do not "
+             "depend on it\n"
              "--split-k N|auto|off   K in N chunks of whole K steps, each a program of its own, their partial "
              "tiles summed in chunk order by a second phase (a different, equally defined result); auto: none on a "
              "CPU, on a GPU enough for 4 blocks per SM when M <= 16 (default auto)",
-         "C[M,N] = A[M,K] . B (K = 0 gives zeros); tiles up to 64x64 outputs, K steps up to 64"},
+         "C[M,N] = A[M,K] . B (K = 0 gives zeros); tiles up to 128x64 outputs, K steps up to 128"},
         {"M", "N", "K"},
         {1, 1, 0},
         {"trans-b", "fma", "order", "runtime-rows", "a-dtype", "b-dtype", "tile", "split-k"},
@@ -695,9 +708,10 @@ std::optional<std::string> libraryChoices(const LibraryRequest& request, std::ma
   if (e->info.name == "gemm") {
     const GemmTiles t = gemmTiles(spec);
     out["tile"] = fmt::format("{}x{}x{}{}", t.TM, t.TN, t.TK,
-                              spec.tiles        ? " (given)"
-                              : spec.target.gpu ? " (library default for a GPU)"
-                                                : " (library default)");
+                              spec.tiles           ? " (given)"
+                              : spec.target.gpu    ? " (library default for a GPU)"
+                              : spec.tile_rows > 0 ? " (rows given, the rest the library default)"
+                                                   : " (library default)");
     const int64_t k = gemmSplitK(spec);
     out["split_k"] = fmt::format("{}{}", k,
                                  spec.split_k > 0  ? " (given)"

@@ -24,6 +24,8 @@ struct LibraryTarget {
   int64_t multiprocessors = 0;
   int64_t threads = 1;    // a CPU: the threads programs run on (the knob `threads`)
   int64_t l1d_bytes = 0;  // a CPU: one core's L1 data cache (0: unknown, taken as 32 KiB)
+  bool dpbf16 = false;    // a CPU: the bf16 orders' steps run on VDPBF16PS (plan::dpbf16Steps)
+  bool amx = false;       // a CPU: the bf16 dot order's mmas run on AMX tiles (plan::amxTiles)
 };
 
 struct LibraryRequest {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <map>
 #include <utility>
 
 #include "driver/compile.h"
@@ -161,12 +162,10 @@ class KilnImpl : public LocalImpl {
     if (auto e = loaded_->checkArgs(args_)) return "arguments: " + *e;
     launch_ = loaded_->entry().launch;
     const nlohmann::json& r = c.report;
-    const kernels::GemmTiles t = kernels::defaultGemmTiles(g, false, req.target.threads, req.target.l1d_bytes);
-    detail_ =
-        fmt::format("{}{} knobs, tiles {}x{}x{} (library default), compile {:.0f} ms, object {} B, {} thread(s){}",
-                    halfB ? fmt::format("B {}, ", kvElemName(p.b_elem)) : "", tuning_, t.TM, t.TN, t.TK,
-                    r["compile_ms"].get<double>(), r["object"]["bytes"].get<int64_t>(), options_.threads,
-                    options_.threads == 1 ? " (native entry kiln_launch)" : " (runtime pool)");
+    detail_ = fmt::format("{}{} knobs, tiles {}, compile {:.0f} ms, object {} B, {} thread(s){}",
+                          halfB ? fmt::format("B {}, ", kvElemName(p.b_elem)) : "", tuning_, tilesOf(req),
+                          r["compile_ms"].get<double>(), r["object"]["bytes"].get<int64_t>(), options_.threads,
+                          options_.threads == 1 ? " (native entry kiln_launch)" : " (runtime pool)");
     return std::nullopt;
   }
 
@@ -189,9 +188,9 @@ class KilnImpl : public LocalImpl {
   // matmul), B as N x K (`--trans-b`, transposed once, untimed), tile min(M,128) x 128 x 512,
   // on AMX tiles. Unavailable without them (step by step the order is far too slow to time).
   // kiln-bf16pairs: the same in the bf16 pairs order (`--order bf16_pairs`), B as K x N, on
-  // VDPBF16PS (AVX-512 code on a CPU with AVX512-BF16), with the tiles the Llama model gives
-  // its GEMMs (examples/llama/kiln_model.py: 128 rows 128x128x128, fewer 64x64x256, up to 4 the
-  // library's); unavailable elsewhere.
+  // VDPBF16PS (AVX-512 code on a CPU with AVX512-BF16); unavailable elsewhere. Both take the
+  // library's tiles for the order and this CPU (kernels::defaultGemmTiles), as the Llama model's
+  // GEMMs do.
   std::optional<std::string> prepareBf16Dot(const Problem& p, kernels::LibraryRequest& req) {
     const GemmShape& g = p.gemm;
     if (p.b_elem != KvElem::BF16) return name_ + " reads bf16 B: run with --b-dtype bf16";
@@ -206,20 +205,8 @@ class KilnImpl : public LocalImpl {
       return "the bf16 dot order runs at speed on AMX tiles only (AVX-512 code on an AMX-BF16 host); here it would "
              "run step by step";
     }
-    const int64_t tk = g.K <= 512 ? g.K : 512;
-    if (pairs) {
-      req.options = {{"order", "bf16_pairs"}, {"a-dtype", "bf16"}, {"b-dtype", "bf16"}};
-      if (g.M >= 128)
-        req.options["tile"] = fmt::format("128x128x{}", std::min<int64_t>(g.K, 128));
-      else if (g.M > 4)
-        req.options["tile"] = fmt::format("{}x64x{}", std::min<int64_t>(g.M, 64), std::min<int64_t>(g.K, 256));
-    } else {
-      req.options = {{"order", "bf16_dot"},
-                     {"a-dtype", "bf16"},
-                     {"b-dtype", "bf16"},
-                     {"trans-b", ""},
-                     {"tile", fmt::format("{}x{}x{}", std::min<int64_t>(g.M, 128), std::min<int64_t>(g.N, 128), tk)}};
-    }
+    req.options = {{"order", pairs ? "bf16_pairs" : "bf16_dot"}, {"a-dtype", "bf16"}, {"b-dtype", "bf16"}};
+    if (!pairs) req.options["trans-b"] = "";
     plan::Knobs knobs;
     knobs.threads = options_.threads;
     knobs.isa = options_.isa;
@@ -257,11 +244,17 @@ class KilnImpl : public LocalImpl {
     }
     detail_ = fmt::format(
         "{} order, A and B bf16 (B as {}), tile {}, mma form {}{}, compile {:.0f} ms, object {} B, {} thread(s){}",
-        pairs ? "bf16_pairs" : "bf16_dot", pairs ? "K x N" : "N x K",
-        req.options.count("tile") ? req.options["tile"] : "the library's", form, pairs ? " on VDPBF16PS" : "",
+        pairs ? "bf16_pairs" : "bf16_dot", pairs ? "K x N" : "N x K", tilesOf(req), form, pairs ? " on VDPBF16PS" : "",
         c.report["compile_ms"].get<double>(), c.report["object"]["bytes"].get<int64_t>(), options_.threads,
         options_.threads == 1 ? " (native entry kiln_launch)" : " (runtime pool)");
     return std::nullopt;
+  }
+
+  // The tiles the library chose for a GEMM request, as the report of `kiln run` states them.
+  static std::string tilesOf(const kernels::LibraryRequest& req) {
+    std::map<std::string, std::string> choices;
+    if (kernels::libraryChoices(req, choices) || !choices.count("tile")) return "(unknown)";
+    return choices["tile"];
   }
 
   // The tuning database's choice for this request (kiln), or none (kiln-untuned, kiln-seed).

@@ -1,5 +1,6 @@
 #include "plan/knobs.h"
 
+#include "host/isa.h"
 #include "target/target.h"
 
 #include <fmt/format.h>
@@ -292,6 +293,21 @@ std::string Knobs::get(const std::string& name) const {
   for (const Entry& e : entries())
     if (e.info.name == name) return e.get(*this);
   return {};
+}
+
+namespace {
+bool avx512Code(const Knobs& k, const target::Model& m) {
+  return k.target == target::Kind::Cpu && m.isa == "avx512" &&
+         (k.packet_width > 0 ? k.packet_width : m.packet_width) == 16;
+}
+}  // namespace
+
+bool dpbf16Steps(const Knobs& k, const target::Model& m) {
+  return k.avx512_bf16 == "auto" && avx512Code(k, m) && host::cpuHasAvx512Bf16();
+}
+
+bool amxTiles(const Knobs& k, const target::Model& m) {
+  return k.amx == "auto" && avx512Code(k, m) && host::cpuHasAmxBf16();
 }
 
 }  // namespace kiln::plan

@@ -9,6 +9,10 @@
 
 #include "target/kind.h"
 
+namespace kiln::target {
+struct Model;
+}
+
 namespace kiln::plan {
 
 struct Knobs {
@@ -59,5 +63,14 @@ struct KnobInfo {
 
 // Every knob, in a fixed order.
 const std::vector<KnobInfo>& knobTable();
+
+// What the host's bf16 instructions do for code of these knobs on `model` (packet_width 0: the
+// model's W), the one statement of it that the planner and the library's tile rule read:
+// a bf16 order's steps run on VDPBF16PS (knob avx512_bf16=auto, AVX-512 code of 16 lanes for
+// the CPU, a host with AVX512-BF16) ...
+bool dpbf16Steps(const Knobs& knobs, const target::Model& model);
+// ... and a bf16_dot mma of the AMX form's operands runs on AMX tiles (knob amx=auto, the same
+// code, a host with AMX-BF16).
+bool amxTiles(const Knobs& knobs, const target::Model& model);
 
 }  // namespace kiln::plan

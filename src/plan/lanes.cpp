@@ -26,7 +26,6 @@
 #include <map>
 #include <set>
 
-#include "host/isa.h"
 #include "plan/plan.h"
 #include "target/target.h"
 
@@ -168,8 +167,7 @@ class LanePlanner {
   // An mma the AMX form runs (knob amx; docs/backend.md): the bf16 dot order, AVX-512 code on a
   // host with AMX, c[r, n] from a[r, k] (K last) and b[n, k] or b[k, n] (n the lanes).
   bool amxForm(const Op* op) const {
-    if (!op->mma_policy.bf16_dot || p_.knobs.amx == "off" || p_.knobs.target != target::Kind::Cpu) return false;
-    if (model_->isa != "avx512" || p_.knobs.packet_width != 16 || !host::cpuHasAmxBf16()) return false;
+    if (!op->mma_policy.bf16_dot || !amxTiles(p_.knobs, *model_)) return false;
     const ir::Type& at = op->operands[2]->type;
     const ir::Type& xa = op->operands[0]->type;
     const ir::Type& xb = op->operands[1]->type;
@@ -267,8 +265,7 @@ class LanePlanner {
       m.form = MmaForm::OuterProduct;
       m.lane_dim = acc->type.dims.back().name;
       if (ir::bf16Order(op->mma_policy)) {
-        m.dpbf16 = p_.knobs.avx512_bf16 == "auto" && p_.knobs.target == target::Kind::Cpu && model_->isa == "avx512" &&
-                   p_.knobs.packet_width == 16 && host::cpuHasAvx512Bf16();
+        m.dpbf16 = dpbf16Steps(p_.knobs, *model_);
         if (op->mma_policy.bf16_dot)
           m.k_reason += fmt::format("; bf16_dot: {} block(s) of 32, an even and an odd chain per accumulator{}",
                                     (mp.k + 31) / 32, m.dpbf16 ? ", each step a VDPBF16PS" : "");

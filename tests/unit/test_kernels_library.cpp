@@ -524,13 +524,61 @@ TEST(LibraryNative, SkinnyGemmStreamsWholeRowsOfB) {
   EXPECT_EQ(tile("4,5632,2048", 1, 49152), "4x1408x8 (library default)");
   EXPECT_EQ(tile("1,32000,2048", 3, 49152), "1x5344x8 (library default)");
   EXPECT_EQ(tile("2,100,5", 1, 49152), "2x112x5 (library default)");
-  EXPECT_EQ(tile("4,512,512", 1, 49152, {{"trans-b", ""}}), "4x64x64 (library default)");  // B as N x K
-  EXPECT_EQ(tile("5,512,512", 1, 49152), "5x64x64 (library default)");
+  EXPECT_EQ(tile("4,512,512", 1, 49152, {{"trans-b", ""}}), "4x64x128 (library default)");  // B as N x K
+  EXPECT_EQ(tile("5,512,512", 1, 49152), "5x64x128 (library default)");
+  // The rows given as all of M (<= 4): the skinny rule still.
+  EXPECT_EQ(tile("4,512,512", 1, 49152, {{"tile", "4"}}), "4x512x8 (rows given, the rest the library default)");
   for (int64_t threads : {1, 3}) {
     LibraryRequest r = req("gemm", "3,1000,37");
     r.target.threads = threads;
     expectNativePasses(r);
   }
+}
+
+// The CPU's tile rule past the skinny GEMM (kernels::defaultGemmTiles): up to 128 rows with M
+// split evenly, 64 columns, K steps of up to 128; fewer rows where the tiles would leave a
+// thread without one; the rows alone from --tile TM; 128 columns for the bf16 pairs order on
+// VDPBF16PS (from 64 rows) and 128 x 512 for the bf16 dot order on AMX with B as N x K. Every
+// choice gives the same bits (checked natively on two of them).
+TEST(LibraryNative, GemmTilesByTheCpuRule) {
+  auto tile = [](const char* shape, std::map<std::string, std::string> o = {}, int64_t threads = 1, bool dp = false,
+                 bool amx = false) {
+    LibraryRequest r = req("gemm", shape, std::move(o));
+    r.target.threads = threads;
+    r.target.dpbf16 = dp;
+    r.target.amx = amx;
+    std::map<std::string, std::string> c;
+    EXPECT_FALSE(libraryChoices(r, c));
+    return c["tile"];
+  };
+  EXPECT_EQ(tile("128,5632,2048"), "128x64x128 (library default)");
+  EXPECT_EQ(tile("512,512,512"), "128x64x128 (library default)");
+  EXPECT_EQ(tile("300,100,50"), "100x64x50 (library default)");  // 3 row tiles of 100, not 128 + 128 + 44
+  EXPECT_EQ(tile("129,40,200"), "65x48x128 (library default)");
+  EXPECT_EQ(tile("128,64,512", {}, 2), "64x64x128 (library default)");  // two tiles for two threads
+  EXPECT_EQ(tile("128,64,512", {}, 4), "32x64x128 (library default)");
+  EXPECT_EQ(tile("512,5632,2048", {{"runtime-rows", ""}, {"tile", "64"}}),
+            "64x64x128 (rows given, the rest the library default)");
+  EXPECT_EQ(tile("512,5632,2048", {{"tile", "2"}}), "2x128x128 (rows given, the rest the library default)");
+  const std::map<std::string, std::string> pairs = {{"order", "bf16_pairs"}, {"b-dtype", "bf16"}};
+  EXPECT_EQ(tile("128,5632,2048", pairs, 1, true), "128x128x128 (library default)");
+  EXPECT_EQ(tile("64,5632,2048", pairs, 1, true), "64x128x128 (library default)");
+  EXPECT_EQ(tile("48,5632,2048", pairs, 1, true), "48x64x128 (library default)");
+  EXPECT_EQ(tile("128,5632,2048", pairs, 1, false), "128x64x128 (library default)");  // steps in software
+  const std::map<std::string, std::string> dot = {{"order", "bf16_dot"}, {"b-dtype", "bf16"}, {"trans-b", ""}};
+  EXPECT_EQ(tile("128,5632,2048", dot, 1, false, true), "128x128x512 (library default)");
+  EXPECT_EQ(tile("128,5632,2048", dot, 1, false, false), "128x64x128 (library default)");
+  EXPECT_EQ(tile("128,5632,100", {{"order", "bf16_dot"}}, 1, false, true), "128x64x100 (library default)");
+  // Refused: rows out of range, and the rows alone for a GPU (its tiles are a block's).
+  LibraryRequest bad = req("gemm", "128,64,64", {{"tile", "257"}});
+  std::unique_ptr<ir::Kernel> k;
+  EXPECT_EQ(buildLibraryKernel(bad, k).value_or(""), "gemm: --tile TM=257 is out of range; legal: 1..256");
+  bad.options["tile"] = "64";
+  bad.target.gpu = true;
+  bad.target.multiprocessors = 132;
+  EXPECT_EQ(buildLibraryKernel(bad, k).value_or(""),
+            "gemm: --tile 64 (the rows alone) is for a CPU; on a GPU give TMxTNxTK");
+  for (const char* shape : {"300,100,50", "129,40,200"}) expectNativePasses(req("gemm", shape));
 }
 
 // The bf16 pairs order on VDPBF16PS: a bf16 B's strip that several register tiles of rows read
