@@ -105,10 +105,7 @@ class KilnLlama:
         self.lm_head = proj("lm_head.weight")
 
         B, S = c["max_batch"], c["max_seq"]
-        # The ISA the kernels are compiled for (the host's, or the isa knob): the prefill's GEMM
-        # tiles depend on it. Any tile gives the same bits.
         final_norm = self._kernel("rmsnorm", (B, d), eps=c["norm_eps"], runtime_rows=True, **self.out16)
-        self.isa = final_norm.report["target"]["model"]["isa"]
         self.k_cache = [np.zeros((B, KH, S, hd), np.float32) for _ in range(L)]
         self.v_cache = [np.zeros((B, KH, S, hd), np.float32) for _ in range(L)]
         self.lens = np.zeros(B, np.int32)
@@ -136,57 +133,26 @@ class KilnLlama:
         return self.kernels[key]
 
     def _gemm(self, M, N, K, rows=None, a16=False):
-        """x W^T with W stored [K, N], for up to M rows, tiles of `rows` rows (default: the
-        rule below). Tiles measured on this model's weights (256 to 5632 by 2048, 2048 by
-        5632; docs/llama.md; any tile gives the same bits). Decode (M <= 4 rows) streams B:
-        the library's tiles for the threads knob (whole rows of B, or one strip per thread,
-        the accumulators within half of L1). Prefill: 64 x 64 outputs with K in steps of 256
-        (0.80-0.90x the time of the library's 64x64x64), or 128 x 64 with K in steps of 128
-        (0.88x again per row, 0.97x on two threads); on AVX2 code 64 or 128 rows x 128 columns,
-        K in steps of 64 (0.75-0.85x the time of 64x64x256 there)."""
-        b = "bf16" if self.weight_dtype == "bf16" else None
-        if self.gemm_order == "bf16_pairs":
-            # The default order's tiles (their K steps even), but 128 columns for 128 rows: B's
-            # strips as pair words (docs/backend.md, "bf16 pair panels") fit L1 at 128 x 128 x
-            # 128 (AMD Zen 4, TinyLlama's prefill of 128 tokens, paired in one process: 0.98 of
-            # the time with 64 columns at 1 thread, 0.93 at 2). Any tile gives the same bits.
-            tile = self._tile(M, K, rows)
-            if tile and rows == 128 and self.isa != "avx2":
-                tile = f"128x128x{min(128, K)}"
-            options = {"tile": tile} if tile else {}
+        """x W^T with W stored [K, N], for up to M rows, in tiles of `rows` rows (prefill: the
+        set _gemms picks by the step's tokens); the library's rule gives the columns and K steps
+        for the order and this CPU (docs/kernels.md, gemm: 64 columns, K steps of 128; 128
+        columns in the bf16 pairs order on VDPBF16PS from 128 rows and in the bf16 dot order on
+        AMX), and decode's few rows (M <= 4) its strips of B read row after row. Any tile gives
+        the same bits."""
+        options = {"b_dtype": "bf16"} if self.weight_dtype == "bf16" else {}
+        if rows and M > 4:
+            options["tile"] = str(rows)
+        if self.gemm_order != "ascending":
+            options["order"] = self.gemm_order
             if a16:
                 options["a_dtype"] = "bf16"
-            return self._kernel("gemm", (M, N, K), runtime_rows=True, b_dtype=b, order="bf16_pairs", **options)
         if self.gemm_order == "bf16_dot":
-            # B as N x K (HF's layout): on AMX each program packs whole rows of B's K step
+            # B as N x K (HF's layout) on AMX: each program packs whole rows of B's K step
             # (contiguous, which the hardware prefetcher streams: 128 x 5632 x 2048 5.9 ms
             # against 7.9 with B as K x N, weights from DRAM), and decode's few rows take B's
-            # rows to the tiles straight from the weights (docs/backend.md). Whole blocks of 32
-            # along K per step; on AMX 128 x 128 outputs with K steps of 512 (8.1 ms against 8.7
-            # with steps of 256; decode 1 x 5632 x 2048 1.56 ms, 1 x 2048 x 5632 1.69, level with
-            # the default order's 1.61 and 1.52). Without AMX the default order's tiles (its steps
-            # run on the same register tiles, docs/backend.md; AMD Zen 4 with VDPBF16PS: 128 x
-            # 2048 x 2048 8.7 ms with 128x64x128, 9.6 with the library's 64x64x64). Any tile gives
-            # the same bits.
-            tile = f"{min(rows or 128, M)}x128x{min(512, K)}" if self.b_nk else self._tile(M, K, rows)
-            options = {"tile": tile} if tile else {}
-            if a16:
-                options["a_dtype"] = "bf16"
-            return self._kernel("gemm", (M, N, K), runtime_rows=True, b_dtype=b, order="bf16_dot",
-                                trans_b=self.b_nk, **options)
-        tile = self._tile(M, K, rows)
-        options = {"tile": tile} if tile else {}
-        return self._kernel("gemm", (M, N, K), runtime_rows=True, b_dtype=b, **options)
-
-    def _tile(self, M, K, rows):
-        """The default order's tiles (the rule in _gemm's docstring); None: the library's."""
-        if M <= 4:
-            return None
-        if self.isa == "avx2":  # 16 ymm registers: wider column tiles, K in steps of 64
-            return f"{min(rows or 64, M)}x128x{min(64, K)}"
-        if rows == 128:
-            return f"128x64x{min(128, K)}"
-        return f"{min(64, M)}x64x{min(256, K)}"
+            # rows to the tiles straight from the weights (docs/backend.md).
+            options["trans_b"] = self.b_nk
+        return self._kernel("gemm", (M, N, K), runtime_rows=True, **options)
 
     def _has_amx(self):
         if not hasattr(self, "_amx"):
