@@ -520,15 +520,18 @@ TEST(Bf16Dot, Bf16ViewOfATheSameBitsAsF32) {
                                                     view(out)};
             auto e = loaded->launch(args);
             EXPECT_FALSE(e) << *e;
-            if (!bf16A) EXPECT_EQ(differing(out, interpret(*k, in), isa + " f32 a against the interpreter"), 0);
+            if (!bf16A) {
+              EXPECT_EQ(differing(out, interpret(*k, in), isa + " f32 a against the interpreter"), 0);
+            }
             outs.push_back(out);
           }
         }
-        if (outs.size() == 4)
+        if (outs.size() == 4) {
           for (int mode = 0; mode < 2; ++mode)
             EXPECT_EQ(
                 differing(outs[2 + mode], outs[mode], fmt::format("{} {} K={} mode={} bf16 a", order, isa, K, mode)),
                 0);
+        }
       }
 }
 
