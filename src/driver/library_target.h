@@ -1,6 +1,7 @@
 // What the library sizes its programs for, from the knobs a kernel is compiled with: the target
-// knob's model (a GPU's multiprocessors, a CPU's L1 and bf16 instructions) and the thread count. The one place every
-// front end (kiln run/compile, the C++ and Python API, kiln peers) takes it from.
+// knob's model (a GPU's multiprocessors, a CPU's L1 and bf16 instructions) and the thread count.
+// The one place every front end (kiln run/compile, the C++ and Python API, kiln peers) takes it
+// from.
 #pragma once
 
 #include "kernels/registry.h"

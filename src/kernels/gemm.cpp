@@ -21,11 +21,8 @@ GemmTiles defaultGemmTiles(const GemmShape& s, bool trans_b, GemmOrder order, co
     const int64_t tn = std::min(up16((s.N + strips - 1) / strips), kMaxGemmTileOutputs / s.M);
     return GemmTiles{s.M, tn, std::clamp<int64_t>(s.K, 1, 8)};
   }
-  // Rows: up to 128 a tile, M split evenly. Measured on AMD Zen 4, 1 thread, f32 (AOT objects,
-  // medians of paired runs; 128 x 64 x 128 against the 64 x 64 x 64 of before): 128x5632x2048
-  // 0.85x the time with AVX-512 code and 0.87x with AVX2, 128x2048x2048 0.85x (AVX2), with B as
-  // N x K 0.84x, bf16 B 0.87x, 512x512x512 0.91x, 64x2048x256 (64 x 64 x 128) 0.97x; against
-  // 128 columns with K steps of 64 on AVX2 0.86x-0.97x (docs/kernels.md, gemm).
+  // Rows: up to 128 a tile, M split evenly; 64 columns, K steps of 128 (measured against the
+  // 64 x 64 x 64 of before and other tiles, AVX-512 and AVX2 code: docs/kernels.md, gemm).
   int64_t tm = rows > 0 ? std::min(rows, s.M) : cdiv(s.M, cdiv(s.M, 128));
   const int64_t colTiles64 = cdiv(s.N, 64);
   if (rows <= 0)
@@ -33,8 +30,7 @@ GemmTiles defaultGemmTiles(const GemmShape& s, bool trans_b, GemmOrder order, co
   int64_t tn = tm == 1 ? 256 : tm == 2 ? 128 : 64;
   int64_t tk = 128;
   // B's strips as pair words (docs/backend.md) fit L1 at 128 columns x 128 K: the bf16 pairs
-  // order on VDPBF16PS takes 128 columns from 64 rows (AMD Zen 4, A and B bf16: 128x5632x2048
-  // 0.98x the time of 64 columns in the Llama model's prefill, 64x5632x2048 0.97x).
+  // order on VDPBF16PS takes 128 columns from 64 rows (docs/kernels.md, gemm).
   if (order == GemmOrder::Bf16Pairs && cpu.dpbf16 && tm >= 64) tn = 128;
   if (order == GemmOrder::Bf16Dot && cpu.amx && trans_b) {
     tn = 128;

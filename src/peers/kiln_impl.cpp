@@ -185,8 +185,8 @@ class KilnImpl : public LocalImpl {
 
   // kiln-bf16dot: the library's GEMM in the bf16 dot order (`--order bf16_dot`, docs/ir.md,
   // MMA) as a bf16 model runs it: A and B bf16 (A rounded once, untimed, as for oneDNN's bf16
-  // matmul), B as N x K (`--trans-b`, transposed once, untimed), tile min(M,128) x 128 x 512,
-  // on AMX tiles. Unavailable without them (step by step the order is far too slow to time).
+  // matmul), B as N x K (`--trans-b`, transposed once, untimed), on AMX tiles. Unavailable
+  // without them (step by step the order is far too slow to time).
   // kiln-bf16pairs: the same in the bf16 pairs order (`--order bf16_pairs`), B as K x N, on
   // VDPBF16PS (AVX-512 code on a CPU with AVX512-BF16); unavailable elsewhere. Both take the
   // library's tiles for the order and this CPU (kernels::defaultGemmTiles), as the Llama model's
