@@ -15,6 +15,16 @@
 
 namespace kiln::testhost {
 
+// The sanitizer tree (cmake -DKILN_SANITIZE=ON defines KILN_SANITIZED for the tests). ASan and
+// UBSan instrument Kiln's own code, not the code it generates: there a backend grid runs each
+// kernel at one of its points, rotating over the kernels so that every point's path through the
+// planner and lowering still runs; the release tree runs every point.
+#ifdef KILN_SANITIZED
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 // Says that `what` was not run, and why.
 inline void sayNotRun(const std::string& what, const std::string& why) {
   const std::string line = what + ": not run: " + why + "\n";
