@@ -23,20 +23,24 @@ GemmTiles defaultGemmTiles(const GemmShape& s, bool trans_b, GemmOrder order, co
   }
   // Rows: up to 128 a tile, M split evenly; 64 columns, K steps of 128 (measured against the
   // 64 x 64 x 64 of before and other tiles, AVX-512 and AVX2 code: docs/kernels.md, gemm).
+  // Columns and K step for a tile of `tm` rows.
+  auto widths = [&](int64_t tm) {
+    int64_t tn = tm == 1 ? 256 : tm == 2 ? 128 : 64;
+    int64_t tk = 128;
+    // B's strips as pair words (docs/backend.md) fit L1 at 128 columns x 128 K: the bf16 pairs
+    // order on VDPBF16PS takes 128 columns from 64 rows (docs/kernels.md, gemm).
+    if (order == GemmOrder::Bf16Pairs && cpu.dpbf16 && tm >= 64) tn = 128;
+    if (order == GemmOrder::Bf16Dot && cpu.amx && trans_b) {
+      tn = 128;
+      tk = 512;
+    }
+    return std::pair{std::min<int64_t>(tn, up16(s.N)), tk};
+  };
   int64_t tm = rows > 0 ? std::min(rows, s.M) : cdiv(s.M, cdiv(s.M, 128));
-  const int64_t colTiles64 = cdiv(s.N, 64);
-  if (rows <= 0)
-    while (tm > 8 && cdiv(s.M, tm) * colTiles64 < cpu.threads) tm = cdiv(tm, 2);
-  int64_t tn = tm == 1 ? 256 : tm == 2 ? 128 : 64;
-  int64_t tk = 128;
-  // B's strips as pair words (docs/backend.md) fit L1 at 128 columns x 128 K: the bf16 pairs
-  // order on VDPBF16PS takes 128 columns from 64 rows (docs/kernels.md, gemm).
-  if (order == GemmOrder::Bf16Pairs && cpu.dpbf16 && tm >= 64) tn = 128;
-  if (order == GemmOrder::Bf16Dot && cpu.amx && trans_b) {
-    tn = 128;
-    tk = 512;
-  }
-  return GemmTiles{tm, std::min<int64_t>(tn, up16(s.N)), std::clamp<int64_t>(s.K, 1, tk)};
+  if (rows <= 0)  // fewer rows while the tiles (at the columns those rows take) leave a thread idle
+    while (tm > 8 && cdiv(s.M, tm) * cdiv(s.N, widths(tm).first) < cpu.threads) tm = cdiv(tm, 2);
+  const auto [tn, tk] = widths(tm);
+  return GemmTiles{tm, tn, std::clamp<int64_t>(s.K, 1, tk)};
 }
 
 GemmTiles defaultGpuGemmTiles(const GemmShape& s, int64_t multiprocessors) {

@@ -564,6 +564,9 @@ TEST(LibraryNative, GemmTilesByTheCpuRule) {
   EXPECT_EQ(tile("128,5632,2048", pairs, 1, true), "128x128x128 (library default)");
   EXPECT_EQ(tile("64,5632,2048", pairs, 1, true), "64x128x128 (library default)");
   EXPECT_EQ(tile("48,5632,2048", pairs, 1, true), "48x64x128 (library default)");
+  // Two threads: 64 rows' 128 columns would be one tile; 32 rows take 64 columns, four tiles.
+  EXPECT_EQ(tile("64,128,256", pairs, 2, true), "32x64x128 (library default)");
+  EXPECT_EQ(tile("64,256,256", pairs, 2, true), "64x128x128 (library default)");
   EXPECT_EQ(tile("128,5632,2048", pairs, 1, false), "128x64x128 (library default)");  // steps in software
   const std::map<std::string, std::string> dot = {{"order", "bf16_dot"}, {"b-dtype", "bf16"}, {"trans-b", ""}};
   EXPECT_EQ(tile("128,5632,2048", dot, 1, false, true), "128x128x512 (library default)");
