@@ -22,8 +22,8 @@ GemmTiles defaultGemmTiles(const GemmShape& s, bool trans_b, GemmOrder order, co
     return GemmTiles{s.M, tn, std::clamp<int64_t>(s.K, 1, 8)};
   }
   // Rows: up to 128 a tile, M split evenly; 64 columns, K steps of 128 (measured against the
-  // 64 x 64 x 64 of before and other tiles, AVX-512 and AVX2 code: docs/kernels.md, gemm).
-  // Columns and K step for a tile of `tm` rows.
+  // 64 x 64 x 64 of before and other tiles, AVX-512 and AVX2 code: docs/kernels.md, gemm). The
+  // columns and K step for a tile of `tm` rows:
   auto widths = [&](int64_t tm) {
     int64_t tn = tm == 1 ? 256 : tm == 2 ? 128 : 64;
     int64_t tk = 128;

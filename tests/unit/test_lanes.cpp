@@ -103,8 +103,8 @@ TEST(Lanes, ExamplesAndIrCasesAreBitexactOnEveryWidthIsaAndThreadCount) {
     auto k = parseFile(files[i]);
     ASSERT_TRUE(k);
     // Every third point; in the sanitizer tree one, the files taking the points in turn (host_isa.h).
-    const size_t step = kiln::testhost::kSanitized ? pts.size() : 3;
-    for (size_t j = i % (kiln::testhost::kSanitized ? pts.size() : 3); j < pts.size(); j += step)
+    const size_t every = kiln::testhost::kSanitized ? pts.size() : 3;
+    for (size_t j = i % every; j < pts.size(); j += every)
       expectBitexact(*k, pts[j], files[i] + " " + describe(pts[j]));
   }
 }
@@ -149,8 +149,8 @@ TEST(Lanes, LibraryKernelsAreBitexactOnEveryWidthIsaAndThreadCount) {
     auto err = kiln::kernels::buildLibraryKernel(reqs[i], k);
     ASSERT_FALSE(err.has_value()) << *err;
     // Every other point; in the sanitizer tree one, in turn (host_isa.h).
-    const size_t step = kiln::testhost::kSanitized ? pts.size() : 2;
-    for (size_t j = i % (kiln::testhost::kSanitized ? pts.size() : 2); j < pts.size(); j += step)
+    const size_t every = kiln::testhost::kSanitized ? pts.size() : 2;
+    for (size_t j = i % every; j < pts.size(); j += every)
       expectBitexact(*k, pts[j], reqs[i].name + " " + reqs[i].shape + " " + describe(pts[j]));
   }
 }
