@@ -188,6 +188,34 @@ TEST(Lanes, DecodeAttentionPlan) {
   for (const auto& r : lanes["reductions"]) EXPECT_EQ(r["lanes_hold_partitions"], true) << r.dump();
 }
 
+TEST(Lanes, WholeAccumulatorTileWhereTheRegisterFileHoldsIt) {
+  // P.V of the GQA-4 decode with Dv = 96: 4 rows x 6 chunks of 16 lanes = 24 accumulators, past
+  // the AVX-512 budget of 20 but within its 32 registers with a row's 6 V vectors and a
+  // broadcast: one tile, so each P broadcast serves all 6 chunks. Planning only: any host.
+  std::unique_ptr<kiln::ir::Kernel> k;
+  ASSERT_FALSE(
+      kiln::kernels::buildLibraryKernel({"attention", "1,8,2,1,2053,80,96", {{"mask", "none"}, {"split", "off"}}}, k));
+  auto pvTile = [&](const Knobs& knobs) {
+    kiln::driver::Compilation c;
+    EXPECT_FALSE(kiln::driver::compile(*k, knobs, c, kiln::driver::Stage::Plan).has_value());
+    const auto& mma = c.report["phases"][0]["lanes"]["mma"];
+    return mma.size() == 2 ? std::pair{mma[1]["register_tile"].get<std::string>(), mma[1]["register_tiles"].get<int>()}
+                           : std::pair{std::string("?"), 0};
+  };
+  Knobs avx512;
+  avx512.isa = "avx512";
+  EXPECT_EQ(pvTile(avx512), std::pair(std::string("4x6"), 1));
+  // AVX2, 8 lanes: 12 chunks of Dv; 4 x 12 does not fit 16 registers: rows x 2 chunks.
+  Knobs avx2;
+  avx2.isa = "avx2";
+  EXPECT_EQ(pvTile(avx2).first, "4x2");
+  // The GPU's lanes state no register file: the budget of 20 vectors holds.
+  Knobs gpu;
+  gpu.target = kiln::target::Kind::Nvptx;
+  gpu.gpu_realization = "lanes";
+  EXPECT_EQ(pvTile(gpu), std::pair(std::string("4x4"), 2));
+}
+
 TEST(Lanes, PrefillQueriesInLanesPlan) {
   // --lanes queries: scores [g, n, m]. Q is transposed once per program (hoisted out of the KV
   // loop, after its load), K and V rows are broadcast (no conversion), row max and sum are
