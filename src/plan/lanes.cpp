@@ -336,6 +336,15 @@ class LanePlanner {
         m.block_chunks = std::min<int64_t>(al.chunks, al.rows == 1 ? accs : lp_.max_tile_chunks);
         const int64_t fit = std::min(accs, (regs - m.block_chunks - 1) / chains) / m.block_chunks;
         m.block_rows = std::max<int64_t>(1, std::min<int64_t>(al.rows, fit));
+        // Few rows (decode's query heads), all in the tile: more chunks per tile, up to the
+        // budget and with a register to spare, so that fewer tiles read each row's broadcasts
+        // (AVX-512 decode 1,32,8,1,4096,128,128's P.V: 4 x 5 and 4 x 3 instead of two 4 x 4;
+        // GQA-2 AVX2 decode: 2 x 4 instead of 2 x 2; AVX2's 4 rows keep 4 x 2, whose 4 x 3 would
+        // take all 16 registers: paired, bf16 long decode 1.01-1.06).
+        if (m.block_rows == al.rows && al.rows > 1 && model_->vector_registers > 0)
+          while (m.block_chunks < al.chunks && chains * al.rows * (m.block_chunks + 1) <= accs &&
+                 chains * al.rows * (m.block_chunks + 1) + (m.block_chunks + 1) + 1 < regs)
+            ++m.block_chunks;
       }
       m.blocks = ((al.rows + m.block_rows - 1) / m.block_rows) * ((al.chunks + m.block_chunks - 1) / m.block_chunks);
       if (!ir::bf16Order(op->mma_policy)) planFusedTranspose(op, m);

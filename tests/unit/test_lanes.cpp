@@ -188,7 +188,7 @@ TEST(Lanes, DecodeAttentionPlan) {
   for (const auto& r : lanes["reductions"]) EXPECT_EQ(r["lanes_hold_partitions"], true) << r.dump();
 }
 
-TEST(Lanes, WholeAccumulatorTileWhereTheRegisterFileHoldsIt) {
+TEST(Lanes, DecodeRegisterTilesTakeTheRegisterFile) {
   // P.V of the GQA-4 decode with Dv = 96: 4 rows x 6 chunks of 16 lanes = 24 accumulators, past
   // the AVX-512 budget of 20 but within its 32 registers with a row's 6 V vectors and a
   // broadcast: one tile, so each P broadcast serves all 6 chunks. Planning only: any host.
@@ -209,6 +209,16 @@ TEST(Lanes, WholeAccumulatorTileWhereTheRegisterFileHoldsIt) {
   Knobs avx2;
   avx2.isa = "avx2";
   EXPECT_EQ(pvTile(avx2).first, "4x2");
+  // Dv = 128, 8 chunks: 32 accumulators do not fit; all 4 rows with as many chunks as the budget
+  // takes (4 x 5 = 20, a register to spare), then the rest: 2 tiles. AVX2 keeps 4 x 2 (4 x 3
+  // would take all 16 registers).
+  std::unique_ptr<kiln::ir::Kernel> wide;
+  ASSERT_FALSE(kiln::kernels::buildLibraryKernel(
+      {"attention", "1,32,8,1,4096,128,128", {{"mask", "none"}, {"split", "off"}}}, wide));
+  std::swap(k, wide);
+  EXPECT_EQ(pvTile(avx512), std::pair(std::string("4x5"), 2));
+  EXPECT_EQ(pvTile(avx2), std::pair(std::string("4x2"), 8));
+  std::swap(k, wide);
   // The GPU's lanes state no register file: the budget of 20 vectors holds.
   Knobs gpu;
   gpu.target = kiln::target::Kind::Nvptx;
