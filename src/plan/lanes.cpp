@@ -342,7 +342,7 @@ class LanePlanner {
         // GQA-2 AVX2 decode: 2 x 4 instead of 2 x 2; AVX2's 4 rows keep 4 x 2, whose 4 x 3 would
         // take all 16 registers: paired, bf16 long decode 1.01-1.06).
         if (m.block_rows == al.rows && al.rows > 1 && model_->vector_registers > 0)
-          while (m.block_chunks < al.chunks && chains * al.rows * (m.block_chunks + 1) <= accs &&
+          while (m.block_chunks < al.chunks && al.rows * (m.block_chunks + 1) <= accs &&
                  chains * al.rows * (m.block_chunks + 1) + (m.block_chunks + 1) + 1 < regs)
             ++m.block_chunks;
       }
