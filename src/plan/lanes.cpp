@@ -327,7 +327,9 @@ class LanePlanner {
       const int64_t regs = model_->vectors(p_.knobs.packet_width);
       const int64_t chains = op->mma_policy.bf16_dot ? 2 : 1, accs = std::max<int64_t>(1, lp_.accumulators / chains);
       const bool fits = chains * al.vectors() + al.chunks + 1 <= regs;
-      if (al.rows > 1 && model_->vector_registers > 0 ? fits : al.vectors() <= accs && (al.rows == 1 || fits)) {
+      const bool fileKnown = model_->vector_registers > 0;
+      const bool whole = al.rows > 1 && fileKnown ? fits : al.vectors() <= accs && (al.rows == 1 || fits);
+      if (whole) {
         m.block_rows = al.rows;
         m.block_chunks = al.chunks;
       } else {
@@ -341,10 +343,10 @@ class LanePlanner {
         // (AVX-512 decode 1,32,8,1,4096,128,128's P.V: 4 x 5 and 4 x 3 instead of two 4 x 4;
         // GQA-2 AVX2 decode: 2 x 4 instead of 2 x 2; AVX2's 4 rows keep 4 x 2, whose 4 x 3 would
         // take all 16 registers: paired, bf16 long decode 1.01-1.06).
-        if (m.block_rows == al.rows && al.rows > 1 && model_->vector_registers > 0)
-          while (m.block_chunks < al.chunks && al.rows * (m.block_chunks + 1) <= accs &&
-                 chains * al.rows * (m.block_chunks + 1) + (m.block_chunks + 1) + 1 < regs)
-            ++m.block_chunks;
+        // (c chunks: rows * c <= accs and chains * rows * c + c + 1 < regs.)
+        if (m.block_rows == al.rows && al.rows > 1 && fileKnown)
+          m.block_chunks =
+              std::max(m.block_chunks, std::min({al.chunks, accs / al.rows, (regs - 2) / (chains * al.rows + 1)}));
       }
       m.blocks = ((al.rows + m.block_rows - 1) / m.block_rows) * ((al.chunks + m.block_chunks - 1) / m.block_chunks);
       if (!ir::bf16Order(op->mma_policy)) planFusedTranspose(op, m);
