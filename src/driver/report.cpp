@@ -141,7 +141,7 @@ nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
   }
   j["layouts"] = layouts;
   nlohmann::json conv = nlohmann::json::array();
-  for (const plan::Conversion& c : lp.conversions)
+  for (const plan::Conversion& c : lp.conversions) {
     conv.push_back({{"at", where(c.at->loc)},
                     {"made", c.fused   ? "in registers inside the mma (no panel)"
                              : c.after ? "once, after the definition at " + where(c.after->loc)
@@ -150,9 +150,15 @@ nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
                     {"kind", plan::toString(c.kind)},
                     {"to_lane_dim", c.to_lane_dim},
                     {"vectors", c.rows * c.chunks},
-                    {"method", c.words ? "bf16 as 32-bit words, (W/2)x(W/2) transposes within halves (inside "
-                                         "the view; WxW at edges)"
-                                       : "in-register WxW transposes"}});
+                    {"method", c.kind == plan::ConversionKind::Bf16Words
+                                   ? "each vector rounded to bf16 once, its 16-bit words in lane order (a pair of "
+                                     "contributions: one 32-bit broadcast)"
+                               : c.words ? "bf16 as 32-bit words, (W/2)x(W/2) transposes within halves (inside "
+                                           "the view; WxW at edges)"
+                                         : "in-register WxW transposes"}});
+    // Rows 2t and 2t + 1 as one row of VDPBF16PS's 32-bit words (a panel, or in registers when fused).
+    if (c.pair_words) conv.back()["pair_words"] = true;
+  }
   j["conversions"] = conv;
   std::set<const ir::Op*> inPlace;  // mmas whose result is written in their loop's carried panel
   for (const auto& [loop, lo] : lp.loops)

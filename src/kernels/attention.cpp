@@ -99,13 +99,15 @@ BuildResult attention(const AttentionShape& s, const AttentionOptions& opt) {
     kb.error("bad-options", "attention over a KV cache needs stacked heads");
   else if (opt.varlen && (opt.kv_cache == KvCache::None || opt.split_blocks != 0 || opt.queries_in_lanes))
     kb.error("bad-options", "packed (varlen) queries need a KV cache, no split and the keys in the lanes");
+  else if (opt.bf16_pairs && opt.qk_partitions != 0)
+    kb.error("bad-options", "attention: the bf16 pairs order and partitions(P) are two orders of q.k^T; choose one");
   else if (opt.kv_cache == KvCache::Paged && (opt.page < 1 || opt.pages < 1 || opt.page % BK != 0))
     kb.error("bad-options", "a paged KV cache needs page >= 1 positions, a multiple of block_k (" + std::to_string(BK) +
                                 "), and pages >= 1 (got page " + std::to_string(opt.page) + ", pages " +
                                 std::to_string(opt.pages) + ")");
   if (kb.hasErrors()) return kb.finish();
   const int64_t group = s.Hq / s.Hkv, nQB = (s.Q + BQ - 1) / BQ, nKB = (s.K + BK - 1) / BK;
-  const MmaFlags flags = opt.fused ? fusedMma : MmaFlags{};
+  const MmaFlags flags = opt.bf16_pairs ? MmaFlags{.bf16_pairs = true} : opt.fused ? fusedMma : MmaFlags{};
   if (!opt.stack_heads) return separateHeads(kb, s, opt, flags);
 
   // Rows of one program: the G query heads of one KV head (g) x the block's queries (m). Row

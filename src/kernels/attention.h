@@ -37,6 +37,11 @@ struct AttentionOptions {
   bool stack_heads = true;
   // mma steps are fused multiply-adds rounded once (MmaPolicy::fused); false: MUL then ADD.
   bool fused = true;
+  // Both mmas (q.k^T and p.v) in the bf16 pairs order (MmaPolicy::bf16_pairs, docs/ir.md): q,
+  // k, the probabilities p and v rounded to bf16 as the order's operands, products of pairs
+  // added as AVX512-BF16's VDPBF16PS adds them; `fused` does not apply. A different, equally
+  // defined result (the probabilities' rounding is its own: the sum l adds them unrounded).
+  bool bf16_pairs = false;
   // Split KV (stacked heads only): chunks of this many KV blocks are processed by programs of
   // their own, whose partials a second phase merges in chunk order; 0 (or >= the number of
   // blocks): no split. The result depends on this number, never on the thread count.

@@ -287,6 +287,31 @@ std::vector<double> cutRows(const Spec& s, const std::vector<host::ParamData>& i
   return y;
 }
 
+// Attention's FP64 reference (in: the parameters as makeInputs lays them out). With --order
+// bf16_pairs the order's operands q, k and v as bf16 values (their rounding is part of the
+// kernel's meaning; the probabilities' is covered by libraryAllowance). `absV`: every v taken
+// as |v|, which gives each output's weighted sum of |v| (the allowance's scale).
+std::vector<double> attentionReference(const Spec& s, const std::vector<host::ParamData>& in, bool absV) {
+  const AttentionShape a = attentionShape(s);
+  const float scale = attentionScale(a, attentionOpts(s));
+  auto operand = [&](const std::vector<float>& x, bool abs) {
+    std::vector<float> r = x;
+    for (float& v : r) {
+      if (s.bf16_pairs) v = host::roundToStorage(ir::Elem::BF16, v);
+      if (abs) v = std::fabs(v);
+    }
+    return r;
+  };
+  const std::vector<float> q = operand(in[0].data, false), k = operand(in[1].data, false), v = operand(in[2].data, absV);
+  if (s.kv_cache == KvCache::None)
+    return reference::attention(a, s.causal, scale, q, k, v, s.stack_heads ? s.block_q : 0, s.block_k);
+  const bool paged = s.kv_cache == KvCache::Paged;
+  const auto none = std::span<const int64_t>();
+  return reference::cachedAttention(a, attentionOpts(s), scale, q, k, v, in[3].ints,
+                                    paged ? std::span<const int64_t>(in[4].ints) : none,
+                                    s.varlen ? std::span<const int64_t>(in[paged ? 5 : 4].ints) : none);
+}
+
 // ---- the table ----
 
 constexpr const char* kRuntimeRowsHelp =
@@ -332,6 +357,10 @@ const std::vector<Entry>& entries() {
          "group), or one program per query head (default stacked)\n"
          "--fma fused|unfused   mma steps as one fused multiply-add rounded once, or MUL then ADD (default "
          "fused)\n"
+         "--order ascending|bf16_pairs   both mmas (q.k^T, p.v) in K ascending, or in the bf16 pairs order of "
+         "docs/ir.md: q, k, the probabilities p and v rounded to bf16, two products per step as AVX512-BF16's "
+         "VDPBF16PS adds them (AVX-512 code on a CPU with it; elsewhere step by step, the same bits); no --fma, "
+         "no --qk dot. A different, equally defined result (default ascending)\n"
          "--mask causal|none   causal is bottom-right aligned: key k is visible to query q iff k <= q + K - Q "
          "(default causal)\n"
          "--scale S   score scale (default 1/sqrt(D)), rounded to f32\n"
@@ -371,8 +400,8 @@ const std::vector<Entry>& entries() {
          "blocks"},
         {"B", "Hq", "Hkv", "Q", "K", "D", "Dv"},
         {1, 1, 1, 1, 0, 1, 1},
-        {"block", "mask", "scale", "heads", "fma", "split", "merge-columns", "lanes", "qk", "kv-cache", "capacity",
-         "page", "pages", "varlen", "kv-dtype", "out-dtype"},
+        {"block", "mask", "scale", "heads", "fma", "order", "split", "merge-columns", "lanes", "qk", "kv-cache",
+         "capacity", "page", "pages", "varlen", "kv-dtype", "out-dtype"},
         attentionOptions,
         [](const Spec& s) {
           AttentionShape a = attentionShape(s);
@@ -389,18 +418,7 @@ const std::vector<Entry>& entries() {
           return v;
         },
         [](const Spec& s) { return attention(attentionShape(s), attentionOpts(s)); },
-        [](const Spec& s, const std::vector<host::ParamData>& in) {
-          const AttentionShape a = attentionShape(s);
-          const float scale = attentionScale(a, attentionOpts(s));
-          if (s.kv_cache == KvCache::None)
-            return reference::attention(a, s.causal, scale, in[0].data, in[1].data, in[2].data,
-                                        s.stack_heads ? s.block_q : 0, s.block_k);
-          const bool paged = s.kv_cache == KvCache::Paged;
-          const auto none = std::span<const int64_t>();
-          return reference::cachedAttention(a, attentionOpts(s), scale, in[0].data, in[1].data, in[2].data, in[3].ints,
-                                            paged ? std::span<const int64_t>(in[4].ints) : none,
-                                            s.varlen ? std::span<const int64_t>(in[paged ? 5 : 4].ints) : none);
-        }});
+        [](const Spec& s, const std::vector<host::ParamData>& in) { return attentionReference(s, in, false); }});
 
     t.push_back(Entry{
         {"gemm", "M,N,K",
@@ -624,6 +642,23 @@ const Entry* find(const std::string& name) {
   return nullptr;
 }
 
+// The parameters a reference reads: as many as the entry's views, each of its shape's size.
+Error referenceSizes(const LibraryRequest& request, const Entry& e, const Spec& spec,
+                     const std::vector<host::ParamData>& params) {
+  const std::vector<ViewShape> views = e.views(spec);
+  if (params.size() != views.size())
+    return fmt::format("{}: the reference needs {} parameters, got {}", request.name, views.size(), params.size());
+  for (size_t i = 0; i < views.size(); ++i) {
+    size_t n = 1;
+    for (int64_t d : views[i].shape) n *= size_t(d);
+    if (views[i].scalar) continue;
+    const size_t got = views[i].integer ? params[i].ints.size() : params[i].data.size();
+    if (got != n)
+      return fmt::format("{}: parameter {} has {} elements, the shape needs {}", request.name, views[i].name, got, n);
+  }
+  return std::nullopt;
+}
+
 Error parse(const LibraryRequest& r, const Entry*& entry, Spec& spec) {
   entry = find(r.name);
   if (!entry) {
@@ -754,6 +789,16 @@ std::optional<std::string> libraryAllowance(const LibraryRequest& request, const
   Spec spec;
   if (auto err = parse(request, e, spec)) return err;
   allowances.assign(params.size(), {});
+  if (request.name == "attention" && spec.bf16_pairs) {
+    // The probabilities' rounding to bf16 (part of the kernel's meaning, but of f32 values the
+    // reference does not have): each weight's relative error at most 2^-8, so each output within
+    // 2^-8 of the weighted sum of |v| (attentionReference with |v|).
+    const size_t out = params.size() - 1;
+    if (auto err = referenceSizes(request, *e, spec, params)) return err;
+    allowances[out] = attentionReference(spec, params, true);
+    for (double& x : allowances[out]) x *= std::ldexp(1.0, -8);
+    return std::nullopt;
+  }
   if (request.name != "gemm") return std::nullopt;
   const GemmShape g{spec.shape[0], spec.shape[1], spec.shape[2]};
   if (params.size() < 3 || params[0].data.size() != size_t(g.M * g.K) || params[1].data.size() != size_t(g.K * g.N))
@@ -770,19 +815,11 @@ std::optional<std::string> libraryReference(const LibraryRequest& request, const
   const Entry* e = nullptr;
   Spec spec;
   if (auto err = parse(request, e, spec)) return err;
+  if (auto err = referenceSizes(request, *e, spec, params)) return err;
   const std::vector<ViewShape> views = e->views(spec);
-  if (params.size() != views.size())
-    return fmt::format("{}: the reference needs {} parameters, got {}", request.name, views.size(), params.size());
   size_t out_index = 0;
-  for (size_t i = 0; i < views.size(); ++i) {
-    size_t n = 1;
-    for (int64_t d : views[i].shape) n *= size_t(d);
-    if (views[i].scalar) continue;
-    const size_t got = views[i].integer ? params[i].ints.size() : params[i].data.size();
-    if (got != n)
-      return fmt::format("{}: parameter {} has {} elements, the shape needs {}", request.name, views[i].name, got, n);
-    if (views[i].output) out_index = i;
-  }
+  for (size_t i = 0; i < views.size(); ++i)
+    if (!views[i].scalar && views[i].output) out_index = i;
   outputs.assign(params.size(), {});
   outputs[out_index] = e->reference(spec, params);
   return std::nullopt;

@@ -30,6 +30,14 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
   if (auto e = optionChoice(r, "fma", {"fused", "unfused"}, fma)) return e;
   s.stack_heads = heads == "stacked";
   s.fused = fma == "fused";
+  // --order bf16_pairs: both mmas in VDPBF16PS's order (docs/ir.md, MMA), which defines each
+  // step itself (no --fma); q, k, p and v rounded to bf16 as its operands.
+  std::string order = "ascending";
+  if (auto e = optionChoice(r, "order", {"ascending", "bf16_pairs"}, order)) return e;
+  s.bf16_pairs = order == "bf16_pairs";
+  if (s.bf16_pairs && r.options.count("fma"))
+    return "attention: --fma does not apply with --order bf16_pairs (the order defines each step: one fused "
+           "step per contribution, rounded and flushed as docs/ir.md says)";
   if (auto e = dtypeOption(r, "kv-dtype", s.kv_elem)) return e;
   if (auto e = dtypeOption(r, "out-dtype", s.out_elem)) return e;
   // A KV cache: K is its capacity (or --capacity); lengths come with each launch.
@@ -167,7 +175,9 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
   std::string qk = "auto";
   if (auto e = optionChoice(r, "qk", {"outer", "dot", "auto"}, qk)) return e;
   const int64_t rows = (s.stack_heads ? Hq / Hkv : 1) * s.block_q;
-  s.qk_dot = qk == "auto" ? !s.target.gpu && rows == 1 && s.shape[5] % 16 == 0 : qk == "dot";
+  if (s.bf16_pairs && qk == "dot")
+    return "attention: --qk dot (the partitions(16) order) and --order bf16_pairs are two orders of q.k^T; choose one";
+  s.qk_dot = qk == "auto" ? !s.target.gpu && !s.bf16_pairs && rows == 1 && s.shape[5] % 16 == 0 : qk == "dot";
   if (s.kv_cache == KvCache::Paged) {
     double v = 16;
     if (auto e = optionNumber(r, "page", 1, false, 4096, v)) return e;
@@ -234,6 +244,7 @@ AttentionOptions attentionOpts(const Spec& s) {
   o.scale = s.scale;
   o.stack_heads = s.stack_heads;
   o.fused = s.fused;
+  o.bf16_pairs = s.bf16_pairs;
   o.split_blocks = s.split_blocks;
   o.merge_columns = s.merge_columns;
   o.queries_in_lanes = s.queries_in_lanes;

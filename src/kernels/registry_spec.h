@@ -48,7 +48,7 @@ struct Spec {
   std::optional<double> scale;
   bool trans_b = false;            // gemm
   bool bf16_dot = false;           // gemm --order bf16_dot
-  bool bf16_pairs = false;         // gemm --order bf16_pairs
+  bool bf16_pairs = false;         // gemm, attention --order bf16_pairs
   std::optional<GemmTiles> tiles;  // gemm --tile TMxTNxTK (else the target's default: gemmTiles)
   int64_t tile_rows = 0;           // gemm --tile TM: the rows alone, the rest by the target's rule
   int64_t split_k = 0;             // gemm --split-k: K chunks (0: auto, the target's rule: gemmSplitK)

@@ -40,10 +40,21 @@ class KilnImpl : public LocalImpl {
   // kiln-bf16dot and kiln-bf16pairs round A to bf16 (the order's operands), as oneDNN's bf16
   // matmul does.
   double roundsA() const override { return bf16Dot() || bf16Pairs() ? 0x1p-8 : 0.0; }
+  // kiln-bf16pairs' attention rounds q and the probabilities to bf16 (the order's operands),
+  // as oneDNN's bf16 attention pipeline does: checked at that pipeline's tolerance.
+  double tolerance() const override { return pairsAttention_ ? 8e-3 : Impl::tolerance(); }
   bool unavailable() const override { return unavailable_; }
 
   std::optional<std::string> prepare(const Problem& p) override {
     if (p.workload == Workload::Gemm) return prepareGemm(p);
+    if (bf16Dot()) return "kiln-bf16dot is a GEMM: attention has no bf16 dot order";
+    if (bf16Pairs()) {
+      // kiln-bf16pairs: the library's attention in the bf16 pairs order (`--order bf16_pairs`)
+      // with bf16 K and V, on VDPBF16PS; unavailable elsewhere.
+      if (p.kv_elem != KvElem::BF16) return name_ + " reads bf16 K/V: run with --kv-dtype bf16";
+      if (auto e = pairsAtSpeed()) return e;
+      pairsAttention_ = true;
+    }
     std::string block = seed_ ? (p.shape.Q > 1 ? "4x16" : "1x16") : options_.block;
     if (seed_) {
       // The seed's kernel: one program per query head, MUL then ADD.
@@ -69,6 +80,7 @@ class KilnImpl : public LocalImpl {
       if (!options_.split.empty()) req.options["split"] = options_.split;
       if (lengths()) req.options["kv-cache"] = "dense";
       if (halfKv(p)) req.options["kv-dtype"] = kvElemName(p.kv_elem);
+      if (pairsAttention_) req.options["order"] = "bf16_pairs";
       tuned_knobs_.threads = options_.threads;
       tuned_knobs_.isa = options_.isa;
       useTuning(req, tuned_knobs_);
@@ -114,8 +126,9 @@ class KilnImpl : public LocalImpl {
       split = fmt::format("{} phases ({} + {} programs)", phases.size(), phases[0]["domain"]["programs"].get<int64_t>(),
                           phases[phases.size() - 1]["domain"]["programs"].get<int64_t>());
     detail_ =
-        fmt::format("{}{} knobs, block {}, split {}, full packet {}, compile {:.0f} ms, object {} B, {} thread(s){}",
+        fmt::format("{}{}{} knobs, block {}, split {}, full packet {}, compile {:.0f} ms, object {} B, {} thread(s){}",
                     p.kv_elem == KvElem::F32 ? "" : fmt::format("K/V {}, ", halfKv(p) ? kvElemName(p.kv_elem) : "f32"),
+                    pairsAttention_ ? "bf16_pairs order (q and p rounded to bf16, VDPBF16PS), " : "",
                     seed_ ? "seed preset" : tuning_, block, split,
                     phases.size() == 1 ? phases[0]["full_packet"]["decision"].get<std::string>() : "per phase",
                     r["compile_ms"].get<double>(), r["object"]["bytes"].get<int64_t>(), options_.threads,
@@ -195,11 +208,8 @@ class KilnImpl : public LocalImpl {
     const GemmShape& g = p.gemm;
     if (p.b_elem != KvElem::BF16) return name_ + " reads bf16 B: run with --b-dtype bf16";
     const bool pairs = bf16Pairs();
-    if (pairs && (options_.isa == "avx2" || !host::cpuHasAvx512Bf16())) {
-      unavailable_ = true;
-      return "the bf16 pairs order runs at speed on VDPBF16PS only (AVX-512 code on a host with AVX512-BF16); here "
-             "it would run step by step";
-    }
+    if (pairs)
+      if (auto e = pairsAtSpeed()) return e;
     if (!pairs && (options_.isa == "avx2" || !host::cpuHasAmxBf16())) {
       unavailable_ = true;
       return "the bf16 dot order runs at speed on AMX tiles only (AVX-512 code on an AMX-BF16 host); here it would "
@@ -250,6 +260,14 @@ class KilnImpl : public LocalImpl {
     return std::nullopt;
   }
 
+  // Unavailable (and why) where the bf16 pairs order would run step by step.
+  std::optional<std::string> pairsAtSpeed() {
+    if (options_.isa != "avx2" && host::cpuHasAvx512Bf16()) return std::nullopt;
+    unavailable_ = true;
+    return "the bf16 pairs order runs at speed on VDPBF16PS only (AVX-512 code on a host with AVX512-BF16); here it "
+           "would run step by step";
+  }
+
   // The tiles the library chose for a GEMM request, as the report of `kiln run` states them.
   static std::string tilesOf(const kernels::LibraryRequest& req) {
     std::map<std::string, std::string> choices;
@@ -286,6 +304,7 @@ class KilnImpl : public LocalImpl {
   std::vector<int32_t> lens_;         // kiln-lengths
   std::vector<uint16_t> a16_, bT16_;  // kiln-bf16dot: A rounded to bf16, B transposed (N x K)
   bool unavailable_ = false;
+  bool pairsAttention_ = false;  // kiln-bf16pairs on attention
 };
 
 }  // namespace

@@ -170,7 +170,8 @@ std::optional<std::string> runPeers(const PeersOptions& options, PeersResult& re
     for (const std::string& n : implNames(options.workload))
       if ((n != "kiln-1t" || options.threads > 1) && (n != "kiln-untuned" || tuned || options.runtime_lengths) &&
           (n != "kiln-lengths" || options.runtime_lengths) && (n != "kiln-f32" || halfKv) &&
-          ((n != "kiln-bf16dot" && n != "kiln-bf16pairs") || options.b_elem == KvElem::BF16) &&
+          ((n != "kiln-bf16dot" && n != "kiln-bf16pairs") || options.b_elem == KvElem::BF16 ||
+           (n == "kiln-bf16pairs" && options.kv_elem == KvElem::BF16)) &&
           (!halfKv || takesHalfKv(n)) && (!halfB || takesHalfB(n)))
         names.push_back(n);
   ImplOptions io = options.impl;

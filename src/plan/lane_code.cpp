@@ -274,6 +274,10 @@ class CodeModel {
   }
 
   void conversion(const Conversion& c) {
+    if (c.kind == ConversionKind::Bf16Words) {  // each vector of the value read once
+      walk(L(c.value), [&](int64_t) { read(c.value); });
+      return;
+    }
     auto transpose = [&] { transposeBlock(c.value); };
     if (c.words) {  // the inside copy: whole chunks as words, then the partial chunk
       blocks(c.word_iterations, c.word_rolled, [&] { wordBlock(); });
@@ -329,7 +333,7 @@ class CodeModel {
     }
     const Layout& al = L(acc);
     if (m.fused_transpose) {
-      const int xi = m.conversion[0] >= 0 ? 0 : 1;
+      const int xi = m.broadcast[0] ? 1 : 0;  // the transposed operand; the other is broadcast
       const Value* x = op->operands[xi];
       const bool words = inside && lp_.conversions[m.conversion[xi]].words;
       const int64_t K = x->type.dims.back().extent, full = K / w_, tail = K % w_;
@@ -339,7 +343,7 @@ class CodeModel {
         add(&LaneCode::loops, m.k_loop ? 1 : 0);
         auto steps = [&](int64_t count, bool asWords) {
           for (int64_t i = 0; i < g; ++i) asWords ? wordBlock() : transposeBlock(x);
-          add(&LaneCode::fmas, fma * count * al.rows * g);
+          add(&LaneCode::fmas, (m.dpbf16 ? 0 : fma) * count * al.rows * g);
         };
         times(m.k_loop ? 1 : full, [&] { steps(w_, words); });
         if (tail > 0) steps(tail, false);

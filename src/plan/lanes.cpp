@@ -283,6 +283,19 @@ class LanePlanner {
         if (x->type.findDim(m.lane_dim) < 0) {
           m.broadcast[i] = true;
           if (x->type.isScalar()) continue;
+          if (bf16WordsOperand(op, m, x)) {
+            // Rounded to bf16 once per definition (ConversionKind::Bf16Words), not per tile and pair.
+            Conversion c;
+            c.at = op;
+            c.value = x;
+            if (x->def && x->def->parent != op->parent && !ir::isLoop(x->def->kind)) c.after = x->def;
+            c.kind = ConversionKind::Bf16Words;
+            c.rows = L(x).rows;
+            c.chunks = L(x).chunks;
+            m.conversion[i] = static_cast<int>(lp_.conversions.size());
+            lp_.conversions.push_back(c);
+            continue;
+          }
           // Read one element per K step: registers when K is unrolled, memory when rolled.
           if (rolled)
             materialize(x);
@@ -310,6 +323,9 @@ class LanePlanner {
           if (d.name != m.lane_dim) c.rows *= d.extent;
         c.chunks =
             (x->type.dims[x->type.findDim(m.lane_dim)].extent + p_.knobs.packet_width - 1) / p_.knobs.packet_width;
+        // Rows of K (x's last dim, its only other dim of extent above 1) for VDPBF16PS: pair words.
+        c.pair_words = op->mma_policy.bf16_pairs && m.dpbf16 && op->dims.size() == 1 &&
+                       x->type.dims.back().name == op->dims[0] && c.rows == x->type.dims.back().extent;
         materialize(x);  // the transpose reads it at runtime indices
         m.conversion[i] = static_cast<int>(lp_.conversions.size());
         lp_.conversions.push_back(c);
@@ -349,9 +365,20 @@ class LanePlanner {
               std::max(m.block_chunks, std::min({al.chunks, accs / al.rows, (regs - 2) / (chains * al.rows + 1)}));
       }
       m.blocks = ((al.rows + m.block_rows - 1) / m.block_rows) * ((al.chunks + m.block_chunks - 1) / m.block_chunks);
-      if (!ir::bf16Order(op->mma_policy)) planFusedTranspose(op, m);
+      if (!ir::bf16Order(op->mma_policy) || (op->mma_policy.bf16_pairs && m.dpbf16)) planFusedTranspose(op, m);
       lp_.mma[op] = m;
     });
+  }
+
+  // A bf16_pairs mma's broadcast operand on VDPBF16PS, contracted along its own lane dim (its
+  // last dim, the mma's one contracted dim), other than a bf16 view's load (whose pairs are read
+  // as 32-bit words from the view) and a constant: its bf16 words made once (ConversionKind::
+  // Bf16Words), so that each pair of each row is one 32-bit broadcast.
+  bool bf16WordsOperand(const Op* op, const LaneMma& m, const Value* x) {
+    if (!op->mma_policy.bf16_pairs || !m.dpbf16 || op->dims.size() != 1) return false;
+    if (x->type.dims.back().name != op->dims[0]) return false;
+    if (x->def && x->def->kind == OpKind::Load && x->def->operands[0]->type.elem == ir::Elem::BF16) return false;
+    return L(x).rep != LaneRep::Splat && L(x).rep != LaneRep::Scalar;
   }
 
   // Fused transpose: one operand converted before this mma (not hoisted), contracted along its
@@ -367,8 +394,10 @@ class LanePlanner {
   void planFusedTranspose(const Op* op, LaneMma& m) {
     int conv = -1;
     for (int i = 0; i < 2; ++i)
-      if (m.conversion[i] >= 0) conv = i;
-    if (conv < 0 || m.conversion[1 - conv] >= 0 || !m.broadcast[1 - conv] || op->dims.size() != 1) return;
+      if (m.conversion[i] >= 0 && lp_.conversions[m.conversion[i]].kind == ConversionKind::Transpose) conv = i;
+    if (conv < 0 || !m.broadcast[1 - conv] || op->dims.size() != 1) return;
+    // The other operand as it is, or (bf16_pairs) as bf16 words.
+    if (m.conversion[1 - conv] >= 0 && lp_.conversions[m.conversion[1 - conv]].kind != ConversionKind::Bf16Words) return;
     Conversion& c = lp_.conversions[m.conversion[conv]];
     const Value* x = op->operands[conv];
     if (c.after || c.rows != x->type.dims.back().extent || x->type.dims.back().name != op->dims[0]) return;
@@ -713,6 +742,7 @@ class LanePlanner {
       l.chunk_loop = l.large && l.chunks > lp_.max_unrolled_chunks;
     }
     for (Conversion& c : lp_.conversions) {
+      if (c.kind != ConversionKind::Transpose) continue;
       const ir::Type& xt = c.value->type;
       const int li = xt.findDim(c.to_lane_dim);
       int64_t outer = 1;
@@ -735,20 +765,21 @@ class LanePlanner {
     }
     for (auto& [op, m] : lp_.mma) {
       const MmaPlan& mp = p_.mma.at(op);
-      if (const int64_t P = ir::mmaRound(op->mma_policy); P > 0) {
-        m.k_loop = m.k_rolled && mp.k / P > 1;  // whole rounds of P contributions (bf16_dot: blocks)
-        if (m.form != MmaForm::OuterProduct) continue;
-      } else if (m.fused_transpose) {
-        const Value* x = op->operands[m.conversion[0] >= 0 ? 0 : 1];
+      if (m.fused_transpose) {  // the ascending order, or bf16_pairs on VDPBF16PS
+        const int xi = m.broadcast[0] ? 1 : 0;  // the transposed operand; the other is broadcast
+        const Value* x = op->operands[xi];
         m.k_loop = m.k_rolled && x->type.dims.back().extent / w > 1;
         // Two chunks of L per step (bf16 words, whose transposed blocks take W/2 registers each)
         // where their accumulators take at most half the registers: twice the independent FMA
         // chains (decode has 4 rows: 4 chains of FMA latency 4 leave one of two FMA ports idle).
         // Xeon, 1 thread, bf16 decode 1,8,2,1,2053,80,96 (the two builds one after the other,
         // 7 rounds each): 0.90 (AVX-512), 0.83 (AVX2); 3 or 4 chunks spill (AVX-512 4: 1.11 of 2).
-        const Conversion& c = lp_.conversions[m.conversion[m.conversion[0] >= 0 ? 0 : 1]];
+        const Conversion& c = lp_.conversions[m.conversion[xi]];
         const Layout& al = L(op->operands[2]);
         if (c.words && al.chunks >= 2 && 2 * al.rows <= model_->vectors(w) / 2) m.fused_group = 2;
+      } else if (const int64_t P = ir::mmaRound(op->mma_policy); P > 0) {
+        m.k_loop = m.k_rolled && mp.k / P > 1;  // whole rounds of P contributions (bf16_dot: blocks)
+        if (m.form != MmaForm::OuterProduct) continue;
       } else {
         m.k_loop = m.k_rolled && mp.k > 1;
       }
@@ -848,7 +879,7 @@ class LanePlanner {
       }
     });
     for (Conversion& c : lp_.conversions)
-      if (!c.fused) c.slot = slot(c.rows * c.chunks, c.value->type.elem);
+      if (!c.fused) c.slot = slot(c.slotVectors(p_.knobs.packet_width), c.value->type.elem);
   }
 
   const ir::Kernel& k_;

@@ -438,6 +438,7 @@ std::optional<std::string> buildPlan(const ir::Kernel& kernel, const Knobs& knob
 const char* toString(ConversionKind kind) {
   switch (kind) {
     case ConversionKind::Transpose: return "transpose";
+    case ConversionKind::Bf16Words: return "bf16_words";
   }
   return "?";
 }

@@ -94,9 +94,12 @@ struct Layout {
 // panel), made once for `at`: right before it, or, when `value` is defined outside the loops
 // around `at` (e.g. a query tile read by every KV block), right after `value`'s definition
 // (`after`), so a loop reuses one panel instead of transposing it again on every trip.
-// The kinds of layout change (one today).
-enum class ConversionKind { Transpose };
-const char* toString(ConversionKind kind);  // "transpose"
+// The kinds of layout change: a transpose; or the bf16 words of a bf16_pairs mma's broadcast
+// operand on VDPBF16PS contracted along its own lane dim (`Bf16Words`: each row's values rounded
+// to bf16 once, their 16-bit words in lane order, so a pair of contributions is one 32-bit
+// broadcast where each register tile would round both values per pair and row).
+enum class ConversionKind { Transpose, Bf16Words };
+const char* toString(ConversionKind kind);  // "transpose" | "bf16_words"
 
 struct Conversion {
   const ir::Op* at = nullptr;
@@ -126,6 +129,16 @@ struct Conversion {
   bool words = false;
   int64_t word_chunks = 0, word_iterations = 0, tail_iterations = 0;
   bool word_rolled = false, tail_rolled = false;
+  // A transpose for a bf16_pairs mma on VDPBF16PS whose contracted dim is the new rows (x's
+  // last dim, its only other dim of extent above 1): stored as the instruction's operand, rows
+  // 2t and 2t + 1 as one row of 32-bit words (as Layout::pair_words; an odd last row's high half
+  // +0), so the mma loads each pair's vector as it is (bf16 K in decode's q.k^T).
+  bool pair_words = false;
+  // The panel's size in W-lane 32-bit vectors.
+  int64_t slotVectors(int64_t w) const {
+    if (kind == ConversionKind::Bf16Words) return (rows * chunks * w / 2 + w - 1) / w;
+    return pair_words ? (rows + 1) / 2 * chunks : rows * chunks;
+  }
 };
 
 // How the lane realization runs an mma: an outer product over the accumulator's lane dim, a

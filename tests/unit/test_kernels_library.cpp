@@ -108,8 +108,15 @@ TEST(Library, BadRequestsAreErrorsNamingTheParameter) {
       {req("attention", "1,8,2,1,16,8,8", {{"mask", "upper"}}), "--mask 'upper' is not one of causal|none"},
       {req("attention", "1,8,2,1,16,8,8", {{"scale", "inf"}}), "--scale 'inf' is not a finite number"},
       {req("attention", "1,8,2,1,16,8,8", {{"eps", "1e-5"}}),
-       "option --eps does not apply to attention (its options: --block, --mask, --scale, --heads, --fma, --split, "
-       "--merge-columns, --lanes, --qk, --kv-cache, --capacity, --page, --pages, --varlen, --kv-dtype, --out-dtype)"},
+       "option --eps does not apply to attention (its options: --block, --mask, --scale, --heads, --fma, --order, "
+       "--split, --merge-columns, --lanes, --qk, --kv-cache, --capacity, --page, --pages, --varlen, --kv-dtype, "
+       "--out-dtype)"},
+      {req("attention", "1,8,2,1,16,8,8", {{"order", "bf16_dot"}}),
+       "attention: --order 'bf16_dot' is not one of ascending|bf16_pairs"},
+      {req("attention", "1,8,2,1,16,8,8", {{"order", "bf16_pairs"}, {"fma", "fused"}}),
+       "attention: --fma does not apply with --order bf16_pairs"},
+      {req("attention", "1,8,8,1,16,16,16", {{"order", "bf16_pairs"}, {"qk", "dot"}}),
+       "attention: --qk dot (the partitions(16) order) and --order bf16_pairs are two orders of q.k^T"},
       {req("softmax", "3,5000", {{"parts", "1"}}),
        "softmax: --parts '1' is not a number of parts per row >= 2, auto or off"},
       {req("softmax", "3,500", {{"parts", "2"}}),
@@ -618,6 +625,92 @@ TEST(LibraryNative, Bf16PairsPanelsOfPairWords) {
   if (!dp)
     testhost::sayNotRun("Bf16Pairs panels of pair words on VDPBF16PS",
                         "this host has no AVX512-BF16 (or KILN_HOST_WITHOUT_AVX512 is set): the software steps ran");
+}
+
+// Attention in the bf16 pairs order (--order bf16_pairs): on VDPBF16PS q and the probabilities
+// are rounded to bf16 words once (ConversionKind::Bf16Words) and K's transposed pairs are
+// 32-bit words, in registers (decode's few rows: the fused transpose) or a panel (prefill) —
+// D even and odd (an odd D's last contribution alone), a ragged last chunk of D, ragged K
+// blocks, queries in the lanes, separate heads, a split, a paged cache with packed queries —
+// bit for bit the interpreter's, within the FP64 reference's allowance for the probabilities'
+// rounding, and the code the plan predicts. Without AVX512-BF16 the same requests run in software.
+TEST(LibraryNative, AttentionInBf16PairsOrder) {
+  const bool dp = host::cpuHasAvx512Bf16();
+  struct Case {
+    const char* shape;
+    std::map<std::string, std::string> options;
+    bool fused;  // decode: K's pair words in registers
+  };
+  const std::vector<Case> cases = {
+      {"1,8,2,1,203,80,96", {{"mask", "none"}}, true},
+      {"1,6,2,1,77,33,17", {}, true},      // odd D: the last contribution alone
+      {"1,12,3,1,150,72,40", {}, true},    // D = 72: a ragged last chunk of 16
+      {"1,8,2,1,300,32,48", {{"split", "4"}}, true},
+      {"2,4,2,9,67,16,24", {{"mask", "causal"}}, false},  // 18 rows: a panel of pair words
+      {"1,4,2,40,65,32,32", {{"lanes", "queries"}}, false},
+      {"2,4,1,3,37,8,8", {{"heads", "separate"}}, true},  // 4 query rows per program
+      {"3,4,2,9,100,32,32", {{"kv-cache", "paged"}, {"page", "32"}, {"varlen", ""}}, true},
+  };
+  for (const Case& c : cases)
+    for (const char* kv : {"bf16", "f32"}) {
+      std::map<std::string, std::string> o = c.options;
+      o["order"] = "bf16_pairs";
+      o["kv-dtype"] = kv;
+      LibraryRequest r = req("attention", c.shape, o);
+      expectNativePasses(r);
+      auto k = build(r);
+      ASSERT_TRUE(k);
+      driver::Compilation comp;
+      ASSERT_FALSE(driver::compile(*k, plan::Knobs{}, comp, driver::Stage::Obj));
+      int words = 0, pairs = 0, fused = 0;
+      for (const auto& phase : comp.report["phases"]) {
+        if (!phase.contains("lanes") || !phase["lanes"].is_object()) continue;
+        for (const auto& cv : phase["lanes"]["conversions"]) {
+          words += cv["kind"] == "bf16_words" ? 1 : 0;
+          pairs += cv.value("pair_words", false) ? 1 : 0;
+          fused += cv.value("pair_words", false) && cv["made"] == "in registers inside the mma (no panel)" ? 1 : 0;
+        }
+        const auto& code = phase["lanes"]["code_per_program"];
+        EXPECT_EQ(code["predicted"], code["realized"]) << describe(r);
+      }
+      // Queries in the lanes: K's rows and V's are splats (a bf16 view's pairs read from it as
+      // they are) and Q is transposed with its two heads as rows (not pairs of K values).
+      const bool queries = c.options.count("lanes") > 0;
+      EXPECT_EQ(words > 0, dp && !(queries && std::string(kv) == "bf16")) << describe(r);
+      EXPECT_EQ(pairs > 0, dp && !queries) << describe(r);
+      EXPECT_EQ(fused, c.fused ? pairs : 0) << describe(r);
+    }
+  if (!dp)
+    testhost::sayNotRun("attention's bf16 pairs on VDPBF16PS",
+                        "this host has no AVX512-BF16 (or KILN_HOST_WITHOUT_AVX512 is set): the software steps ran");
+}
+
+// The FP64 check of attention in the bf16 pairs order allows each output 2^-8 of its weighted
+// sum of |v| (the probabilities' rounding): never more than 2^-8 max|v|, and enough that the
+// compiled result passes (above) — but a result off by a few percent fails.
+TEST(LibraryNative, AttentionBf16PairsAllowanceIsTheProbabilitiesRounding) {
+  LibraryRequest r = req("attention", "1,8,2,1,203,80,96", {{"order", "bf16_pairs"}, {"kv-dtype", "bf16"}});
+  auto k = build(r);
+  ASSERT_TRUE(k);
+  std::vector<host::ParamData> in;
+  ASSERT_FALSE(host::makeInputs(*k, 11, {}, in));
+  std::vector<std::vector<double>> allow, ref;
+  ASSERT_FALSE(libraryAllowance(r, in, allow));
+  ASSERT_FALSE(libraryReference(r, in, ref));
+  double maxV = 0;
+  for (float v : in[2].data) maxV = std::max(maxV, double(std::fabs(v)));
+  ASSERT_EQ(allow[3].size(), ref[3].size());
+  for (double a : allow[3]) {
+    EXPECT_GT(a, 0.0);
+    EXPECT_LE(a, std::ldexp(maxV, -8) * (1 + 1e-12));
+  }
+  std::vector<float> off(ref[3].begin(), ref[3].end());
+  off[5] += static_cast<float>(0.05 * maxV);
+  host::CompareResult bad = host::compareF64(off, ref[3], 5e-5, 5e-5, ir::Elem::F32, &allow[3]);
+  EXPECT_FALSE(bad.pass);
+  std::vector<float> near(ref[3].begin(), ref[3].end());
+  host::CompareResult good = host::compareF64(near, ref[3], 5e-5, 5e-5, ir::Elem::F32, &allow[3]);
+  EXPECT_TRUE(good.pass);
 }
 
 TEST(LibraryNative, SoftmaxInParts) {

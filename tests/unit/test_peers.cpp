@@ -112,6 +112,34 @@ TEST(Peers, LibraryPeersMatchReference) {
       }
 }
 
+// kiln-bf16pairs on attention (bf16 K/V): the library's kernel in the bf16 pairs order on
+// VDPBF16PS against the FP64 reference at its own tolerance (q and the probabilities rounded to
+// bf16, as oneDNN's bf16 pipeline); it refuses f32 K/V, and without AVX512-BF16 says it is
+// unavailable.
+TEST(Peers, Bf16PairsAttentionMatchesReference) {
+  for (bool causal : {false, true})
+    for (const char* shape : {"1,8,2,1,133,80,96", "2,6,2,5,37,33,17"}) {
+      const Problem p = problemFor(shape, causal, 7, KvElem::BF16);
+      std::unique_ptr<Impl> impl = makeImpl("kiln-bf16pairs", ImplOptions{});
+      ASSERT_TRUE(impl);
+      if (auto e = impl->prepare(p)) {
+        EXPECT_TRUE(impl->unavailable()) << *e;
+        kiln::testhost::sayNotRun("Peers kiln-bf16pairs attention", *e);
+        return;
+      }
+      EXPECT_NE(impl->detail().find("bf16_pairs order"), std::string::npos) << impl->detail();
+      std::vector<float> o;
+      ASSERT_FALSE(impl->compute(o));
+      const double t = impl->tolerance();
+      EXPECT_EQ(t, 8e-3);
+      const host::CompareResult c = host::compareF64(o, p.reference, t, t);
+      EXPECT_TRUE(c.pass) << shape << (causal ? " causal" : "") << ": first bad " << c.first_bad;
+    }
+  const Problem f32 = problemFor("1,8,2,1,133,80,96", false);
+  std::unique_ptr<Impl> impl = makeImpl("kiln-bf16pairs", ImplOptions{});
+  EXPECT_EQ(impl->prepare(f32).value_or(""), "kiln-bf16pairs reads bf16 K/V: run with --kv-dtype bf16");
+}
+
 // GEMM: every implementation of `kiln peers --kernel gemm` (Kiln's library kernel included)
 // against the FP64 reference, on ragged shapes (M = 1 and 2 take the wide tiles, N and K not
 // multiples of any tile), one and two threads.

@@ -138,6 +138,13 @@ class LaneEmitter final : public ProgramEmitter {
   void transposeInRegisters(std::vector<llvm::Value*>& vectors);
   std::vector<llvm::Value*> transposedBlock(const ir::Value* x, int li, Ix lb, Coords xcs, Ix xc);
   // The same from bf16 words (plan::Conversion::words): a whole chunk, inside the view.
+  void storePairWords(const plan::Conversion& c, const ir::Value* x, const std::vector<llvm::Value*>& r, Ix first,
+                      int64_t ext, Ix chunk);
+  void emitBf16Words(const plan::Conversion& c);
+  llvm::Value* packPairWords(const ir::Value* x, llvm::Value* lo, llvm::Value* hi);
+  llvm::Value* bf16Pairs(llvm::Value* words);
+  llvm::Value* dpbf16(llvm::Value* c, llvm::Value* a, llvm::Value* b);
+  llvm::Value* splatPair(const ir::Op* op, int i, const Coords& rc, const Coords& kc, bool two);
   std::vector<llvm::Value*> transposedWordBlock(const ir::Value* x, int li, Ix lb, Coords xcs, Ix xc);
   void spill(const ir::Value* v);
   std::vector<const ir::Op*> inside_;  // loads known (by a branch) to lie inside their views

@@ -67,6 +67,10 @@ std::vector<llvm::Value*> LaneEmitter::transposedWordBlock(const ir::Value* x, i
 // (log2 W stages of two-source shuffles, each swapping the off-diagonal blocks) and stored as
 // W target vectors. Never element by element.
 void LaneEmitter::emitConversion(const plan::Conversion& c) {
+  if (c.kind == plan::ConversionKind::Bf16Words) {
+    emitBf16Words(c);
+    return;
+  }
   const ir::Value* x = c.value;
   const ir::Type& xt = x->type;
   const plan::Layout& xl = lp_.layout[x->id];
@@ -111,6 +115,10 @@ void LaneEmitter::emitConversion(const plan::Conversion& c) {
             words ? transposedWordBlock(x, li, lb, xcs, xc) : transposedBlock(x, li, lb, xcs, xc);
         // Target row: x's dims without L, row-major (x's lane dim innermost); target chunk: lb.
         Ix oRow = rowOf(outerT, oc);
+        if (c.pair_words) {
+          storePairWords(c, x, r, mul(xc, w_), extLast, lb);
+          return;
+        }
         for (unsigned t = 0; t < r.size(); ++t) {
           Ix lastCoord = add(mul(xc, w_), Ix{nullptr, t});
           if (lastCoord.isConst() && lastCoord.c >= extLast) break;
@@ -143,6 +151,109 @@ void LaneEmitter::emitConversion(const plan::Conversion& c) {
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
   }
+}
+
+// A pair-word transpose's block (plan::Conversion::pair_words): the W transposed vectors `r`
+// of rows first .. first + W - 1 (x's last dim, the mma's K) as W / 2 rows of 32-bit words,
+// row 2t's bf16 in the low half and 2t + 1's in the high (+0 past the extent), each rounded to
+// bf16 unless it is one already; rows past the extent are not stored.
+// Two f32 vectors of x's values as VDPBF16PS's pairs (32-bit lanes, i32): lo's bf16 word in
+// the low half, hi's in the high (+0 without hi); each rounded to bf16 (to nearest even) unless
+// x's values are bf16 already (then its top half, exactly).
+llvm::Value* LaneEmitter::packPairWords(const ir::Value* x, llvm::Value* lo, llvm::Value* hi) {
+  llvm::Type* i32v = llvm::FixedVectorType::get(b_.getInt32Ty(), w_);
+  const bool exact = exactBf16(x);
+  auto low = [&](llvm::Value* v) {  // v's bf16 word in each lane's low half
+    return exact ? b_.CreateLShr(b_.CreateBitCast(v, i32v), 16) : b_.CreateZExt(ew_.bf16Bits(v), i32v);
+  };
+  llvm::Value* w = low(lo);
+  return hi ? b_.CreateOr(w, b_.CreateShl(low(hi), 16)) : w;
+}
+
+llvm::Value* LaneEmitter::bf16Pairs(llvm::Value* words) {
+  return b_.CreateBitCast(words, llvm::FixedVectorType::get(b_.getBFloatTy(), 2 * w_));
+}
+
+llvm::Value* LaneEmitter::dpbf16(llvm::Value* c, llvm::Value* a, llvm::Value* b) {
+  return b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512, {}, {c, a, b});
+}
+
+// The broadcast operand `i` of a bf16_pairs mma at accumulator row coords rc and K value kc
+// (and kc + 1 when `two`) as VDPBF16PS's pair in every lane: read from its bf16 words
+// (ConversionKind::Bf16Words) when it has them, else its elements packed; one K value alone has
+// -0 (operand a) or +0 (b) in the high half.
+llvm::Value* LaneEmitter::splatPair(const Op* op, int i, const Coords& rc, const Coords& kc, bool two) {
+  const ir::Value* x = op->operands[i];
+  const ir::Type& at = op->operands[2]->type;
+  const ir::Type ct = contractedType(op);
+  const plan::LaneMma& lm = lp_.mma.at(op);
+  llvm::Value* w = nullptr;
+  if (x->type.isScalar()) {
+    llvm::Value* v = splat(scalar(x));
+    w = b_.CreateExtractElement(packPairWords(x, v, two ? v : nullptr), uint64_t{0});
+  } else {
+    Coords xc = mapCoords(x->type, at, rc, &kc, &ct);
+    if (lm.conversion[i] >= 0) {
+      const plan::Conversion& c = lp_.conversions[lm.conversion[i]];
+      llvm::Value* ptr = b_.CreateInBoundsGEP(b_.getInt16Ty(), slots_[c.slot],
+                                              val(add(mul(rowOf(x->type, xc), c.chunks * w_), xc.back())));
+      w = two ? b_.CreateAlignedLoad(b_.getInt32Ty(), ptr, llvm::Align(2))
+              : b_.CreateZExt(b_.CreateLoad(b_.getInt16Ty(), ptr), b_.getInt32Ty());
+    } else {
+      llvm::Value* lo = splat(elem(x, xc));
+      llvm::Value* hi = nullptr;
+      if (two) {
+        xc.back() = add(xc.back(), Ix{nullptr, 1});
+        hi = splat(elem(x, xc));
+      }
+      w = b_.CreateExtractElement(packPairWords(x, lo, hi), uint64_t{0});
+    }
+  }
+  if (!two && i == 0) w = b_.CreateOr(w, 0x80000000u);
+  return bf16Pairs(b_.CreateVectorSplat(w_, w));
+}
+
+void LaneEmitter::storePairWords(const plan::Conversion& c, const ir::Value* x, const std::vector<llvm::Value*>& r,
+                                 Ix first, int64_t ext, Ix chunk) {
+  llvm::Type* i32v = llvm::FixedVectorType::get(b_.getInt32Ty(), w_);
+  for (unsigned t = 0; 2 * t < r.size(); ++t) {
+    Ix row = add(first, Ix{nullptr, 2 * int64_t{t}});
+    if (row.isConst() && row.c >= ext) break;
+    Ix next = add(row, Ix{nullptr, 1});
+    llvm::Value* pw = packPairWords(x, r[2 * t], next.isConst() && next.c >= ext ? nullptr : r[2 * t + 1]);
+    if (!next.isConst())
+      pw = b_.CreateSelect(b_.CreateICmpULT(next.v, b_.getInt64(ext)), pw, packPairWords(x, r[2 * t], nullptr));
+    llvm::Value* words = b_.CreateBitCast(pw, vty(Elem::F32));
+    Ix vi = add(mul(div(row, 2), c.chunks), chunk);
+    if (row.isConst() || (ext % 2 == 0 && ext % static_cast<int64_t>(w_) == 0)) {
+      b_.CreateStore(words, slotPtr(c.slot, Elem::F32, vi));
+      continue;
+    }
+    llvm::BasicBlock* st = llvm::BasicBlock::Create(c_, "pairs.store", f_);
+    llvm::BasicBlock* nx = llvm::BasicBlock::Create(c_, "pairs.next", f_);
+    b_.CreateCondBr(b_.CreateICmpULT(row.v, b_.getInt64(ext)), st, nx);
+    b_.SetInsertPoint(st);
+    b_.CreateStore(words, slotPtr(c.slot, Elem::F32, vi));
+    b_.CreateBr(nx);
+    b_.SetInsertPoint(nx);
+  }
+}
+
+// A bf16_pairs mma's broadcast operand as bf16 words (plan::ConversionKind::Bf16Words): each
+// vector of x rounded to bf16 (a bf16 value as it is) and its W 16-bit words stored in lane
+// order, row after row, so that contributions k and k + 1 of a row are one 32-bit word.
+void LaneEmitter::emitBf16Words(const plan::Conversion& c) {
+  const ir::Value* x = c.value;
+  const plan::Layout& xl = lp_.layout[x->id];
+  llvm::Type* i32v = llvm::FixedVectorType::get(b_.getInt32Ty(), w_);
+  llvm::Type* i16v = llvm::FixedVectorType::get(b_.getInt16Ty(), w_);
+  const bool exact = exactBf16(x);
+  forEachVector(xl, [&](Ix row, Ix chunk) {
+    llvm::Value* v = vec(x, row, chunk);
+    llvm::Value* bits =
+        exact ? b_.CreateTrunc(b_.CreateLShr(b_.CreateBitCast(v, i32v), 16), i16v) : ew_.bf16Bits(v);
+    b_.CreateStore(bits, b_.CreateInBoundsGEP(i16v, slots_[c.slot], val(add(mul(row, xl.chunks), chunk))));
+  });
 }
 
 // A value whose every element is a bf16 value: a load from a bf16 view with a bf16 fill.
@@ -218,7 +329,7 @@ void LaneEmitter::emitMma(const Op* op) {
 // view, bf16 K's whole chunks come from words (transposedWordBlock).
 void LaneEmitter::emitMmaFusedTranspose(const Op* op) {
   const plan::LaneMma& lm = lp_.mma.at(op);
-  const int xi = lm.conversion[0] >= 0 ? 0 : 1;
+  const int xi = lm.broadcast[0] ? 1 : 0;  // the transposed operand; the other is broadcast
   const ir::Value* x = op->operands[xi];
   const ir::Value* y = op->operands[1 - xi];
   const ir::Value* acc = op->operands[2];
@@ -237,6 +348,8 @@ void LaneEmitter::emitMmaFusedTranspose(const Op* op) {
   std::vector<Coords> rcs;
   for (int64_t row = 0; row < al.rows; ++row) rcs.push_back(rowCoords(at, Ix{nullptr, row}));
   const bool words = isInside(x->def) && c.words;  // whole K chunks as bf16 words
+  const bool pairs = op->mma_policy.bf16_pairs;     // planned on VDPBF16PS only (LaneMma::dpbf16)
+  if (pairs) requireFeature("+avx512bf16");
   for (int64_t lb0 = 0; lb0 < al.chunks; lb0 += lm.fused_group) {
     const int64_t g = std::min(lm.fused_group, al.chunks - lb0);  // chunks of L: g x rows FMA chains
     // K chunk kc, of which `count` K values are used, for each of the g chunks of L.
@@ -247,6 +360,28 @@ void LaneEmitter::emitMmaFusedTranspose(const Op* op) {
       for (int64_t i = 0; i < g; ++i)
         t.push_back(asWords ? transposedWordBlock(x, li, Ix{nullptr, lb0 + i}, none, kc)
                             : transposedBlock(x, li, Ix{nullptr, lb0 + i}, none, kc));
+      if (pairs) {
+        // bf16_pairs on VDPBF16PS (docs/ir.md, MMA): per pair of K values one instruction per
+        // accumulator, the transposed pair as words (packPairWords), the other operand's pair
+        // broadcast (splatPair); an odd count's last value alone, a's high half -0.
+        for (int64_t j = 0; j < count; j += 2) {
+          const bool two = j + 1 < count;
+          Coords kcoord = {add(mul(kc, w_), Ix{nullptr, j})};
+          std::vector<llvm::Value*> words;
+          for (int64_t i = 0; i < g; ++i) {
+            llvm::Value* w = packPairWords(x, t[i][j], two ? t[i][j + 1] : nullptr);
+            if (!two && xi == 0) w = b_.CreateOr(w, 0x80000000u);
+            words.push_back(bf16Pairs(w));
+          }
+          for (int64_t row = 0; row < al.rows; ++row) {
+            llvm::Value* other = splatPair(op, 1 - xi, rcs[row], kcoord, two);
+            // The broadcast last, where the instruction takes memory (a 32-bit broadcast): the
+            // pair's two products are each a's by b's, so the operands' order changes no bit.
+            for (int64_t i = 0; i < g; ++i) s[i * al.rows + row] = dpbf16(s[i * al.rows + row], words[i], other);
+          }
+        }
+        return s;
+      }
       for (int64_t j = 0; j < count; ++j) {
         Coords kcoord = {add(mul(kc, w_), Ix{nullptr, j})};
         for (int64_t row = 0; row < al.rows; ++row) {
@@ -260,6 +395,8 @@ void LaneEmitter::emitMmaFusedTranspose(const Op* op) {
     std::vector<llvm::Value*> cur;
     for (int64_t i = 0; i < g; ++i)
       for (int64_t row = 0; row < al.rows; ++row) cur.push_back(vec(acc, Ix{nullptr, row}, Ix{nullptr, lb0 + i}));
+    if (pairs && K > 0)  // the bf16 orders' accumulators flushed (K = 0 gives them as they are)
+      for (llvm::Value*& c : cur) c = ew_.flushTiny(c);
     if (lm.k_loop) {
       cur = loop(b_.getInt64(0), b_.getInt64(full), 1, cur, [&](llvm::Value* kc, const std::vector<llvm::Value*>& s) {
         return steps(Ix{kc, 0}, w_, s, words);
@@ -552,6 +689,8 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
       // for row-shared lane operands) are read and prepared once (bf16: rounded and flushed).
       using Prep = std::function<llvm::Value*(const std::vector<llvm::Value*>&)>;
       using Use = std::function<void(size_t, llvm::Value*, llvm::Value*)>;
+      llvm::Type* i32v = llvm::FixedVectorType::get(b_.getInt32Ty(), w_);
+      auto words = [&](llvm::Value* w) { return bf16Pairs(w); };  // 32-bit lanes as VDPBF16PS's pairs
       auto operands = [&](const std::vector<Ix>& ks, const std::array<Prep, 2>& prep, const Use& use) {
         std::vector<Coords> kcs;
         for (const Ix& k : ks) kcs.push_back(kCoords(k));
@@ -562,6 +701,17 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
             llvm::Value* w =
                 b_.CreateLoad(vty(Elem::F32), slotPtr(xl.slot, Elem::F32, add(mul(div(ks[0], 2), xl.chunks), chunk)));
             return b_.CreateBitCast(w, llvm::FixedVectorType::get(b_.getBFloatTy(), 2 * w_));
+          }
+          if (lm.conversion[i] >= 0) {
+            const plan::Conversion& c = lp_.conversions[lm.conversion[i]];
+            if (c.pair_words) {
+              // A pair-word transpose (plan::Conversion::pair_words): row k / 2 holds k and k + 1.
+              llvm::Value* w = b_.CreateLoad(vty(Elem::F32), slotPtr(c.slot, Elem::F32,
+                                                                     add(mul(div(ks[0], 2), c.chunks), chunk)));
+              if (kcs.size() == 1 && i == 0) w = b_.CreateOr(b_.CreateBitCast(w, i32v), 0x80000000u);
+              return words(w);
+            }
+            if (c.kind == plan::ConversionKind::Bf16Words) return splatPair(op, i, rc, kcs[0], kcs.size() == 2);
           }
           if (llvm::Value* w = kcs.size() == 2 && lm.broadcast[i] ? directPair(i, rc, kcs[0]) : nullptr) return w;
           std::vector<llvm::Value*> vals;
@@ -597,12 +747,8 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
       // (0x8000) in the high half and b's with +0, so the pair's other product is -0 and adds
       // nothing (docs/backend.md).
       const bool exact[2] = {exactBf16(a), exactBf16(bv)};
-      llvm::Type* i32v = llvm::FixedVectorType::get(b_.getInt32Ty(), w_);
       auto bits = [&](int i, llvm::Value* x) -> llvm::Value* {  // x's bf16 word in each lane's low half
         return exact[i] ? b_.CreateLShr(b_.CreateBitCast(x, i32v), 16) : b_.CreateZExt(ew_.bf16Bits(x), i32v);
-      };
-      auto words = [&](llvm::Value* w) {
-        return b_.CreateBitCast(w, llvm::FixedVectorType::get(b_.getBFloatTy(), 2 * w_));
       };
       auto value = [&](int i) {
         return [&, i](const std::vector<llvm::Value*>& v) -> llvm::Value* {
@@ -611,8 +757,10 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
           return words(i == 0 ? b_.CreateOr(w, 0x80000000u) : w);
         };
       };
-      auto dp = [&](llvm::Value* c, llvm::Value* x, llvm::Value* y) -> llvm::Value* {
-        return b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512, {}, {c, x, y});
+      // A splat operand last, where VDPBF16PS takes memory (a 32-bit broadcast, folded): each
+      // product is a's by b's either way, the same bits.
+      auto dp = [&](llvm::Value* c, llvm::Value* x, llvm::Value* y) {
+        return lm.broadcast[0] && !lm.broadcast[1] ? dpbf16(c, y, x) : dpbf16(c, x, y);
       };
       auto bf16Start = [&] {  // a bf16 order's accumulators flushed; K = 0 gives them as they are
         if (lm.dpbf16) requireFeature("+avx512bf16");
