@@ -153,10 +153,6 @@ void LaneEmitter::emitConversion(const plan::Conversion& c) {
   }
 }
 
-// A pair-word transpose's block (plan::Conversion::pair_words): the W transposed vectors `r`
-// of rows first .. first + W - 1 (x's last dim, the mma's K) as W / 2 rows of 32-bit words,
-// row 2t's bf16 in the low half and 2t + 1's in the high (+0 past the extent), each rounded to
-// bf16 unless it is one already; rows past the extent are not stored.
 // Two f32 vectors of x's values as VDPBF16PS's pairs (32-bit lanes, i32): lo's bf16 word in
 // the low half, hi's in the high (+0 without hi); each rounded to bf16 (to nearest even) unless
 // x's values are bf16 already (then its top half, exactly).
@@ -213,9 +209,12 @@ llvm::Value* LaneEmitter::splatPair(const Op* op, int i, const Coords& rc, const
   return bf16Pairs(b_.CreateVectorSplat(w_, w));
 }
 
+// A pair-word transpose's block (plan::Conversion::pair_words): the W transposed vectors `r`
+// of rows first .. first + W - 1 (x's last dim, the mma's K) as W / 2 rows of 32-bit words,
+// row 2t's bf16 in the low half and 2t + 1's in the high (+0 past the extent), each rounded to
+// bf16 unless it is one already; rows past the extent are not stored.
 void LaneEmitter::storePairWords(const plan::Conversion& c, const ir::Value* x, const std::vector<llvm::Value*>& r,
                                  Ix first, int64_t ext, Ix chunk) {
-  llvm::Type* i32v = llvm::FixedVectorType::get(b_.getInt32Ty(), w_);
   for (unsigned t = 0; 2 * t < r.size(); ++t) {
     Ix row = add(first, Ix{nullptr, 2 * int64_t{t}});
     if (row.isConst() && row.c >= ext) break;
@@ -757,8 +756,8 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
           return words(i == 0 ? b_.CreateOr(w, 0x80000000u) : w);
         };
       };
-      // A splat operand last, where VDPBF16PS takes memory (a 32-bit broadcast, folded): each
-      // product is a's by b's either way, the same bits.
+      // A splat operand last, where VDPBF16PS takes memory (a 32-bit broadcast, which LLVM folds
+      // where it has one use): each product is a's by b's either way, the same bits.
       auto dp = [&](llvm::Value* c, llvm::Value* x, llvm::Value* y) {
         return lm.broadcast[0] && !lm.broadcast[1] ? dpbf16(c, y, x) : dpbf16(c, x, y);
       };
