@@ -49,7 +49,8 @@ struct KernelSource {
         {"fma", "attention, gemm: fused (mma steps rounded once) | unfused (MUL then ADD)"},
         {"order",
          "gemm: ascending | bf16_dot (the mma in AMX's bf16 order: operands rounded to bf16; AMX tiles on an "
-         "AMX host) | bf16_pairs (the mma in VDPBF16PS's order: AVX512-BF16 on a CPU with it)"},
+         "AMX host) | bf16_pairs (the mma in VDPBF16PS's order: AVX512-BF16 on a CPU with it); attention: "
+         "ascending | bf16_pairs (both mmas in that order: q, k, p and v rounded to bf16)"},
         {"split", "attention: N (KV chunks merged by a second phase) | auto | off"},
         {"merge-columns", "attention with a split: N (value columns per merge program; the same bits) | auto | off"},
         {"lanes", "attention: keys | queries | auto (what lies along the vector lanes)"},
