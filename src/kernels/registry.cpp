@@ -302,7 +302,8 @@ std::vector<double> attentionReference(const Spec& s, const std::vector<host::Pa
     }
     return r;
   };
-  const std::vector<float> q = operand(in[0].data, false), k = operand(in[1].data, false), v = operand(in[2].data, absV);
+  const std::vector<float> q = operand(in[0].data, false), k = operand(in[1].data, false),
+                           v = operand(in[2].data, absV);
   if (s.kv_cache == KvCache::None)
     return reference::attention(a, s.causal, scale, q, k, v, s.stack_heads ? s.block_q : 0, s.block_k);
   const bool paged = s.kv_cache == KvCache::Paged;

@@ -397,7 +397,8 @@ class LanePlanner {
       if (m.conversion[i] >= 0 && lp_.conversions[m.conversion[i]].kind == ConversionKind::Transpose) conv = i;
     if (conv < 0 || !m.broadcast[1 - conv] || op->dims.size() != 1) return;
     // The other operand as it is, or (bf16_pairs) as bf16 words.
-    if (m.conversion[1 - conv] >= 0 && lp_.conversions[m.conversion[1 - conv]].kind != ConversionKind::Bf16Words) return;
+    if (m.conversion[1 - conv] >= 0 && lp_.conversions[m.conversion[1 - conv]].kind != ConversionKind::Bf16Words)
+      return;
     Conversion& c = lp_.conversions[m.conversion[conv]];
     const Value* x = op->operands[conv];
     if (c.after || c.rows != x->type.dims.back().extent || x->type.dims.back().name != op->dims[0]) return;
@@ -765,7 +766,7 @@ class LanePlanner {
     }
     for (auto& [op, m] : lp_.mma) {
       const MmaPlan& mp = p_.mma.at(op);
-      if (m.fused_transpose) {  // the ascending order, or bf16_pairs on VDPBF16PS
+      if (m.fused_transpose) {                  // the ascending order, or bf16_pairs on VDPBF16PS
         const int xi = m.broadcast[0] ? 1 : 0;  // the transposed operand; the other is broadcast
         const Value* x = op->operands[xi];
         m.k_loop = m.k_rolled && x->type.dims.back().extent / w > 1;

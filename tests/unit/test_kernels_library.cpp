@@ -643,8 +643,8 @@ TEST(LibraryNative, AttentionInBf16PairsOrder) {
   };
   const std::vector<Case> cases = {
       {"1,8,2,1,203,80,96", {{"mask", "none"}}, true},
-      {"1,6,2,1,77,33,17", {}, true},      // odd D: the last contribution alone
-      {"1,12,3,1,150,72,40", {}, true},    // D = 72: a ragged last chunk of 16
+      {"1,6,2,1,77,33,17", {}, true},    // odd D: the last contribution alone
+      {"1,12,3,1,150,72,40", {}, true},  // D = 72: a ragged last chunk of 16
       {"1,8,2,1,300,32,48", {{"split", "4"}}, true},
       {"2,4,2,9,67,16,24", {{"mask", "causal"}}, false},  // 18 rows: a panel of pair words
       {"1,4,2,40,65,32,32", {{"lanes", "queries"}}, false},

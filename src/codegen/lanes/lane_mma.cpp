@@ -249,8 +249,7 @@ void LaneEmitter::emitBf16Words(const plan::Conversion& c) {
   const bool exact = exactBf16(x);
   forEachVector(xl, [&](Ix row, Ix chunk) {
     llvm::Value* v = vec(x, row, chunk);
-    llvm::Value* bits =
-        exact ? b_.CreateTrunc(b_.CreateLShr(b_.CreateBitCast(v, i32v), 16), i16v) : ew_.bf16Bits(v);
+    llvm::Value* bits = exact ? b_.CreateTrunc(b_.CreateLShr(b_.CreateBitCast(v, i32v), 16), i16v) : ew_.bf16Bits(v);
     b_.CreateStore(bits, b_.CreateInBoundsGEP(i16v, slots_[c.slot], val(add(mul(row, xl.chunks), chunk))));
   });
 }
@@ -347,7 +346,7 @@ void LaneEmitter::emitMmaFusedTranspose(const Op* op) {
   std::vector<Coords> rcs;
   for (int64_t row = 0; row < al.rows; ++row) rcs.push_back(rowCoords(at, Ix{nullptr, row}));
   const bool words = isInside(x->def) && c.words;  // whole K chunks as bf16 words
-  const bool pairs = op->mma_policy.bf16_pairs;     // planned on VDPBF16PS only (LaneMma::dpbf16)
+  const bool pairs = op->mma_policy.bf16_pairs;    // planned on VDPBF16PS only (LaneMma::dpbf16)
   if (pairs) requireFeature("+avx512bf16");
   for (int64_t lb0 = 0; lb0 < al.chunks; lb0 += lm.fused_group) {
     const int64_t g = std::min(lm.fused_group, al.chunks - lb0);  // chunks of L: g x rows FMA chains
@@ -705,8 +704,8 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
             const plan::Conversion& c = lp_.conversions[lm.conversion[i]];
             if (c.pair_words) {
               // A pair-word transpose (plan::Conversion::pair_words): row k / 2 holds k and k + 1.
-              llvm::Value* w = b_.CreateLoad(vty(Elem::F32), slotPtr(c.slot, Elem::F32,
-                                                                     add(mul(div(ks[0], 2), c.chunks), chunk)));
+              llvm::Value* w =
+                  b_.CreateLoad(vty(Elem::F32), slotPtr(c.slot, Elem::F32, add(mul(div(ks[0], 2), c.chunks), chunk)));
               if (kcs.size() == 1 && i == 0) w = b_.CreateOr(b_.CreateBitCast(w, i32v), 0x80000000u);
               return words(w);
             }
