@@ -375,7 +375,7 @@ const std::vector<Entry>& entries() {
          "--lanes keys|queries|auto   what lies along the vector lanes (stacked heads): the keys of a KV "
          "block, or the queries of the block (scores [g,n,m]: K rows broadcast, Q transposed once per program, "
          "no padding for a ragged K block); auto: queries when BQ >= 32 and either the keys would pad their "
-         "blocks by more than 1/8 or Hq = Hkv "
+         "blocks by more than 1/8 or Hq = Hkv, never in the bf16 pairs order "
          "(default auto). Same results either way\n"
          "--qk outer|dot|auto   q.k^T in ascending D (an outer product over the keys), or in the "
          "partitions(16) order of docs/ir.md, which the lanes run as a dot product over D when D is a multiple "

@@ -15,8 +15,12 @@ namespace kiln::kernels::library_detail {
 // program (1,8,8,128,512,64,64: 0.94). Else the keys: with several query heads per program the
 // queries layout reads a vector of P per accumulator row (1,16,8,256,256,64,64: 1.40;
 // 1,32,8,512,512,128,128 at 32x32: 1.36), and decode has too few queries to fill a vector.
-static bool queriesInLanes(int64_t block_q, int64_t group, int64_t K, int64_t keys_block) {
-  if (block_q < 32 || K < 1) return false;
+// Never in the bf16 pairs order: there p.v's lane operand p (keys as rows) is rounded and paired
+// at each use, where with the keys along the lanes p is a splat made bf16 words once (paired,
+// AMD Zen 5, bf16 K/V: keys 0.47 of the queries layout's time at 1,4,2,32,65,32,32, 0.77 at
+// 1,8,8,128,512,64,64).
+static bool queriesInLanes(int64_t block_q, int64_t group, int64_t K, int64_t keys_block, bool pairs) {
+  if (pairs || block_q < 32 || K < 1) return false;
   const int64_t padded = (K + keys_block - 1) / keys_block * keys_block;
   return 8 * padded > 9 * K || (group == 1 && block_q >= 64);
 }
@@ -85,8 +89,8 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
     const int64_t blocks = std::max<int64_t>(1, (K + most - 1) / most);
     const int64_t even = (K + blocks - 1) / blocks;
     const int64_t keysBlock = std::min(most, std::max<int64_t>(16, (even + 15) / 16 * 16));
-    s.queries_in_lanes =
-        lanes == "auto" ? !s.target.gpu && queriesInLanes(s.block_q, group, K, keysBlock) : lanes == "queries";
+    s.queries_in_lanes = lanes == "auto" ? !s.target.gpu && queriesInLanes(s.block_q, group, K, keysBlock, s.bf16_pairs)
+                                         : lanes == "queries";
     s.block_k = s.queries_in_lanes ? std::min(most, std::max<int64_t>(1, even)) : keysBlock;
   } else {
     s.block_q = Q == 1 ? 1 : 4;
@@ -115,8 +119,9 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
   }
   if (r.options.count("block"))  // a given block: the rule on it
     s.queries_in_lanes =
-        s.stack_heads && (lanes == "auto" ? !s.target.gpu && queriesInLanes(s.block_q, Hq / Hkv, s.shape[4], s.block_k)
-                                          : lanes == "queries");
+        s.stack_heads &&
+        (lanes == "auto" ? !s.target.gpu && queriesInLanes(s.block_q, Hq / Hkv, s.shape[4], s.block_k, s.bf16_pairs)
+                         : lanes == "queries");
   // Split KV: a number of chunks fixed by the shape (never by the thread count).
   const int64_t nKB = (s.shape[4] + s.block_k - 1) / s.block_k;
   const int64_t programs = s.shape[0] * Hkv * ((Q + s.block_q - 1) / s.block_q);

@@ -444,6 +444,13 @@ TEST(LibraryNative, AttentionQueriesInLanes) {
   EXPECT_EQ(lanes(req("attention", "1,16,8,256,256,64,64")), "keys (library default) 32x64 (library default)");
   EXPECT_EQ(lanes(req("attention", "1,8,2,1,2053,80,96")), "keys (library default) 1x64 (library default)");
   EXPECT_EQ(lanes(req("attention", "1,4,2,32,65,32,32", {{"lanes", "keys"}})), "keys (given) 32x80 (library default)");
+  // The bf16 pairs order: keys (p a splat, made bf16 words once), unless queries are asked for.
+  EXPECT_EQ(lanes(req("attention", "1,4,2,32,65,32,32", {{"order", "bf16_pairs"}})),
+            "keys (library default) 32x80 (library default)");
+  EXPECT_EQ(lanes(req("attention", "1,8,8,128,512,64,64", {{"order", "bf16_pairs"}})),
+            "keys (library default) 64x64 (library default)");
+  EXPECT_EQ(lanes(req("attention", "1,4,2,32,65,32,32", {{"order", "bf16_pairs"}, {"lanes", "queries"}})),
+            "queries (given) 32x65 (library default)");
   const std::map<std::string, std::string> q = {{"lanes", "queries"}};
   auto with = [](std::map<std::string, std::string> a, const std::map<std::string, std::string>& b) {
     a.insert(b.begin(), b.end());
