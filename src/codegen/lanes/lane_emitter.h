@@ -142,6 +142,7 @@ class LaneEmitter final : public ProgramEmitter {
                       int64_t ext, Ix chunk);
   void emitBf16Words(const plan::Conversion& c);
   llvm::Value* packPairWords(const ir::Value* x, llvm::Value* lo, llvm::Value* hi);
+  llvm::Value* aloneWords(llvm::Value* w, int i);
   llvm::Value* bf16Pairs(llvm::Value* words);
   llvm::Value* dpbf16(llvm::Value* c, llvm::Value* a, llvm::Value* b);
   llvm::Value* splatPair(const ir::Op* op, int i, const Coords& rc, const Coords& kc, bool two);

@@ -166,6 +166,13 @@ llvm::Value* LaneEmitter::packPairWords(const ir::Value* x, llvm::Value* lo, llv
   return hi ? b_.CreateOr(w, b_.CreateShl(low(hi), 16)) : w;
 }
 
+// A contribution alone (words `w`, i32 lanes or scalar, with +0 in the high half) as operand
+// `i` of VDPBF16PS: a's high half -0, b's +0, so the pair's other product is -0 x +0 = -0, which
+// adds nothing to any chain (docs/backend.md).
+llvm::Value* LaneEmitter::aloneWords(llvm::Value* w, int i) {
+  return i == 0 ? b_.CreateOr(w, 0x80000000u) : w;
+}
+
 llvm::Value* LaneEmitter::bf16Pairs(llvm::Value* words) {
   return b_.CreateBitCast(words, llvm::FixedVectorType::get(b_.getBFloatTy(), 2 * w_));
 }
@@ -205,7 +212,7 @@ llvm::Value* LaneEmitter::splatPair(const Op* op, int i, const Coords& rc, const
       w = b_.CreateExtractElement(packPairWords(x, lo, hi), uint64_t{0});
     }
   }
-  if (!two && i == 0) w = b_.CreateOr(w, 0x80000000u);
+  if (!two) w = aloneWords(w, i);
   return bf16Pairs(b_.CreateVectorSplat(w_, w));
 }
 
@@ -368,8 +375,7 @@ void LaneEmitter::emitMmaFusedTranspose(const Op* op) {
           std::vector<llvm::Value*> words;
           for (int64_t i = 0; i < g; ++i) {
             llvm::Value* w = packPairWords(x, t[i][j], two ? t[i][j + 1] : nullptr);
-            if (!two && xi == 0) w = b_.CreateOr(w, 0x80000000u);
-            words.push_back(bf16Pairs(w));
+            words.push_back(bf16Pairs(two ? w : aloneWords(w, xi)));
           }
           for (int64_t row = 0; row < al.rows; ++row) {
             llvm::Value* other = splatPair(op, 1 - xi, rcs[row], kcoord, two);
@@ -706,8 +712,7 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
               // A pair-word transpose (plan::Conversion::pair_words): row k / 2 holds k and k + 1.
               llvm::Value* w =
                   b_.CreateLoad(vty(Elem::F32), slotPtr(c.slot, Elem::F32, add(mul(div(ks[0], 2), c.chunks), chunk)));
-              if (kcs.size() == 1 && i == 0) w = b_.CreateOr(b_.CreateBitCast(w, i32v), 0x80000000u);
-              return words(w);
+              return words(kcs.size() == 2 || i == 1 ? w : aloneWords(b_.CreateBitCast(w, i32v), i));
             }
             if (c.kind == plan::ConversionKind::Bf16Words) return splatPair(op, i, rc, kcs[0], kcs.size() == 2);
           }
@@ -745,14 +750,10 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
       // (0x8000) in the high half and b's with +0, so the pair's other product is -0 and adds
       // nothing (docs/backend.md).
       const bool exact[2] = {exactBf16(a), exactBf16(bv)};
-      auto bits = [&](int i, llvm::Value* x) -> llvm::Value* {  // x's bf16 word in each lane's low half
-        return exact[i] ? b_.CreateLShr(b_.CreateBitCast(x, i32v), 16) : b_.CreateZExt(ew_.bf16Bits(x), i32v);
-      };
       auto value = [&](int i) {
         return [&, i](const std::vector<llvm::Value*>& v) -> llvm::Value* {
           if (!lm.dpbf16) return exact[i] ? ew_.flushTiny(v[0]) : ew_.bf16Operand(v[0]);
-          llvm::Value* w = bits(i, v[0]);
-          return words(i == 0 ? b_.CreateOr(w, 0x80000000u) : w);
+          return words(aloneWords(packPairWords(ops[i], v[0], nullptr), i));
         };
       };
       // A splat operand last, where VDPBF16PS takes memory (a 32-bit broadcast, which LLVM folds
@@ -773,7 +774,7 @@ void LaneEmitter::emitMmaTiles(const Op* op) {
         // contribution alone (VDPBF16PS with a -0 x +0 partner, as bf16_dot's).
         auto pairWords = [&](int i) {  // VDPBF16PS's operand for contributions k (low) and k+1 (high)
           return [&, i](const std::vector<llvm::Value*>& v) -> llvm::Value* {
-            return words(b_.CreateOr(bits(i, v[0]), b_.CreateShl(bits(i, v[1]), 16)));
+            return words(packPairWords(ops[i], v[0], v[1]));
           };
         };
         auto single = [&](Ix k, std::vector<llvm::Value*> c) {
