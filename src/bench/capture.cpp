@@ -84,6 +84,14 @@ std::optional<std::string> capture(const Experiment& e, size_t case_index, int a
   for (const ir::Value* v : kernel->params) {
     ParamInfo info;
     info.name = v->name;
+    // The archive's inputs and outputs, the replay's guarded buffers and the audit hold float32
+    // views; another view's bits would be read as floats (a wrong run the oracle only catches late).
+    if (v->type.isView() && v->type.elem != ir::Elem::F32)
+      return finish(archive, dir, rec, p, "build",
+                    fmt::format("view '{}' is view<{}>: a bench archive holds view<f32> parameters only (its inputs, "
+                                "outputs and replay buffers are float32; docs/bench.md); time a kernel with "
+                                "16-bit or integer views with kiln peers",
+                                v->name, ir::elemName(v->type.elem)));
     if (v->type.isView()) {
       info.shape = v->type.shape();
       info.output = written.count(v) > 0;
