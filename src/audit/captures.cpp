@@ -82,7 +82,8 @@ Check identity(const Context& c, const bench::Case& cs, const bench::Arm& arm, c
   for (size_t i = 0; i < params.size(); ++i) {
     const bench::ParamInfo& p = rec.params[i];
     bool match = p.name == params[i]->name && (p.kind == runtime::ParamKind::View) == params[i]->type.isView();
-    if (match && p.kind == runtime::ParamKind::View) match = p.shape == params[i]->type.shape();
+    if (match && p.kind == runtime::ParamKind::View)
+      match = p.shape == params[i]->type.shape() && p.elem == params[i]->type.elem;
     if (!match) return failed(k, "parameter " + std::to_string(i) + " differs from the rebuilt kernel");
   }
   std::vector<int64_t> workspaces;
@@ -94,19 +95,32 @@ Check identity(const Context& c, const bench::Case& cs, const bench::Arm& arm, c
   return k;
 }
 
-// The archived views as floats; error names the file.
+// The archived views' values (float views' in `data`, integer views' in `ints`); error names
+// the file.
 std::optional<std::string> readViews(const Context& c, const std::string& dir, const bench::CaptureRecord& rec,
                                      std::string (*file)(const bench::ParamInfo&), bool outputs_only,
-                                     std::vector<std::vector<float>>& out) {
+                                     std::vector<host::ParamData>& out) {
   out.assign(rec.params.size(), {});
   for (size_t i = 0; i < rec.params.size(); ++i) {
     const bench::ParamInfo& p = rec.params[i];
     if (p.kind != runtime::ParamKind::View || (outputs_only && !p.output)) continue;
     std::string bytes;
     if (auto e = c.archive.read(dir + "/" + file(p), bytes)) return e;
-    if (auto e = bench::parseF32(bytes, p.elements(), out[i])) return dir + "/" + file(p) + ": " + *e;
+    if (auto e = bench::valuesOfView(p, bytes, out[i])) return dir + "/" + file(p) + ": " + *e;
   }
   return std::nullopt;
+}
+
+// An output's values as the oracle compares them (an integer view's as floats), and the storage
+// type the comparison allows for.
+std::vector<float> outputValues(const bench::ParamInfo& p, const host::ParamData& d) {
+  if (!ir::isIntegerStorage(p.elem)) return d.data;
+  std::vector<float> v;
+  for (int64_t x : d.ints) v.push_back(static_cast<float>(x));
+  return v;
+}
+ir::Elem storageOf(const bench::ParamInfo& p) {
+  return ir::isHalfStorage(p.elem) ? p.elem : ir::Elem::F32;
 }
 
 Check inputs(const Context& c, const bench::Case& cs, const bench::Arm& arm, const bench::CaptureRecord& rec,
@@ -121,7 +135,7 @@ Check inputs(const Context& c, const bench::Case& cs, const bench::Arm& arm, con
     }
     return failed(k, "cannot regenerate the inputs: " + data.build_error);
   }
-  std::vector<std::vector<float>> views;
+  std::vector<host::ParamData> views;
   if (auto e = readViews(c, dir, rec, bench::inputFile, false, views)) return failed(k, *e);
   int64_t elements = 0;
   archived.resize(rec.params.size());
@@ -129,11 +143,12 @@ Check inputs(const Context& c, const bench::Case& cs, const bench::Arm& arm, con
     const bench::ParamInfo& p = rec.params[i];
     archived[i].i64 = p.i64;
     archived[i].f32 = p.f32;
-    archived[i].data = std::move(views[i]);
+    archived[i].data = std::move(views[i].data);
+    archived[i].ints = std::move(views[i].ints);
     const host::ParamData& want = data.inputs[i];
     const bool same = p.kind == runtime::ParamKind::View
                           ? host::compareBitexact(archived[i].data, want.data).mismatches == 0 &&
-                                archived[i].data.size() == want.data.size()
+                                archived[i].data.size() == want.data.size() && archived[i].ints == want.ints
                           : archived[i].i64 == want.i64 &&
                                 std::bit_cast<uint32_t>(archived[i].f32) == std::bit_cast<uint32_t>(want.f32);
     if (!same) {
@@ -141,7 +156,7 @@ Check inputs(const Context& c, const bench::Case& cs, const bench::Arm& arm, con
       return failed(k, "parameter '" + p.name + "' differs from makeInputs(seed " +
                            std::to_string(c.experiment.protocol.seed) + ")");
     }
-    elements += static_cast<int64_t>(archived[i].data.size());
+    elements += static_cast<int64_t>(archived[i].data.size() + archived[i].ints.size());
   }
   k.pass = true;
   k.detail = std::to_string(elements) + " view elements bit-equal to makeInputs(seed " +
@@ -195,14 +210,17 @@ Check outputs(const Context& c, const bench::Case& cs, const bench::Arm& arm, co
               const std::vector<std::vector<double>>& recomputed, const std::vector<std::vector<double>>& stored) {
   Check k{"capture " + cs.id + "/" + arm.name + ": outputs within tolerance of the FP64 reference", false, ""};
   const bench::Protocol& p = c.experiment.protocol;
-  std::vector<std::vector<float>> outs;
-  const bool have_outputs = !readViews(c, dir, rec, bench::outputFile, true, outs);
+  std::vector<host::ParamData> read;
+  const bool have_outputs = !readViews(c, dir, rec, bench::outputFile, true, read);
+  std::vector<std::vector<float>> outs(rec.params.size());
+  for (size_t i = 0; have_outputs && i < rec.params.size(); ++i)
+    if (rec.params[i].output) outs[i] = outputValues(rec.params[i], read[i]);
   if (!rec.ok && (!have_outputs || recomputed.empty())) {
     k.pass = true;
     k.detail = "recorded as failed before outputs existed (" + rec.reason + ")";
     return k;
   }
-  if (!have_outputs) return failed(k, *readViews(c, dir, rec, bench::outputFile, true, outs));
+  if (!have_outputs) return failed(k, *readViews(c, dir, rec, bench::outputFile, true, read));
   if (recomputed.empty()) return failed(k, "no recomputed reference");
   // The kernel's own allowance beside atol + rtol·|ref|, as the capture applied it (gemm: its
   // K-term rounding bound), recomputed from the archived inputs.
@@ -213,7 +231,8 @@ Check outputs(const Context& c, const bench::Case& cs, const bench::Arm& arm, co
   std::string first_bad;
   for (size_t i = 0; i < rec.params.size(); ++i) {
     if (!rec.params[i].output) continue;
-    const host::CompareResult cr = host::compareF64(outs[i], recomputed[i], p.atol, p.rtol, ir::Elem::F32, extra(i));
+    const host::CompareResult cr =
+        host::compareF64(outs[i], recomputed[i], p.atol, p.rtol, storageOf(rec.params[i]), extra(i));
     if (!cr.pass && first_bad.empty())
       first_bad = fmt::format("output '{}' is outside the tolerance at element {}", rec.params[i].name, cr.first_bad);
     elements += static_cast<int64_t>(outs[i].size());
@@ -222,7 +241,8 @@ Check outputs(const Context& c, const bench::Case& cs, const bench::Arm& arm, co
   size_t next = 0;
   for (size_t i = 0; i < rec.params.size() && !rec.oracle.empty(); ++i) {
     if (!rec.params[i].output) continue;
-    const host::CompareResult cr = host::compareF64(outs[i], stored[i], p.atol, p.rtol, ir::Elem::F32, extra(i));
+    const host::CompareResult cr =
+        host::compareF64(outs[i], stored[i], p.atol, p.rtol, storageOf(rec.params[i]), extra(i));
     const bool same = next < rec.oracle.size() && rec.oracle[next].name == rec.params[i].name &&
                       rec.oracle[next].pass == cr.pass && rec.oracle[next].max_abs_err == cr.max_abs_err &&
                       rec.oracle[next].max_rel_err == cr.max_rel_err && rec.oracle[next].first_bad == cr.first_bad;

@@ -7,6 +7,7 @@
 #include "bench/native.h"
 #include "driver/compile.h"
 #include "host/data.h"
+#include "host/storage.h"
 #include "ir/printer.h"
 
 namespace kiln::bench {
@@ -41,11 +42,48 @@ std::string captureDir(const Case& c, const Arm& a) {
   return "captures/" + c.id + "/" + a.name;
 }
 std::string inputFile(const ParamInfo& p) {
-  return "inputs/" + p.name + ".f32";
+  return "inputs/" + p.name + "." + std::string(ir::elemName(p.elem));
 }
 std::string outputFile(const ParamInfo& p) {
-  return "outputs/" + p.name + ".f32";
+  return "outputs/" + p.name + "." + std::string(ir::elemName(p.elem));
 }
+
+std::optional<std::string> bytesOfView(const ParamInfo& p, const host::ParamData& data, std::string& out) {
+  if (ir::isIntegerStorage(p.elem)) {
+    if (static_cast<int64_t>(data.ints.size()) != p.elements()) return "integer view of the wrong size";
+    out = host::integerBytes(data.ints, p.elem == ir::Elem::I32);
+    return std::nullopt;
+  }
+  if (static_cast<int64_t>(data.data.size()) != p.elements()) return "view of the wrong size";
+  if (ir::isHalfStorage(p.elem)) return host::halfBytes(data.data, p.elem == ir::Elem::BF16, out);
+  out = f32Bytes(data.data);
+  return std::nullopt;
+}
+
+std::optional<std::string> valuesOfView(const ParamInfo& p, std::string_view bytes, host::ParamData& out) {
+  if (static_cast<int64_t>(bytes.size()) != p.elements() * p.elemBytes())
+    return fmt::format("{} bytes, expected {} ({} elements of {})", bytes.size(), p.elements() * p.elemBytes(),
+                       p.elements(), ir::elemName(p.elem));
+  if (ir::isIntegerStorage(p.elem))
+    host::integersFromBytes(bytes.data(), bytes.size(), p.elem == ir::Elem::I32, out.ints);
+  else if (ir::isHalfStorage(p.elem))
+    host::halvesFromBytes(bytes.data(), bytes.size(), p.elem == ir::Elem::BF16, out.data);
+  else
+    return parseF32(bytes, p.elements(), out.data);
+  return std::nullopt;
+}
+
+namespace {
+runtime::ViewElem viewElemOf(ir::Elem e) {
+  switch (e) {
+    case ir::Elem::F16: return runtime::ViewElem::F16;
+    case ir::Elem::BF16: return runtime::ViewElem::BF16;
+    case ir::Elem::I32: return runtime::ViewElem::I32;
+    case ir::Elem::I64: return runtime::ViewElem::I64;
+    default: return runtime::ViewElem::F32;
+  }
+}
+}  // namespace
 std::string referenceFile(const ParamInfo& p) {
   return "reference/" + p.name + ".f64";
 }
@@ -54,7 +92,7 @@ std::vector<runtime::ParamSpec> signatureOf(const std::vector<ParamInfo>& params
   std::vector<runtime::ParamSpec> sig;
   for (const ParamInfo& p : params) {
     if (p.kind == runtime::ParamKind::View)
-      sig.push_back(runtime::ParamSpec::view(p.name, p.shape));
+      sig.push_back(runtime::ParamSpec::view(p.name, p.shape, viewElemOf(p.elem)));
     else if (p.kind == runtime::ParamKind::I64)
       sig.push_back(runtime::ParamSpec::i64(p.name));
     else
@@ -84,16 +122,9 @@ std::optional<std::string> capture(const Experiment& e, size_t case_index, int a
   for (const ir::Value* v : kernel->params) {
     ParamInfo info;
     info.name = v->name;
-    // The archive's inputs and outputs, the replay's guarded buffers and the audit hold float32
-    // views; another view's bits would be read as floats (a wrong run the oracle only catches late).
-    if (v->type.isView() && v->type.elem != ir::Elem::F32)
-      return finish(archive, dir, rec, p, "build",
-                    fmt::format("view '{}' is view<{}>: a bench archive holds view<f32> parameters only (its inputs, "
-                                "outputs and replay buffers are float32; docs/bench.md); time a kernel with "
-                                "16-bit or integer views with kiln peers",
-                                v->name, ir::elemName(v->type.elem)));
     if (v->type.isView()) {
       info.shape = v->type.shape();
+      info.elem = v->type.elem;
       info.output = written.count(v) > 0;
       if (info.output && read.count(v))
         return finish(archive, dir, rec, p, "build",
@@ -110,14 +141,15 @@ std::optional<std::string> capture(const Experiment& e, size_t case_index, int a
   if (auto err = resolveKnobs(c, a, knobs)) return finish(archive, dir, rec, p, "knobs", *err);
   std::vector<host::ParamData> inputs;
   if (auto err = host::makeInputs(*kernel, p.seed, {}, inputs)) return finish(archive, dir, rec, p, "inputs", *err);
-  std::vector<std::vector<float>> initial(rec.params.size());
+  std::vector<std::string> initial(rec.params.size());
   for (size_t i = 0; i < rec.params.size(); ++i) {
     ParamInfo& info = rec.params[i];
     info.i64 = inputs[i].i64;
     info.f32 = inputs[i].f32;
     if (info.kind != runtime::ParamKind::View) continue;
-    initial[i] = inputs[i].data;
-    if (auto err = write(inputFile(info), f32Bytes(initial[i]))) return err;
+    if (auto err = bytesOfView(info, inputs[i], initial[i]))
+      return finish(archive, dir, rec, p, "inputs", "view '" + info.name + "': " + *err);
+    if (auto err = write(inputFile(info), initial[i])) return err;
   }
 
   // The FP64 reference (plain C++, shares nothing with the compiled code).
@@ -147,12 +179,20 @@ std::optional<std::string> capture(const Experiment& e, size_t case_index, int a
   native.run();
   rec.packets_full = native.record.packets_full;
   rec.packets_masked = native.record.packets_masked;
+  std::vector<std::vector<float>> got(rec.params.size());  // outputs' values, for the oracle
   for (size_t i = 0; i < rec.params.size(); ++i) {
     const ParamInfo& info = rec.params[i];
     if (!info.output) continue;
-    std::span<const float> v = std::as_const(*native.buffers).view(i);
-    native.expected[i].assign(v.begin(), v.end());
-    if (auto err = write(outputFile(info), f32Bytes(native.expected[i]))) return err;
+    const std::span<const std::byte> v = std::as_const(*native.buffers).viewBytes(i);
+    native.expected[i].assign(reinterpret_cast<const char*>(v.data()), v.size());
+    if (auto err = write(outputFile(info), native.expected[i])) return err;
+    host::ParamData values;
+    if (auto err = valuesOfView(info, native.expected[i], values))
+      return finish(archive, dir, rec, p, "launch", "output '" + info.name + "': " + *err);
+    if (ir::isIntegerStorage(info.elem))
+      for (int64_t x : values.ints) got[i].push_back(static_cast<float>(x));
+    else
+      got[i] = std::move(values.data);
   }
   if (auto err = checkState(native)) return finish(archive, dir, rec, p, "launch", *err);
 
@@ -166,11 +206,12 @@ std::optional<std::string> capture(const Experiment& e, size_t case_index, int a
     const ParamInfo& info = rec.params[i];
     if (!info.output) continue;
     const std::vector<double>* extra = i < allowance.size() && !allowance[i].empty() ? &allowance[i] : nullptr;
-    host::CompareResult cr = host::compareF64(native.expected[i], reference[i], p.atol, p.rtol, ir::Elem::F32, extra);
+    host::CompareResult cr = host::compareF64(got[i], reference[i], p.atol, p.rtol,
+                                              ir::isHalfStorage(info.elem) ? info.elem : ir::Elem::F32, extra);
     rec.oracle.push_back({info.name, cr.pass, cr.max_abs_err, cr.max_rel_err, cr.first_bad});
     if (!cr.pass && mismatch.empty())
       mismatch = fmt::format("output '{}' is outside the tolerance at element {}: got {}, FP64 reference {}", info.name,
-                             cr.first_bad, native.expected[i][cr.first_bad], reference[i][cr.first_bad]);
+                             cr.first_bad, got[i][cr.first_bad], reference[i][cr.first_bad]);
   }
   if (!mismatch.empty()) return finish(archive, dir, rec, p, "oracle", mismatch);
   return finish(archive, dir, rec, p);
@@ -190,6 +231,7 @@ nlohmann::ordered_json toJson(const CaptureRecord& r, const Protocol& p) {
     q["kind"] = kindName(info.kind);
     if (info.kind == runtime::ParamKind::View) {
       q["shape"] = info.shape;
+      q["elem"] = std::string(ir::elemName(info.elem));
       q["role"] = info.output ? "output" : "input";
       q["input"] = inputFile(info);
       if (info.output) {
@@ -240,6 +282,20 @@ std::optional<std::string> fromJson(const nlohmann::json& j, CaptureRecord& out)
         for (int64_t d : info.shape)
           if (d < 0 || d > (int64_t(1) << 32)) return "view '" + info.name + "' has a bad extent";
         info.output = q.at("role").get<std::string>() == "output";
+        // Archives before typed views hold float32 views only and name no element type.
+        const std::string elem = q.contains("elem") ? q.at("elem").get<std::string>() : "f32";
+        if (elem == "f32")
+          info.elem = ir::Elem::F32;
+        else if (elem == "f16")
+          info.elem = ir::Elem::F16;
+        else if (elem == "bf16")
+          info.elem = ir::Elem::BF16;
+        else if (elem == "i32")
+          info.elem = ir::Elem::I32;
+        else if (elem == "i64")
+          info.elem = ir::Elem::I64;
+        else
+          return "view '" + info.name + "' has an unknown element type '" + elem + "'";
       } else if (kind == "i64") {
         info.kind = runtime::ParamKind::I64;
         info.i64 = q.at("value").get<int64_t>();

@@ -3,8 +3,9 @@
 //   captures/CASE/ARM/kernel.o          the exact object that replay runs
 //   captures/CASE/ARM/report.json       the realization report
 //   captures/CASE/ARM/kernel.tile       the kernel's TileIR text
-//   captures/CASE/ARM/inputs/P.f32      every view's value before the launch
-//   captures/CASE/ARM/outputs/P.f32     every written view after the launch
+//   captures/CASE/ARM/inputs/P.T        every view's bytes before the launch (T: its element
+//                                       type, f32 f16 bf16 i32 i64: the memory the kernel reads)
+//   captures/CASE/ARM/outputs/P.T       every written view's bytes after the launch
 //   captures/CASE/ARM/reference/P.f64   the FP64 reference of every written view
 //   captures/CASE/ARM/capture.json      parameters (shapes, roles, scalars), identity, oracle
 // A failure (bad request, compile error, launch error, corrupted guards, oracle mismatch) is
@@ -20,6 +21,8 @@
 
 #include "bench/archive.h"
 #include "bench/experiment.h"
+#include "host/data.h"
+#include "ir/ir.h"
 #include "runtime/runtime.h"
 
 namespace kiln::bench {
@@ -27,13 +30,21 @@ namespace kiln::bench {
 struct ParamInfo {
   std::string name;
   runtime::ParamKind kind = runtime::ParamKind::View;
-  std::vector<int64_t> shape;  // views
-  bool output = false;         // a view the kernel writes
-  int64_t i64 = 0;             // i64 scalar value
-  float f32 = 0.0f;            // f32 scalar value
+  std::vector<int64_t> shape;     // views
+  ir::Elem elem = ir::Elem::F32;  // views: the element type of its memory
+  bool output = false;            // a view the kernel writes
+  int64_t i64 = 0;                // i64 scalar value
+  float f32 = 0.0f;               // f32 scalar value
 
   int64_t elements() const;
+  int64_t elemBytes() const { return ir::elemBytes(elem); }
 };
+
+// A view's values (`data`: f32, f16 and bf16 views' values as floats; `ints`: an integer view's)
+// as its memory holds them, little-endian (16-bit floats as their bits), and back. Error: an
+// element that is not a value of the view's type, or bytes of another size.
+std::optional<std::string> bytesOfView(const ParamInfo& p, const host::ParamData& data, std::string& out);
+std::optional<std::string> valuesOfView(const ParamInfo& p, std::string_view bytes, host::ParamData& out);
 
 struct OracleOutput {
   std::string name;
@@ -61,7 +72,8 @@ struct CaptureRecord {
 
 // "captures/CASE/ARM"
 std::string captureDir(const Case& c, const Arm& a);
-// File of a view in a capture folder: "inputs/NAME.f32", "outputs/NAME.f32", "reference/NAME.f64".
+// File of a view in a capture folder: "inputs/NAME.T", "outputs/NAME.T" (T the view's element
+// type: f32, f16, bf16, i32, i64), "reference/NAME.f64".
 std::string inputFile(const ParamInfo& p);
 std::string outputFile(const ParamInfo& p);
 std::string referenceFile(const ParamInfo& p);

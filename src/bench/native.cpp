@@ -9,23 +9,27 @@
 namespace kiln::bench {
 namespace {
 
-// The first element whose bits differ, or -1.
-int64_t firstDifference(std::span<const float> got, std::span<const float> want) {
-  if (got.size() != want.size()) return static_cast<int64_t>(std::min(got.size(), want.size()));
-  if (got.empty() || std::memcmp(got.data(), want.data(), got.size_bytes()) == 0) return -1;
+// The first element (of `size` bytes) whose bits differ, or -1; the byte counts differing: the
+// shorter count of elements.
+int64_t firstDifference(std::string_view got, std::string_view want, int64_t size) {
+  if (got.size() != want.size()) return static_cast<int64_t>(std::min(got.size(), want.size())) / size;
+  if (got.empty() || std::memcmp(got.data(), want.data(), got.size()) == 0) return -1;
   for (size_t i = 0; i < got.size(); ++i)
-    if (std::bit_cast<uint32_t>(got[i]) != std::bit_cast<uint32_t>(want[i])) return static_cast<int64_t>(i);
+    if (got[i] != want[i]) return static_cast<int64_t>(i) / size;
   return -1;
 }
 
-std::string bitsOf(float f) {
-  return fmt::format("0x{:08x}", std::bit_cast<uint32_t>(f));
+// Element `e` of a view's bytes as hex of its width ("0x3f800000", bf16 "0x3f80").
+std::string bitsOf(std::string_view bytes, int64_t e, int64_t size) {
+  uint64_t u = 0;
+  std::memcpy(&u, bytes.data() + e * size, static_cast<size_t>(size));
+  return fmt::format("0x{:0{}x}", u, 2 * size);
 }
 
 }  // namespace
 
 std::optional<std::string> prepareNative(const std::string& object, const std::string& isa,
-                                         const std::vector<ParamInfo>& params, std::vector<std::vector<float>> initial,
+                                         const std::vector<ParamInfo>& params, std::vector<std::string> initial,
                                          NativeKernel& out, const std::vector<int64_t>& workspaces) {
   auto session = jit::Session::load(object, isa);
   if (!session) return "cannot load the object: " + llvm::toString(session.takeError());
@@ -45,8 +49,8 @@ std::optional<std::string> prepareNative(const std::string& object, const std::s
     const ParamInfo& p = params[i];
     switch (p.kind) {
       case runtime::ParamKind::View:
-        if (auto e = out.buffers->setView(i, out.initial[i])) return e;
-        out.pointers[i] = out.buffers->view(i).data();
+        if (auto e = out.buffers->setViewBytes(i, std::as_bytes(std::span<const char>(out.initial[i])))) return e;
+        out.pointers[i] = const_cast<std::byte*>(std::as_const(*out.buffers).viewBytes(i).data());
         break;
       case runtime::ParamKind::I64:
         out.i64s[i] = p.i64;
@@ -66,10 +70,8 @@ std::optional<std::string> prepareNative(const std::string& object, const std::s
 
 void resetViews(NativeKernel& k) {
   for (size_t i = 0; i < k.params.size(); ++i)
-    if (k.params[i].kind == runtime::ParamKind::View) {
-      std::span<float> v = k.buffers->view(i);
-      if (!v.empty()) std::memcpy(v.data(), k.initial[i].data(), v.size_bytes());
-    }
+    if (k.params[i].kind == runtime::ParamKind::View)
+      (void)k.buffers->setViewBytes(i, std::as_bytes(std::span<const char>(k.initial[i])));
   for (std::vector<float>& w : k.workspaces) std::fill(w.begin(), w.end(), 0.0f);
 }
 
@@ -82,17 +84,21 @@ std::optional<std::string> checkState(const NativeKernel& k) {
     if (p.kind == runtime::ParamKind::F32 && std::bit_cast<uint32_t>(k.f32s[i]) != std::bit_cast<uint32_t>(p.f32))
       add("scalar '" + p.name + "' changed");
     if (p.kind != runtime::ParamKind::View) continue;
-    std::span<const float> got = std::as_const(*k.buffers).view(i);
-    const std::vector<float>& want = p.output ? k.expected[i] : k.initial[i];
-    const int64_t bad = firstDifference(got, want);
+    const std::span<const std::byte> bytes = std::as_const(*k.buffers).viewBytes(i);
+    const std::string_view got(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    const std::string_view want = p.output ? k.expected[i] : k.initial[i];
+    const int64_t size = p.elemBytes();
+    const int64_t bad = firstDifference(got, want, size);
     if (bad < 0) continue;
-    if (bad >= static_cast<int64_t>(got.size()) || bad >= static_cast<int64_t>(want.size()))
-      add(fmt::format("view '{}' has {} elements, expected {}", p.name, got.size(), want.size()));
+    if (got.size() != want.size())
+      add(fmt::format("view '{}' has {} elements, expected {}", p.name, int64_t(got.size()) / size,
+                      int64_t(want.size()) / size));
     else if (p.output)
-      add(fmt::format("output '{}' differs from the capture at element {} ({} vs {})", p.name, bad, bitsOf(got[bad]),
-                      bitsOf(want[bad])));
+      add(fmt::format("output '{}' differs from the capture at element {} ({} vs {})", p.name, bad,
+                      bitsOf(got, bad, size), bitsOf(want, bad, size)));
     else
-      add(fmt::format("input '{}' changed at element {} ({} vs {})", p.name, bad, bitsOf(got[bad]), bitsOf(want[bad])));
+      add(fmt::format("input '{}' changed at element {} ({} vs {})", p.name, bad, bitsOf(got, bad, size),
+                      bitsOf(want, bad, size)));
   }
   if (auto g = k.buffers->checkGuards()) add("guard bytes corrupted: " + *g);
   if (problems.empty()) return std::nullopt;

@@ -24,8 +24,8 @@ struct NativeKernel {
   std::vector<float> f32s;
   std::vector<void*> pointers;                 // the params array handed to kiln_launch
   std::vector<std::vector<float>> workspaces;  // after the parameters in `pointers`
-  std::vector<std::vector<float>> initial;     // per parameter: the view's value before a launch
-  std::vector<std::vector<float>> expected;    // per parameter: the captured output (outputs only)
+  std::vector<std::string> initial;            // per parameter: the view's bytes before a launch
+  std::vector<std::string> expected;           // per parameter: the captured output's bytes (outputs only)
   runtime::KilnLaunchRecord record;
 
   // One launch through the native entry (resets the record, runs every block).
@@ -33,9 +33,10 @@ struct NativeKernel {
 };
 
 // Links `object` (compiles nothing) and prepares the buffers from `initial` (one entry per
-// parameter; views sized to their shapes) and zero-filled workspaces of the given sizes.
+// parameter: a view's bytes, as the archive holds them) and zero-filled workspaces of the given
+// sizes.
 std::optional<std::string> prepareNative(const std::string& object, const std::string& isa,
-                                         const std::vector<ParamInfo>& params, std::vector<std::vector<float>> initial,
+                                         const std::vector<ParamInfo>& params, std::vector<std::string> initial,
                                          NativeKernel& out, const std::vector<int64_t>& workspaces = {});
 
 // Puts every view back to its initial value (outputs included).

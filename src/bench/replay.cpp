@@ -75,17 +75,22 @@ std::optional<std::string> loadCapture(const Archive& archive, const std::string
   if (auto e = archive.read(dir + "/kernel.o", object)) return e;
   if (host::sha256Hex(object.data(), object.size()) != rec.object_sha256)
     return dir + "/kernel.o does not match the sha256 recorded at capture";
-  std::vector<std::vector<float>> initial(rec.params.size());
-  std::vector<std::vector<float>> expected(rec.params.size());
+  std::vector<std::string> initial(rec.params.size());
+  std::vector<std::string> expected(rec.params.size());
+  // A view's file: its bytes as the kernel's memory holds them, of exactly the view's size.
+  auto read = [&](const ParamInfo& p, const std::string& file, std::string& bytes) -> std::optional<std::string> {
+    if (auto e = archive.read(dir + "/" + file, bytes)) return e;
+    if (static_cast<int64_t>(bytes.size()) != p.elements() * p.elemBytes())
+      return fmt::format("{}/{}: {} bytes, expected {} ({} elements of {})", dir, file, bytes.size(),
+                         p.elements() * p.elemBytes(), p.elements(), ir::elemName(p.elem));
+    return std::nullopt;
+  };
   for (size_t i = 0; i < rec.params.size(); ++i) {
     const ParamInfo& p = rec.params[i];
     if (p.kind != runtime::ParamKind::View) continue;
-    std::string bytes;
-    if (auto e = archive.read(dir + "/" + inputFile(p), bytes)) return e;
-    if (auto e = parseF32(bytes, p.elements(), initial[i])) return dir + "/" + inputFile(p) + ": " + *e;
-    if (!p.output) continue;
-    if (auto e = archive.read(dir + "/" + outputFile(p), bytes)) return e;
-    if (auto e = parseF32(bytes, p.elements(), expected[i])) return dir + "/" + outputFile(p) + ": " + *e;
+    if (auto e = read(p, inputFile(p), initial[i])) return e;
+    if (p.output)
+      if (auto e = read(p, outputFile(p), expected[i])) return e;
   }
   // The ISA the object was compiled for: the capture's report says (its knobs as they were).
   std::string report_text;

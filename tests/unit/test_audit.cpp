@@ -218,5 +218,42 @@ TEST(AuditGemm, LongKPassesWithItsRoundingAllowance) {
   fs::remove_all(tmpl);
 }
 
+// Views in their own storage: bf16 K and V, int32 lengths of a dense KV cache and a bf16
+// output (attention --out-dtype bf16). The archive holds each as the kernel's memory
+// (inputs/k.bf16, inputs/lens.i32, outputs/o.bf16, of the views' byte sizes); the replay
+// validates against those bytes and the audit re-derives the inputs, the FP64 reference and
+// the oracle from them.
+TEST(AuditTypedViews, HalfAndIntegerViewsAreArchivedAsTheirMemory) {
+  std::string tmpl = (fs::temp_directory_path() / "kiln-audit-typed-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const fs::path dir = fs::path(tmpl) / "archive";
+  bench::Case c;
+  c.id = "cache";
+  c.label = "bf16 KV cache";
+  c.request = {"attention",
+               "2,4,2,1,40,16,8",
+               {{"kv-dtype", "bf16"}, {"kv-cache", "dense"}, {"out-dtype", "bf16"}, {"block", "1x16"}}};
+  bench::BenchOutcome out;
+  ASSERT_FALSE(bench::runBench(tinyExperiment("typed", c), dir.string(), {}, out));
+  for (const bench::CaseResult& r : out.results.cases) EXPECT_TRUE(r.ok) << r.reason;
+  const fs::path cap = dir / "captures/cache/cap0";
+  EXPECT_EQ(fs::file_size(cap / "inputs/k.bf16"), 2u * (2 * 2 * 40 * 16));
+  EXPECT_EQ(fs::file_size(cap / "inputs/v.bf16"), 2u * (2 * 2 * 40 * 8));
+  EXPECT_EQ(fs::file_size(cap / "inputs/lens.i32"), 4u * 2);
+  EXPECT_EQ(fs::file_size(cap / "inputs/q.f32"), 4u * (2 * 4 * 16));
+  EXPECT_EQ(fs::file_size(cap / "outputs/o.bf16"), 2u * (2 * 4 * 8));
+  EXPECT_NE(readAll(cap / "capture.json").find("\"elem\": \"bf16\""), std::string::npos);
+  const Report r = auditArchive(dir.string());
+  for (const Check& k : r.checks) EXPECT_TRUE(k.pass) << k.name << ": " << k.detail;
+  EXPECT_TRUE(r.pass());
+  // A bf16 input file of the wrong size fails the audit (resealed, so only the size is wrong).
+  const fs::path bad = fs::path(tmpl) / "bad";
+  fs::copy(dir, bad, fs::copy_options::recursive);
+  writeAll(bad / "captures/cache/cap8/inputs/k.bf16", readAll(cap / "inputs/k.bf16") + "xy");
+  reseal(bad);
+  EXPECT_FALSE(auditArchive(bad.string()).pass());
+  fs::remove_all(tmpl);
+}
+
 }  // namespace
 }  // namespace kiln::audit
