@@ -153,6 +153,9 @@ nlohmann::json lanesJson(const ir::Kernel& kernel, const plan::Plan& p) {
                     {"method", c.kind == plan::ConversionKind::Bf16Words
                                    ? "each vector rounded to bf16 once, its 16-bit words in lane order (a pair of "
                                      "contributions: one 32-bit broadcast)"
+                               : c.words && c.word_unpack
+                                   ? "bf16 as 32-bit words, W/2 words of W rows transposed by 4-lane unpacks and "
+                                     "128-bit lane selections (inside the view; WxW at edges)"
                                : c.words ? "bf16 as 32-bit words, (W/2)x(W/2) transposes within halves (inside "
                                            "the view; WxW at edges)"
                                          : "in-register WxW transposes"}});

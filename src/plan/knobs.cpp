@@ -157,6 +157,12 @@ const std::vector<Entry>& entries() {
                   "VDPBF16PS, one product per lane and instruction (its arithmetic is the order's step: the "
                   "same bits either way); auto: where this host has AVX512-BF16 (docs/backend.md)"},
                  &Knobs::avx512_bf16, {"auto", "off"}));
+    t.push_back(wordKnob({"word_transposes", "swap", "swap|unpack",
+                          "cpu, code of 8 or 16 lanes: bf16 K or V transposed as 32-bit words in registers by "
+                          "off-diagonal swaps, whose first and last rounds are two-source permutations (swap), or by "
+                          "4-lane unpacks and 128-bit lane selections (unpack); the same bits either way "
+                          "(docs/backend.md)"},
+                         &Knobs::word_transposes, {"swap", "unpack"}));
     {
       Entry e;
       e.info = {"gpu_lanes", "threads", "threads|registers",

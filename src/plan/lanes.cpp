@@ -758,6 +758,8 @@ class LanePlanner {
           load->operands[0]->type.elem == ir::Elem::BF16 && lp_.access.at(load) == LaneAccess::Vector) {
         c.word_chunks = xt.dims.back().extent / w;
         c.words = c.word_chunks > 0;
+        c.word_unpack = c.words && p_.knobs.word_transposes == "unpack" && p_.knobs.target == target::Kind::Cpu &&
+                        (w == 8 || w == 16);
         c.word_iterations = outer * c.chunks * c.word_chunks;
         c.tail_iterations = outer * c.chunks * (L(c.value).chunks - c.word_chunks);
         c.word_rolled = c.word_iterations > lp_.max_unrolled_transposes;

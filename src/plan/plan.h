@@ -126,7 +126,9 @@ struct Conversion {
   // blocks (a runtime loop when `word_rolled`), then `tail_iterations` W x W transposes of the
   // tile's partial last chunk (`tail_rolled`). A fused transpose (LaneMma::fused_transpose)
   // reads its whole K chunks the same way.
-  bool words = false;
+  // `word_unpack`: those transposes by 4-lane unpacks and 128-bit lane selections (knob
+  // word_transposes=unpack, W = 8 or 16), not by transposeInRegisters' swaps.
+  bool words = false, word_unpack = false;
   int64_t word_chunks = 0, word_iterations = 0, tail_iterations = 0;
   bool word_rolled = false, tail_rolled = false;
   // A transpose for a bf16_pairs mma on VDPBF16PS whose contracted dim is the new rows (x's

@@ -296,6 +296,42 @@ TEST(Lanes, Bf16KeysAreTransposedAsWords) {
   }
 }
 
+// The word transposes by unpacks (knob word_transposes=unpack): the report names the method,
+// the plan's shuffle count is the code's, and the bits are the interpreter's — in the decode's
+// fused transpose (both orders), a panel (prefill) and a ragged D, at W = 4, 8 and 16 (W = 4:
+// the swaps, as the knob says).
+TEST(Lanes, Bf16WordTransposesByUnpacksGiveTheSameBits) {
+  struct Case {
+    const char* shape;
+    std::map<std::string, std::string> options;
+  };
+  const std::vector<Case> cases = {
+      {"1,8,2,1,203,80,96", {{"kv-dtype", "bf16"}}},
+      {"1,8,2,1,203,80,96", {{"kv-dtype", "bf16"}, {"order", "bf16_pairs"}}},
+      {"1,16,1,1,150,40,24", {{"kv-dtype", "bf16"}, {"mask", "causal"}}},  // 16 rows: a panel
+      {"1,12,3,1,150,72,40", {{"kv-dtype", "bf16"}, {"split", "2"}}},      // D = 72: a ragged chunk
+  };
+  for (const Case& c : cases)
+    for (const char* w : {"4", "8", "16"})
+      for (const char* isa : {"avx2", "avx512"}) {
+        if (std::string(w) == "16" && std::string(isa) == "avx2") continue;
+        const std::string what =
+            std::string(c.shape) + " " + (c.options.count("order") ? "pairs " : "") + "W=" + w + " isa=" + isa;
+        std::unique_ptr<kiln::ir::Kernel> k;
+        ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"attention", c.shape, c.options}, k)) << what;
+        const Knobs kn = knobs({std::string("packet_width=") + w, std::string("isa=") + isa, "word_transposes=unpack"});
+        kiln::driver::Compilation comp;
+        ASSERT_FALSE(kiln::driver::compile(*k, kn, comp, kiln::driver::Stage::Report).has_value()) << what;
+        bool unpacked = false;
+        for (const auto& phase : comp.report["phases"])
+          if (phase.contains("lanes") && phase["lanes"].is_object())
+            for (const auto& cv : phase["lanes"]["conversions"])
+              unpacked = unpacked || cv["method"].get<std::string>().find("unpacks") != std::string::npos;
+        EXPECT_EQ(unpacked, std::string(w) != "4") << what;
+        expectBitexact(*k, kn, what);
+      }
+}
+
 // A GEMM's B tile is a strip of B's rows read by several register tiles of rows: copied once
 // into a panel. One row of outputs (1 x 4096 x 4096), or K/V tiles of whole rows (attention):
 // read from the view.

@@ -146,7 +146,8 @@ class LaneEmitter final : public ProgramEmitter {
   llvm::Value* bf16Pairs(llvm::Value* words);
   llvm::Value* dpbf16(llvm::Value* c, llvm::Value* a, llvm::Value* b);
   llvm::Value* splatPair(const ir::Op* op, int i, const Coords& rc, const Coords& kc, bool two);
-  std::vector<llvm::Value*> transposedWordBlock(const ir::Value* x, int li, Ix lb, Coords xcs, Ix xc);
+  std::vector<llvm::Value*> transposedWordBlock(const ir::Value* x, int li, Ix lb, Coords xcs, Ix xc, bool unpack);
+  std::vector<llvm::Value*> transposeWords(const std::function<llvm::Value*(unsigned)>& words, bool unpack);
   void spill(const ir::Value* v);
   std::vector<const ir::Op*> inside_;  // loads known (by a branch) to lie inside their views
   bool isInside(const ir::Op* load) const { return std::find(inside_.begin(), inside_.end(), load) != inside_.end(); }

@@ -32,13 +32,14 @@ std::vector<llvm::Value*> LaneEmitter::transposedBlock(const ir::Value* x, int l
   return r;
 }
 
-// bf16 words, a whole chunk xc of x's lane dim inside the view: for i < W/2, vector i holds the
-// chunk's W/2 words (two adjacent elements each, the first in the low half) of L value lb*W + i
-// in its low half and of L value lb*W + W/2 + i in its high half; transposed within the halves,
-// vector j holds word j of the W values of L in order. A word's low half moved to the top of a
-// float and its high half with the low bits cleared are its elements widened exactly (as
-// widenLoaded does one by one), so vector t of the result holds lane-dim value xc*W + t.
-std::vector<llvm::Value*> LaneEmitter::transposedWordBlock(const ir::Value* x, int li, Ix lb, Coords xcs, Ix xc) {
+// bf16 words, a whole chunk xc of x's lane dim inside the view: the W/2 words (two adjacent
+// elements each, the first in the low half) of each of the W values of L from lb*W, transposed
+// in registers so that vector j holds word j of the W values of L in order (transposeWords). A
+// word's low half moved to the top of a float and its high half with the low bits cleared are
+// its elements widened exactly (as widenLoaded does one by one), so vector t of the result holds
+// lane-dim value xc*W + t.
+std::vector<llvm::Value*> LaneEmitter::transposedWordBlock(const ir::Value* x, int li, Ix lb, Coords xcs, Ix xc,
+                                                           bool unpack) {
   const ir::Type& xt = x->type;
   const int64_t extL = xt.dims[li].extent;
   const unsigned half = w_ / 2;
@@ -46,11 +47,7 @@ std::vector<llvm::Value*> LaneEmitter::transposedWordBlock(const ir::Value* x, i
     xcs[li] = lanePosition(lb, i, extL);
     return loadWords(x->def, rowOf(xt, xcs), xc);
   };
-  std::vector<int> both(w_);
-  for (unsigned k = 0; k < w_; ++k) both[k] = static_cast<int>(k);
-  std::vector<llvm::Value*> r(half);
-  for (unsigned i = 0; i < half; ++i) r[i] = b_.CreateShuffleVector(words(i), words(half + i), both);
-  transposeInRegisters(r);
+  std::vector<llvm::Value*> r = transposeWords(words, unpack);
   llvm::Type* wordsTy = r[0]->getType();
   llvm::Value* sixteen = llvm::ConstantInt::get(wordsTy, 16);
   llvm::Value* high = llvm::ConstantInt::get(wordsTy, 0xffff0000u);
@@ -60,6 +57,66 @@ std::vector<llvm::Value*> LaneEmitter::transposedWordBlock(const ir::Value* x, i
     out.push_back(b_.CreateBitCast(b_.CreateAnd(r[j], high), vty(Elem::F32)));
   }
   return out;
+}
+
+// The W/2 words of each of W rows (words(i): row i's, a half vector) transposed: vector j of the
+// result holds word j of rows 0 .. W-1 in lane order. By transposeInRegisters' swaps, rows i and
+// W/2 + i joined in one vector and transposed within the halves; or (`unpack`, W = 8 or 16,
+// where a row's words fill whole 4-word lanes) rows i and i + 4 (and 8 + i, 12 + i) joined, two
+// rounds of interleaves within 4-word lanes (32-bit, then 64-bit: x86's vpunpck[lh]dq and
+// vpunpck[lh]qdq) leave each lane with one word of four consecutive rows, and at W = 16 one round
+// of 128-bit lane selections (vshufi64x2) puts the lanes in row order. As many shuffles either
+// way; the swaps' first and last rounds are two-source permutations across lanes (vpermt2d,
+// vpermt2q), which share the multiply pipes on AMD Zen 5 (docs/backend.md).
+std::vector<llvm::Value*> LaneEmitter::transposeWords(const std::function<llvm::Value*(unsigned)>& words, bool unpack) {
+  const unsigned half = w_ / 2;
+  std::vector<int> both(w_);
+  for (unsigned k = 0; k < w_; ++k) both[k] = static_cast<int>(k);
+  std::vector<llvm::Value*> r(half);
+  if (!unpack || (w_ != 8 && w_ != 16)) {
+    for (unsigned i = 0; i < half; ++i) r[i] = b_.CreateShuffleVector(words(i), words(half + i), both);
+    transposeInRegisters(r);
+    return r;
+  }
+  // A two-source shuffle of whole vectors, inserted as an instruction (counted, as in
+  // transposeInRegisters); pick(k): the source lane of lane k (W + lane: the second vector).
+  const int W = static_cast<int>(w_);
+  auto shuffle = [&](llvm::Value* a, llvm::Value* b, const std::function<int(int)>& pick) {
+    std::vector<int> m(w_);
+    for (int k = 0; k < W; ++k) m[k] = pick(k);
+    return b_.Insert(new llvm::ShuffleVectorInst(a, b, m));
+  };
+  // Within each 4-word lane: `size` words of a, then of b, alternating, from the lane's low or
+  // high half (size 1: a0 b0 a1 b1; size 2: a0 a1 b0 b1).
+  auto interleave = [&](llvm::Value* a, llvm::Value* b, int size, bool high) {
+    return shuffle(a, b, [&](int k) {
+      const int lane = k & ~3, at = k & 3;
+      return lane + at % size + (at / (2 * size)) * size + (high ? 2 : 0) + ((at / size) % 2 ? W : 0);
+    });
+  };
+  // Group g (rows 8g .. 8g + 7; W = 8: the one group): vector i joins rows 8g + i and 8g + 4 + i;
+  // t[g][c]: lane l holds word c of the lane's four rows (W = 16: word 4 + c in odd lanes).
+  std::vector<std::vector<llvm::Value*>> t(w_ / 8);
+  for (unsigned g = 0; g < t.size(); ++g) {
+    std::vector<llvm::Value*> z(4);
+    for (unsigned i = 0; i < 4; ++i) z[i] = b_.CreateShuffleVector(words(8 * g + i), words(8 * g + 4 + i), both);
+    llvm::Value* lo01 = interleave(z[0], z[1], 1, false);
+    llvm::Value* hi01 = interleave(z[0], z[1], 1, true);
+    llvm::Value* lo23 = interleave(z[2], z[3], 1, false);
+    llvm::Value* hi23 = interleave(z[2], z[3], 1, true);
+    t[g] = {interleave(lo01, lo23, 2, false), interleave(lo01, lo23, 2, true), interleave(hi01, hi23, 2, false),
+            interleave(hi01, hi23, 2, true)};
+  }
+  if (w_ == 8) return t[0];
+  // W = 16: word j of rows 0-3, 4-7 (group 0's lanes 0, 2 or 1, 3), then 8-11, 12-15 (group 1's).
+  for (unsigned j = 0; j < half; ++j) {
+    const int odd = j >= 4 ? 1 : 0;
+    r[j] = shuffle(t[0][j % 4], t[1][j % 4], [&](int k) {
+      const int lane = k / 4, at = k % 4;
+      return (lane >= 2 ? W : 0) + 4 * (2 * (lane % 2) + odd) + at;
+    });
+  }
+  return r;
 }
 
 // Transpose of `x` so that `to_lane_dim` (L) lies along the lanes: W source vectors (W
@@ -112,7 +169,7 @@ void LaneEmitter::emitConversion(const plan::Conversion& c) {
         Coords oc = rowCoords(outerT, o);
         Coords xcs = mapCoords(xt, outerT, oc);
         std::vector<llvm::Value*> r =
-            words ? transposedWordBlock(x, li, lb, xcs, xc) : transposedBlock(x, li, lb, xcs, xc);
+            words ? transposedWordBlock(x, li, lb, xcs, xc, c.word_unpack) : transposedBlock(x, li, lb, xcs, xc);
         // Target row: x's dims without L, row-major (x's lane dim innermost); target chunk: lb.
         Ix oRow = rowOf(outerT, oc);
         if (c.pair_words) {
@@ -363,7 +420,7 @@ void LaneEmitter::emitMmaFusedTranspose(const Op* op) {
       const Coords none(xt.rank(), Ix{nullptr, 0});
       std::vector<std::vector<llvm::Value*>> t;
       for (int64_t i = 0; i < g; ++i)
-        t.push_back(asWords ? transposedWordBlock(x, li, Ix{nullptr, lb0 + i}, none, kc)
+        t.push_back(asWords ? transposedWordBlock(x, li, Ix{nullptr, lb0 + i}, none, kc, c.word_unpack)
                             : transposedBlock(x, li, Ix{nullptr, lb0 + i}, none, kc));
       if (pairs) {
         // bf16_pairs on VDPBF16PS (docs/ir.md, MMA): per pair of K values one instruction per
