@@ -111,18 +111,6 @@ std::optional<std::string> readViews(const Context& c, const std::string& dir, c
   return std::nullopt;
 }
 
-// An output's values as the oracle compares them (an integer view's as floats), and the storage
-// type the comparison allows for.
-std::vector<float> outputValues(const bench::ParamInfo& p, const host::ParamData& d) {
-  if (!ir::isIntegerStorage(p.elem)) return d.data;
-  std::vector<float> v;
-  for (int64_t x : d.ints) v.push_back(static_cast<float>(x));
-  return v;
-}
-ir::Elem storageOf(const bench::ParamInfo& p) {
-  return ir::isHalfStorage(p.elem) ? p.elem : ir::Elem::F32;
-}
-
 Check inputs(const Context& c, const bench::Case& cs, const bench::Arm& arm, const bench::CaptureRecord& rec,
              const CaseData& data, const std::string& dir, std::vector<host::ParamData>& archived) {
   Check k{"capture " + cs.id + "/" + arm.name + ": inputs re-derived from the seed", false, ""};
@@ -214,7 +202,7 @@ Check outputs(const Context& c, const bench::Case& cs, const bench::Arm& arm, co
   const bool have_outputs = !readViews(c, dir, rec, bench::outputFile, true, read);
   std::vector<std::vector<float>> outs(rec.params.size());
   for (size_t i = 0; have_outputs && i < rec.params.size(); ++i)
-    if (rec.params[i].output) outs[i] = outputValues(rec.params[i], read[i]);
+    if (rec.params[i].output) outs[i] = bench::oracleValues(rec.params[i], read[i]);
   if (!rec.ok && (!have_outputs || recomputed.empty())) {
     k.pass = true;
     k.detail = "recorded as failed before outputs existed (" + rec.reason + ")";
@@ -232,7 +220,7 @@ Check outputs(const Context& c, const bench::Case& cs, const bench::Arm& arm, co
   for (size_t i = 0; i < rec.params.size(); ++i) {
     if (!rec.params[i].output) continue;
     const host::CompareResult cr =
-        host::compareF64(outs[i], recomputed[i], p.atol, p.rtol, storageOf(rec.params[i]), extra(i));
+        host::compareF64(outs[i], recomputed[i], p.atol, p.rtol, bench::oracleStorage(rec.params[i]), extra(i));
     if (!cr.pass && first_bad.empty())
       first_bad = fmt::format("output '{}' is outside the tolerance at element {}", rec.params[i].name, cr.first_bad);
     elements += static_cast<int64_t>(outs[i].size());
@@ -242,7 +230,7 @@ Check outputs(const Context& c, const bench::Case& cs, const bench::Arm& arm, co
   for (size_t i = 0; i < rec.params.size() && !rec.oracle.empty(); ++i) {
     if (!rec.params[i].output) continue;
     const host::CompareResult cr =
-        host::compareF64(outs[i], stored[i], p.atol, p.rtol, storageOf(rec.params[i]), extra(i));
+        host::compareF64(outs[i], stored[i], p.atol, p.rtol, bench::oracleStorage(rec.params[i]), extra(i));
     const bool same = next < rec.oracle.size() && rec.oracle[next].name == rec.params[i].name &&
                       rec.oracle[next].pass == cr.pass && rec.oracle[next].max_abs_err == cr.max_abs_err &&
                       rec.oracle[next].max_rel_err == cr.max_rel_err && rec.oracle[next].first_bad == cr.first_bad;

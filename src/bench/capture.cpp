@@ -60,10 +60,14 @@ std::optional<std::string> bytesOfView(const ParamInfo& p, const host::ParamData
   return std::nullopt;
 }
 
+std::optional<std::string> checkViewBytes(const ParamInfo& p, std::string_view bytes) {
+  if (static_cast<int64_t>(bytes.size()) == p.elements() * p.elemBytes()) return std::nullopt;
+  return fmt::format("{} bytes, expected {} ({} elements of {})", bytes.size(), p.elements() * p.elemBytes(),
+                     p.elements(), ir::elemName(p.elem));
+}
+
 std::optional<std::string> valuesOfView(const ParamInfo& p, std::string_view bytes, host::ParamData& out) {
-  if (static_cast<int64_t>(bytes.size()) != p.elements() * p.elemBytes())
-    return fmt::format("{} bytes, expected {} ({} elements of {})", bytes.size(), p.elements() * p.elemBytes(),
-                       p.elements(), ir::elemName(p.elem));
+  if (auto e = checkViewBytes(p, bytes)) return e;
   if (ir::isIntegerStorage(p.elem))
     host::integersFromBytes(bytes.data(), bytes.size(), p.elem == ir::Elem::I32, out.ints);
   else if (ir::isHalfStorage(p.elem))
@@ -73,17 +77,17 @@ std::optional<std::string> valuesOfView(const ParamInfo& p, std::string_view byt
   return std::nullopt;
 }
 
-namespace {
-runtime::ViewElem viewElemOf(ir::Elem e) {
-  switch (e) {
-    case ir::Elem::F16: return runtime::ViewElem::F16;
-    case ir::Elem::BF16: return runtime::ViewElem::BF16;
-    case ir::Elem::I32: return runtime::ViewElem::I32;
-    case ir::Elem::I64: return runtime::ViewElem::I64;
-    default: return runtime::ViewElem::F32;
-  }
+std::vector<float> oracleValues(const ParamInfo& p, const host::ParamData& values) {
+  if (!ir::isIntegerStorage(p.elem)) return values.data;
+  std::vector<float> v;
+  for (int64_t x : values.ints) v.push_back(static_cast<float>(x));
+  return v;
 }
-}  // namespace
+
+ir::Elem oracleStorage(const ParamInfo& p) {
+  return ir::isHalfStorage(p.elem) ? p.elem : ir::Elem::F32;
+}
+
 std::string referenceFile(const ParamInfo& p) {
   return "reference/" + p.name + ".f64";
 }
@@ -92,7 +96,7 @@ std::vector<runtime::ParamSpec> signatureOf(const std::vector<ParamInfo>& params
   std::vector<runtime::ParamSpec> sig;
   for (const ParamInfo& p : params) {
     if (p.kind == runtime::ParamKind::View)
-      sig.push_back(runtime::ParamSpec::view(p.name, p.shape, viewElemOf(p.elem)));
+      sig.push_back(runtime::ParamSpec::view(p.name, p.shape, driver::runtimeElem(p.elem)));
     else if (p.kind == runtime::ParamKind::I64)
       sig.push_back(runtime::ParamSpec::i64(p.name));
     else
@@ -189,10 +193,7 @@ std::optional<std::string> capture(const Experiment& e, size_t case_index, int a
     host::ParamData values;
     if (auto err = valuesOfView(info, native.expected[i], values))
       return finish(archive, dir, rec, p, "launch", "output '" + info.name + "': " + *err);
-    if (ir::isIntegerStorage(info.elem))
-      for (int64_t x : values.ints) got[i].push_back(static_cast<float>(x));
-    else
-      got[i] = std::move(values.data);
+    got[i] = oracleValues(info, values);
   }
   if (auto err = checkState(native)) return finish(archive, dir, rec, p, "launch", *err);
 
@@ -206,8 +207,7 @@ std::optional<std::string> capture(const Experiment& e, size_t case_index, int a
     const ParamInfo& info = rec.params[i];
     if (!info.output) continue;
     const std::vector<double>* extra = i < allowance.size() && !allowance[i].empty() ? &allowance[i] : nullptr;
-    host::CompareResult cr = host::compareF64(got[i], reference[i], p.atol, p.rtol,
-                                              ir::isHalfStorage(info.elem) ? info.elem : ir::Elem::F32, extra);
+    host::CompareResult cr = host::compareF64(got[i], reference[i], p.atol, p.rtol, oracleStorage(info), extra);
     rec.oracle.push_back({info.name, cr.pass, cr.max_abs_err, cr.max_rel_err, cr.first_bad});
     if (!cr.pass && mismatch.empty())
       mismatch = fmt::format("output '{}' is outside the tolerance at element {}: got {}, FP64 reference {}", info.name,
@@ -284,18 +284,13 @@ std::optional<std::string> fromJson(const nlohmann::json& j, CaptureRecord& out)
         info.output = q.at("role").get<std::string>() == "output";
         // Archives before typed views hold float32 views only and name no element type.
         const std::string elem = q.contains("elem") ? q.at("elem").get<std::string>() : "f32";
-        if (elem == "f32")
-          info.elem = ir::Elem::F32;
-        else if (elem == "f16")
-          info.elem = ir::Elem::F16;
-        else if (elem == "bf16")
-          info.elem = ir::Elem::BF16;
-        else if (elem == "i32")
-          info.elem = ir::Elem::I32;
-        else if (elem == "i64")
-          info.elem = ir::Elem::I64;
-        else
-          return "view '" + info.name + "' has an unknown element type '" + elem + "'";
+        bool known = false;
+        for (ir::Elem e : {ir::Elem::F32, ir::Elem::F16, ir::Elem::BF16, ir::Elem::I32, ir::Elem::I64})
+          if (ir::elemName(e) == elem) {
+            info.elem = e;
+            known = true;
+          }
+        if (!known) return "view '" + info.name + "' has an unknown element type '" + elem + "'";
       } else if (kind == "i64") {
         info.kind = runtime::ParamKind::I64;
         info.i64 = q.at("value").get<int64_t>();

@@ -45,6 +45,13 @@ struct ParamInfo {
 // element that is not a value of the view's type, or bytes of another size.
 std::optional<std::string> bytesOfView(const ParamInfo& p, const host::ParamData& data, std::string& out);
 std::optional<std::string> valuesOfView(const ParamInfo& p, std::string_view bytes, host::ParamData& out);
+// Error unless `bytes` is exactly the view's size.
+std::optional<std::string> checkViewBytes(const ParamInfo& p, std::string_view bytes);
+// An output as the oracle compares it with the FP64 reference (capture and audit alike): its
+// values as floats (an integer view's converted), and the storage the comparison allows for
+// (f16/bf16: the reference rounded to the type; otherwise f32).
+std::vector<float> oracleValues(const ParamInfo& p, const host::ParamData& values);
+ir::Elem oracleStorage(const ParamInfo& p);
 
 struct OracleOutput {
   std::string name;

@@ -80,9 +80,7 @@ std::optional<std::string> loadCapture(const Archive& archive, const std::string
   // A view's file: its bytes as the kernel's memory holds them, of exactly the view's size.
   auto read = [&](const ParamInfo& p, const std::string& file, std::string& bytes) -> std::optional<std::string> {
     if (auto e = archive.read(dir + "/" + file, bytes)) return e;
-    if (static_cast<int64_t>(bytes.size()) != p.elements() * p.elemBytes())
-      return fmt::format("{}/{}: {} bytes, expected {} ({} elements of {})", dir, file, bytes.size(),
-                         p.elements() * p.elemBytes(), p.elements(), ir::elemName(p.elem));
+    if (auto e = checkViewBytes(p, bytes)) return dir + "/" + file + ": " + *e;
     return std::nullopt;
   };
   for (size_t i = 0; i < rec.params.size(); ++i) {

@@ -55,6 +55,8 @@ std::optional<std::string> compile(const ir::Kernel& kernel, const plan::Knobs& 
 
 // The parameter signature the runtime checks launches against.
 std::vector<runtime::ParamSpec> signature(const ir::Kernel& kernel);
+// The runtime's element type of a view of element type `e` (f32 for anything not stored otherwise).
+runtime::ViewElem runtimeElem(ir::Elem e);
 
 // Links an object (fresh or captured) and wraps it for launching with `threads` workers;
 // compiles nothing. `isa` is the knob the object was compiled with: an object this host's CPU

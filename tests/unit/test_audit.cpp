@@ -198,24 +198,37 @@ TEST_F(Audit, TamperedNumbersAreCaughtEvenWhenResealed) {
   EXPECT_TRUE(caught) << reportText(r);
 }
 
+// A bench archive of case `c` (tinyExperiment) in a fresh folder under the temp folder, every
+// case validated; the caller removes its parent.
+fs::path benchOf(const std::string& tag, const bench::Case& c) {
+  std::string tmpl = (fs::temp_directory_path() / ("kiln-audit-" + tag + "-XXXXXX")).string();
+  EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
+  const fs::path dir = fs::path(tmpl) / "archive";
+  bench::BenchOutcome out;
+  auto err = bench::runBench(tinyExperiment(tag, c), dir.string(), {}, out);
+  EXPECT_FALSE(err) << *err;
+  for (const bench::CaseResult& r : out.results.cases) EXPECT_TRUE(r.ok) << r.reason;
+  return dir;
+}
+
+void expectAuditPasses(const fs::path& dir) {
+  const Report r = auditArchive(dir.string());
+  for (const Check& k : r.checks) EXPECT_TRUE(k.pass) << k.name << ": " << k.detail;
+  EXPECT_TRUE(r.pass());
+}
+
 // A gemm of a long K (16 x 16 x 65536): its FP32 sums drift past 5e-5 + 5e-5·|ref|, within gemm's
 // own rounding allowance (kernels::libraryAllowance); the bench capture's oracle and the audit's
 // re-check both apply it, so the archive validates and audits clean.
 TEST(AuditGemm, LongKPassesWithItsRoundingAllowance) {
-  std::string tmpl = (fs::temp_directory_path() / "kiln-audit-gemm-XXXXXX").string();
-  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-  const fs::path dir = fs::path(tmpl) / "archive";
   bench::Case c;
   c.id = "long_k";
   c.label = "gemm 16x16x65536";
   c.request = {"gemm", "16,16,65536", {}};
-  bench::BenchOutcome out;
-  ASSERT_FALSE(bench::runBench(tinyExperiment("gemm-long-k", c), dir.string(), {}, out));
-  for (const bench::CaseResult& r : out.results.cases) EXPECT_TRUE(r.ok) << r.reason;
-  const Report r = auditArchive(dir.string());
-  for (const Check& k : r.checks) EXPECT_TRUE(k.pass) << k.name << ": " << k.detail;
-  EXPECT_TRUE(r.pass());
-  fs::remove_all(tmpl);
+  const fs::path dir = benchOf("gemm-long-k", c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  expectAuditPasses(dir);
+  fs::remove_all(dir.parent_path());
 }
 
 // Views in their own storage: bf16 K and V, int32 lengths of a dense KV cache and a bf16
@@ -224,18 +237,15 @@ TEST(AuditGemm, LongKPassesWithItsRoundingAllowance) {
 // validates against those bytes and the audit re-derives the inputs, the FP64 reference and
 // the oracle from them.
 TEST(AuditTypedViews, HalfAndIntegerViewsAreArchivedAsTheirMemory) {
-  std::string tmpl = (fs::temp_directory_path() / "kiln-audit-typed-XXXXXX").string();
-  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-  const fs::path dir = fs::path(tmpl) / "archive";
   bench::Case c;
   c.id = "cache";
   c.label = "bf16 KV cache";
   c.request = {"attention",
                "2,4,2,1,40,16,8",
                {{"kv-dtype", "bf16"}, {"kv-cache", "dense"}, {"out-dtype", "bf16"}, {"block", "1x16"}}};
-  bench::BenchOutcome out;
-  ASSERT_FALSE(bench::runBench(tinyExperiment("typed", c), dir.string(), {}, out));
-  for (const bench::CaseResult& r : out.results.cases) EXPECT_TRUE(r.ok) << r.reason;
+  const fs::path dir = benchOf("typed", c);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const fs::path tmpl = dir.parent_path();
   const fs::path cap = dir / "captures/cache/cap0";
   EXPECT_EQ(fs::file_size(cap / "inputs/k.bf16"), 2u * (2 * 2 * 40 * 16));
   EXPECT_EQ(fs::file_size(cap / "inputs/v.bf16"), 2u * (2 * 2 * 40 * 8));
@@ -243,11 +253,9 @@ TEST(AuditTypedViews, HalfAndIntegerViewsAreArchivedAsTheirMemory) {
   EXPECT_EQ(fs::file_size(cap / "inputs/q.f32"), 4u * (2 * 4 * 16));
   EXPECT_EQ(fs::file_size(cap / "outputs/o.bf16"), 2u * (2 * 4 * 8));
   EXPECT_NE(readAll(cap / "capture.json").find("\"elem\": \"bf16\""), std::string::npos);
-  const Report r = auditArchive(dir.string());
-  for (const Check& k : r.checks) EXPECT_TRUE(k.pass) << k.name << ": " << k.detail;
-  EXPECT_TRUE(r.pass());
+  expectAuditPasses(dir);
   // A bf16 input file of the wrong size fails the audit (resealed, so only the size is wrong).
-  const fs::path bad = fs::path(tmpl) / "bad";
+  const fs::path bad = tmpl / "bad";
   fs::copy(dir, bad, fs::copy_options::recursive);
   writeAll(bad / "captures/cache/cap8/inputs/k.bf16", readAll(cap / "inputs/k.bf16") + "xy");
   reseal(bad);
