@@ -33,6 +33,7 @@ llvm::Expected<jit::CompiledObject> emitObject(std::unique_ptr<llvm::Module> mod
   jo.fast_math = knobs.fast_math;
   jo.emit_assembly = until == Stage::Asm;
   jo.isa = knobs.isa;
+  jo.tune_cpu = knobs.tune_cpu;
   return target::of(knobs.target).emit(std::move(module), jo);
 }
 

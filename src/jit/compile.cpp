@@ -233,6 +233,14 @@ TargetCpu targetCpu(const std::string& isa) {
   return {};
 }
 
+std::string tuneCpu(const std::string& isa, const std::string& tune_cpu) {
+  if (tune_cpu == "host") return hostTarget().cpu;
+  if (tune_cpu != "generic") return {};
+  if (isa == "avx512" || (isa == "native" && host::cpuHasAvx512())) return targetCpu("avx512").cpu;
+  if (isa == "avx2" || (isa == "native" && host::cpuHasAvx2())) return targetCpu("avx2").cpu;
+  return isa == "native" ? hostTarget().cpu : std::string();  // an x86-64 below AVX2: its own model
+}
+
 std::optional<std::string> cannotRunHere(const std::string& isa) {
   const HostTarget& host = hostTarget();
   const std::string cpu = host.cpu + (host::pretendingNoAvx512() ? ", KILN_HOST_WITHOUT_AVX512 set" : "");
@@ -265,6 +273,11 @@ llvm::Expected<CompiledObject> compileToObject(std::unique_ptr<llvm::Module> mod
   if (!machine) return error("cannot create a target machine for '" + host.triple + "' cpu '" + host.cpu + "'");
 
   CompiledObject out;
+  out.tune_cpu = tuneCpu(options.isa, options.tune_cpu);
+  if (out.tune_cpu.empty()) return error("unknown tune_cpu '" + options.tune_cpu + "' (legal: generic, host)");
+  // Scheduling and tuning follow the function attribute; the subtarget's instructions the CPU's.
+  for (llvm::Function& f : *module)
+    if (!f.isDeclaration()) f.addFnAttr("tune-cpu", out.tune_cpu);
   if (llvm::Error e = prepare(*module, *machine, out)) return std::move(e);
 
   // Codegen rewrites the IR it runs on, so the assembly comes from a copy taken before it.

@@ -30,6 +30,10 @@ struct JitOptions {
   // "avx512" (x86-64-v4). Any of them compiles on any host; running needs the CPU to have it
   // (cannotRunHere, checked by Session::load).
   std::string isa = "native";
+  // The CPU model LLVM schedules and tunes for ("tune-cpu" on every function): "generic", the
+  // level of the code's instruction set (tuneCpu), or "host", this CPU's own. The instructions
+  // the code may use are the isa's either way.
+  std::string tune_cpu = "generic";
 };
 
 // The machine code is generated for: the host's triple, CPU name and features (e.g.
@@ -50,6 +54,11 @@ struct TargetCpu {
 };
 TargetCpu targetCpu(const std::string& isa);
 
+// The CPU model code for `isa` is tuned for under tune_cpu "generic" (the level of its
+// instructions: x86-64-v4 for AVX-512 code, x86-64-v3 for AVX2 code; native: this CPU's level,
+// KILN_HOST_WITHOUT_AVX512 respected) or "host" (this CPU's model, e.g. znver5). Other: "".
+std::string tuneCpu(const std::string& isa, const std::string& tune_cpu);
+
 // Why code compiled for `isa` cannot run in this process (its CPU lacks the ISA, or
 // KILN_HOST_WITHOUT_AVX512 says so: host/isa.h), naming the ISA and the CPU; nullopt when it can.
 std::optional<std::string> cannotRunHere(const std::string& isa);
@@ -66,6 +75,7 @@ struct CompiledObject {
   double compile_ms = 0.0;  // verify + O2 + codegen
   // "O2", or the reduced pipeline a very large function gets instead, and why (compile.cpp).
   std::string pipeline = "O2";
+  std::string tune_cpu;  // the CPU model LLVM scheduled and tuned for (tuneCpu)
   std::string assembly;  // AT&T text, only with JitOptions::emit_assembly
 };
 

@@ -111,13 +111,13 @@ std::unique_ptr<Impl> makePlain(const ImplOptions& o) {
 
 const std::vector<std::string>& implNames() {
   static const std::vector<std::string> names = {
-      "kiln",           "kiln-1t", "kiln-untuned", "kiln-lengths",      "kiln-f32", "kiln-seed", "kiln-bf16dot",
-      "kiln-bf16pairs", "onednn",  "openblas",     "openblas-coretype", "native",   "plain"};
+      "kiln",         "kiln-1t",        "kiln-untuned", "kiln-lengths", "kiln-set",          "kiln-f32", "kiln-seed",
+      "kiln-bf16dot", "kiln-bf16pairs", "onednn",       "openblas",     "openblas-coretype", "native",   "plain"};
   return names;
 }
 
 const std::vector<std::string>& implNames(Workload w) {
-  static const std::vector<std::string> gemm = {"kiln",           "kiln-1t", "kiln-untuned", "kiln-bf16dot",
+  static const std::vector<std::string> gemm = {"kiln",           "kiln-1t", "kiln-untuned", "kiln-set", "kiln-bf16dot",
                                                 "kiln-bf16pairs", "onednn",  "openblas",     "plain"};
   return w == Workload::Gemm ? gemm : implNames();
 }
@@ -135,6 +135,7 @@ std::unique_ptr<Impl> makeImpl(const std::string& name, const ImplOptions& o) {
   if (name == "kiln-1t") return makeKilnOneThread(o);
   if (name == "kiln-untuned") return makeKilnUntuned(o);
   if (name == "kiln-lengths") return makeKilnLengths(o);
+  if (name == "kiln-set") return makeKilnSet(o);
   if (name == "kiln-seed") return makeKilnSeed(o);
   if (name == "kiln-f32") return makeKilnF32(o);
   if (name == "kiln-bf16dot") return makeKilnBf16Dot(o);

@@ -17,7 +17,7 @@ namespace kiln::peers {
 class Impl {
  public:
   virtual ~Impl() = default;
-  // Short, stable name (JSON "impl"): kiln, kiln-1t, kiln-untuned, kiln-lengths, kiln-seed, onednn,
+  // Short, stable name (JSON "impl"): kiln, kiln-1t, kiln-untuned, kiln-lengths, kiln-set, kiln-seed, onednn,
   // openblas, openblas-coretype, native, plain.
   virtual std::string name() const = 0;
   // One line for humans: library version, ISA or core type, threads, knobs. Complete after
@@ -56,8 +56,11 @@ struct ImplOptions {
   std::string split;                // Kiln default: the attention library's --split ("" = its choice)
   std::string native_isa = "auto";  // auto | avx512 | avx2
   std::string isa = "native";       // Kiln's isa knob (kiln peers --isa): native | avx2 | avx512
-  uint64_t seed = 0;                // for implementations in a child process
-  std::string self_exe;             // this executable, for child processes
+  // kiln peers --set NAME=VALUE: kiln-set's knobs over kiln's default or tuned ones (an isa
+  // among them replaces isa for kiln-set; threads are --threads).
+  std::vector<std::string> knob_sets;
+  uint64_t seed = 0;     // for implementations in a child process
+  std::string self_exe;  // this executable, for child processes
 };
 
 std::unique_ptr<Impl> makeKilnDefault(const ImplOptions& options);
@@ -71,6 +74,10 @@ std::unique_ptr<Impl> makeKilnUntuned(const ImplOptions& options);
 // with every sequence's length K: the runtime-length kernel at the static kernel's length
 // ("kiln-lengths", untuned like kiln-untuned, so the pair isolates runtime lengths).
 std::unique_ptr<Impl> makeKilnLengths(const ImplOptions& options);
+// Kiln default with kiln peers' --set knobs over its default or tuned ones ("kiln-set"): listed
+// by default when --set is given, so that a knob's effect is a ratio paired in the same rounds,
+// on the same buffers.
+std::unique_ptr<Impl> makeKilnSet(const ImplOptions& options);
 // The seed preset: packet_width=8 block_size=32 local_lanes=1 max_unrolled_tile_elements=64
 // max_unrolled_region_work=4096 full_packet_budget=4096 mma_output_block=4
 // max_unrolled_mma_terms=8 full_packet=on mma_indexable_snapshot=off; block 4x16 for Q > 1

@@ -91,6 +91,7 @@ class KilnImpl : public LocalImpl {
     if (seed_)
       for (const char* k : kSeedKnobs)
         if (auto e = knobs.setAssignment(k)) return "seed knob " + std::string(k) + ": " + *e;
+    if (auto e = applySets(knobs)) return e;
     knobs.threads = options_.threads;
     knobs.isa = options_.isa;
     driver::Compilation c;
@@ -125,14 +126,14 @@ class KilnImpl : public LocalImpl {
     if (phases.size() > 1)
       split = fmt::format("{} phases ({} + {} programs)", phases.size(), phases[0]["domain"]["programs"].get<int64_t>(),
                           phases[phases.size() - 1]["domain"]["programs"].get<int64_t>());
-    detail_ =
-        fmt::format("{}{}{} knobs, block {}, split {}, full packet {}, compile {:.0f} ms, object {} B, {} thread(s){}",
-                    p.kv_elem == KvElem::F32 ? "" : fmt::format("K/V {}, ", halfKv(p) ? kvElemName(p.kv_elem) : "f32"),
-                    pairsAttention_ ? "bf16_pairs order (q and p rounded to bf16, VDPBF16PS), " : "",
-                    seed_ ? "seed preset" : tuning_, block, split,
-                    phases.size() == 1 ? phases[0]["full_packet"]["decision"].get<std::string>() : "per phase",
-                    r["compile_ms"].get<double>(), r["object"]["bytes"].get<int64_t>(), options_.threads,
-                    launch_ ? " (native entry kiln_launch)" : " (runtime launch)");
+    detail_ = fmt::format(
+        "{}{}{} knobs{}, block {}, split {}, full packet {}, {}, compile {:.0f} ms, object {} B, {} thread(s){}",
+        p.kv_elem == KvElem::F32 ? "" : fmt::format("K/V {}, ", halfKv(p) ? kvElemName(p.kv_elem) : "f32"),
+        pairsAttention_ ? "bf16_pairs order (q and p rounded to bf16, VDPBF16PS), " : "",
+        seed_ ? "seed preset" : tuning_, setsText(), block, split,
+        phases.size() == 1 ? phases[0]["full_packet"]["decision"].get<std::string>() : "per phase", codeFor(r),
+        r["compile_ms"].get<double>(), r["object"]["bytes"].get<int64_t>(), options_.threads,
+        launch_ ? " (native entry kiln_launch)" : " (runtime launch)");
     return std::nullopt;
   }
 
@@ -158,6 +159,7 @@ class KilnImpl : public LocalImpl {
     knobs.threads = options_.threads;
     knobs.isa = options_.isa;
     useTuning(req, knobs);
+    if (auto e = applySets(knobs)) return e;
     if (auto e = kernels::buildLibraryKernel(req, kernel_)) return "the gemm kernel does not build: " + *e;
     driver::Compilation c;
     if (auto e = driver::compile(*kernel_, knobs, c)) return "compile: " + *e;
@@ -175,10 +177,10 @@ class KilnImpl : public LocalImpl {
     if (auto e = loaded_->checkArgs(args_)) return "arguments: " + *e;
     launch_ = loaded_->entry().launch;
     const nlohmann::json& r = c.report;
-    detail_ = fmt::format("{}{} knobs, tiles {}, compile {:.0f} ms, object {} B, {} thread(s){}",
-                          halfB ? fmt::format("B {}, ", kvElemName(p.b_elem)) : "", tuning_, tilesOf(req),
-                          r["compile_ms"].get<double>(), r["object"]["bytes"].get<int64_t>(), options_.threads,
-                          options_.threads == 1 ? " (native entry kiln_launch)" : " (runtime pool)");
+    detail_ = fmt::format("{}{} knobs{}, tiles {}, {}, compile {:.0f} ms, object {} B, {} thread(s){}",
+                          halfB ? fmt::format("B {}, ", kvElemName(p.b_elem)) : "", tuning_, setsText(), tilesOf(req),
+                          codeFor(r), r["compile_ms"].get<double>(), r["object"]["bytes"].get<int64_t>(),
+                          options_.threads, options_.threads == 1 ? " (native entry kiln_launch)" : " (runtime pool)");
     return std::nullopt;
   }
 
@@ -221,6 +223,7 @@ class KilnImpl : public LocalImpl {
     knobs.threads = options_.threads;
     knobs.isa = options_.isa;
     tuning_ = "untuned";
+    if (auto e = applySets(knobs)) return e;
     if (auto e = kernels::buildLibraryKernel(req, kernel_)) return "the gemm kernel does not build: " + *e;
     driver::Compilation c;
     if (auto e = driver::compile(*kernel_, knobs, c)) return "compile: " + *e;
@@ -253,10 +256,11 @@ class KilnImpl : public LocalImpl {
       return "the plan runs the pairs' steps in software, not on VDPBF16PS (knob avx512_bf16=off?)";
     }
     detail_ = fmt::format(
-        "{} order, A and B bf16 (B as {}), tile {}, mma form {}{}, compile {:.0f} ms, object {} B, {} thread(s){}",
+        "{} order, A and B bf16 (B as {}), tile {}, mma form {}{}{}, {}, compile {:.0f} ms, object {} B, {} "
+        "thread(s){}",
         pairs ? "bf16_pairs" : "bf16_dot", pairs ? "K x N" : "N x K", tilesOf(req), form, pairs ? " on VDPBF16PS" : "",
-        c.report["compile_ms"].get<double>(), c.report["object"]["bytes"].get<int64_t>(), options_.threads,
-        options_.threads == 1 ? " (native entry kiln_launch)" : " (runtime pool)");
+        setsText(), codeFor(c.report), c.report["compile_ms"].get<double>(), c.report["object"]["bytes"].get<int64_t>(),
+        options_.threads, options_.threads == 1 ? " (native entry kiln_launch)" : " (runtime pool)");
     return std::nullopt;
   }
 
@@ -280,6 +284,26 @@ class KilnImpl : public LocalImpl {
   // K and V read as the problem's 16-bit type (kiln-f32: as f32 of the same values).
   bool halfKv(const Problem& p) const { return p.kv_elem != KvElem::F32 && name_ != "kiln-f32"; }
 
+  // kiln-set: kiln peers' --set knobs over the default or tuned ones (checked by checkOptions;
+  // the detail names them after the tuning source).
+  std::optional<std::string> applySets(plan::Knobs& knobs) {
+    if (name_ != "kiln-set") return std::nullopt;
+    for (const std::string& s : options_.knob_sets) {
+      if (auto e = knobs.setAssignment(s)) return "--set " + s + ": " + *e;
+      sets_ += (sets_.empty() ? "" : " ") + s;
+    }
+    return std::nullopt;
+  }
+
+  // The isa knob, the CPU LLVM compiled for and the model it tuned for ("isa native: znver5,
+  // tuned for x86-64-v4").
+  static std::string codeFor(const nlohmann::json& report) {
+    const nlohmann::json& t = report["target"];
+    return "isa " + report["knobs"]["isa"].get<std::string>() + ": " + t["cpu"].get<std::string>() + ", tuned for " +
+           t.value("tune_cpu", std::string("?"));
+  }
+  std::string setsText() const { return sets_.empty() ? "" : " (set " + sets_ + ")"; }
+
   void useTuning(kernels::LibraryRequest& req, plan::Knobs& knobs) {
     if (name_ == "kiln-untuned" || lengths() || seed_ || name_ == "kiln-f32") {
       tuning_ = "untuned";
@@ -294,6 +318,7 @@ class KilnImpl : public LocalImpl {
   bool seed_;
   std::string name_;
   std::string tuning_ = "default";
+  std::string sets_;  // the --set knobs applied, as given
   plan::Knobs tuned_knobs_;
   std::string detail_;
   std::unique_ptr<ir::Kernel> kernel_;
@@ -322,6 +347,12 @@ std::unique_ptr<Impl> makeKilnUntuned(const ImplOptions& o) {
 }
 std::unique_ptr<Impl> makeKilnLengths(const ImplOptions& o) {
   return std::make_unique<KilnImpl>(o, false, "kiln-lengths");
+}
+std::unique_ptr<Impl> makeKilnSet(const ImplOptions& o) {
+  ImplOptions set = o;  // an isa among the knobs is also what the library sizes its kernel for
+  for (const std::string& a : o.knob_sets)
+    if (a.rfind("isa=", 0) == 0) set.isa = a.substr(4);
+  return std::make_unique<KilnImpl>(set, false, "kiln-set");
 }
 std::unique_ptr<Impl> makeKilnF32(const ImplOptions& o) {
   return std::make_unique<KilnImpl>(o, false, "kiln-f32");

@@ -17,6 +17,7 @@
 #include "host/data.h"
 #include "host/isa.h"
 #include "kernels/registry.h"
+#include "plan/knobs.h"
 #include "tune/tune.h"
 
 namespace kiln::peers {
@@ -46,7 +47,9 @@ std::optional<std::string> useIsa(const std::string& isa, PeersOptions& options)
     return std::string("--isa avx2: cannot restart /proc/self/exe: ") + std::strerror(errno);
   }
   options.isa = avx512 && isa != "avx2" ? "avx512" : "avx2";
-  options.impl.isa = options.isa;
+  // Kiln compiles as a user's kiln does: isa=native (LLVM tuned for this CPU, e.g. znver5) unless
+  // --isa names the instruction set (then the generic x86-64-v3 or -v4 model of it).
+  options.impl.isa = isa == "native" ? "native" : options.isa;
   return std::nullopt;
 }
 
@@ -86,6 +89,16 @@ std::optional<std::string> checkOptions(const PeersOptions& o, std::vector<Shape
         return "implementation '" + name + "' reads f32 K/V only; with --kv-dtype " + kvElemName(o.kv_elem) +
                " there are the kiln ones, onednn and native";
   if (o.threads < 1) return "--threads must be at least 1";
+  const bool set_named = std::find(o.impls.begin(), o.impls.end(), "kiln-set") != o.impls.end();
+  if (set_named && o.impl.knob_sets.empty()) return "implementation 'kiln-set' needs --set NAME=VALUE (its knobs)";
+  if (!o.impl.knob_sets.empty() && !o.impls.empty() && !set_named)
+    return "--set gives kiln-set's knobs: add kiln-set to --impl";
+  for (const std::string& a : o.impl.knob_sets) {
+    const std::string name = a.substr(0, a.find('='));
+    if (name == "threads") return "--set " + a + ": every implementation's threads are kiln peers' --threads";
+    plan::Knobs k;
+    if (auto e = k.setAssignment(a)) return "--set " + a + ": " + *e;
+  }
   return std::nullopt;
 }
 
@@ -170,6 +183,7 @@ std::optional<std::string> runPeers(const PeersOptions& options, PeersResult& re
     for (const std::string& n : implNames(options.workload))
       if ((n != "kiln-1t" || options.threads > 1) && (n != "kiln-untuned" || tuned || options.runtime_lengths) &&
           (n != "kiln-lengths" || options.runtime_lengths) && (n != "kiln-f32" || halfKv) &&
+          (n != "kiln-set" || !options.impl.knob_sets.empty()) &&
           ((n != "kiln-bf16dot" && n != "kiln-bf16pairs") || options.b_elem == KvElem::BF16 ||
            (n == "kiln-bf16pairs" && options.kv_elem == KvElem::BF16)) &&
           (!halfKv || takesHalfKv(n)) && (!halfB || takesHalfB(n)))

@@ -96,6 +96,7 @@ nlohmann::ordered_json toJson(const PeersResult& run) {
     if (const char* x = std::getenv(v)) env[v] = x;
   j["isa_environment"] = env;
   j["threads"] = run.options.threads;
+  if (!run.options.impl.knob_sets.empty()) j["knob_sets"] = run.options.impl.knob_sets;
   j["mask"] = run.options.causal ? "causal" : "none";
   j["kv_dtype"] = kvElemName(run.options.kv_elem);
   if (run.options.workload == Workload::Gemm) j["b_dtype"] = kvElemName(run.options.b_elem);

@@ -163,6 +163,12 @@ const std::vector<Entry>& entries() {
                           "4-lane unpacks and 128-bit lane selections (unpack); the same bits either way "
                           "(docs/backend.md)"},
                          &Knobs::word_transposes, {"swap", "unpack"}));
+    t.push_back(wordKnob({"tune_cpu", "generic", "generic|host",
+                          "cpu: the CPU model LLVM schedules and tunes the code for: generic, the level of its "
+                          "instruction set (x86-64-v4 for AVX-512 code, x86-64-v3 for AVX2), or host, this CPU's "
+                          "own (e.g. znver5); the instructions are isa's either way, and so are the bits "
+                          "(docs/backend.md)"},
+                         &Knobs::tune_cpu, {"generic", "host"}));
     {
       Entry e;
       e.info = {"gpu_lanes", "threads", "threads|registers",

@@ -23,6 +23,7 @@ struct Knobs {
   std::string amx = "auto";          // auto | off: bf16_dot mmas on AMX tiles (auto: AVX-512 code on a host with AMX)
   std::string avx512_bf16 = "auto";  // auto | off: bf16_dot steps on VDPBF16PS (auto: AVX-512 code on a host with it)
   std::string word_transposes = "swap";  // swap | unpack: how bf16 words are transposed in registers (cpu, W 8 or 16)
+  std::string tune_cpu = "generic";      // generic | host: the CPU model LLVM schedules and tunes for (cpu)
   target::Kind target = target::Kind::Cpu;  // cpu | nvptx: the host CPU (an object) or an NVIDIA GPU (PTX)
   std::string gpu_lanes = "threads";        // nvptx: a program's lanes over W threads, or in one thread's registers
   std::string gpu_realization =

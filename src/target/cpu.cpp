@@ -94,10 +94,14 @@ llvm::Expected<jit::CompiledObject> CpuTarget::emit(std::unique_ptr<llvm::Module
 }
 
 nlohmann::json CpuTarget::reportFacts(const std::string& isa, const jit::CompiledObject& object) const {
-  (void)object;
   const jit::HostTarget& host = jit::hostTarget();
-  return {{"name", name()}, {"triple", host.triple},        {"cpu", jit::targetCpu(isa).cpu},
-          {"isa", isa},     {"model", model(isa).toJson()}, {"llvm_version", host.llvm_version}};
+  return {{"name", name()},
+          {"triple", host.triple},
+          {"cpu", jit::targetCpu(isa).cpu},
+          {"tune_cpu", object.tune_cpu},
+          {"isa", isa},
+          {"model", model(isa).toJson()},
+          {"llvm_version", host.llvm_version}};
 }
 
 }  // namespace kiln::target

@@ -16,6 +16,7 @@
 #include "host_isa.h"
 #include "ir/diag.h"
 #include "ir/parser.h"
+#include "jit/compile.h"
 #include "kernels/attention.h"
 #include "kernels/registry.h"
 #include "target/target.h"
@@ -328,6 +329,41 @@ TEST(Lanes, Bf16WordTransposesByUnpacksGiveTheSameBits) {
             for (const auto& cv : phase["lanes"]["conversions"])
               unpacked = unpacked || cv["method"].get<std::string>().find("unpacks") != std::string::npos;
         EXPECT_EQ(unpacked, std::string(w) != "4") << what;
+        expectBitexact(*k, kn, what);
+      }
+}
+
+// The knob tune_cpu picks the CPU model LLVM schedules for, not the instructions: generic is the
+// level of the code's instruction set (native: this CPU's level), host this CPU's own model. The
+// report names both CPUs, the compiled CPU stays the isa's, and the bits are the interpreter's.
+TEST(Lanes, TuneCpuChoosesTheSchedulingModelNotTheInstructionsOrTheBits) {
+  const std::string level = kiln::host::cpuHasAvx512() ? "x86-64-v4"
+                            : kiln::host::cpuHasAvx2() ? "x86-64-v3"
+                                                       : kiln::jit::hostTarget().cpu;
+  const std::map<std::string, std::string> generic = {
+      {"native", level}, {"avx2", "x86-64-v3"}, {"avx512", "x86-64-v4"}};
+  struct Case {
+    const char* kernel;
+    const char* shape;
+    std::map<std::string, std::string> options;
+  };
+  const std::vector<Case> cases = {
+      {"attention", "1,8,2,1,203,80,96", {{"kv-dtype", "bf16"}}},
+      {"gemm", "33,200,129", {}},
+  };
+  for (const Case& c : cases)
+    for (const char* isa : {"native", "avx2", "avx512"})
+      for (const char* tune : {"generic", "host"}) {
+        const std::string what = std::string(c.kernel) + " " + c.shape + " isa=" + isa + " tune_cpu=" + tune;
+        std::unique_ptr<kiln::ir::Kernel> k;
+        ASSERT_FALSE(kiln::kernels::buildLibraryKernel({c.kernel, c.shape, c.options}, k)) << what;
+        const Knobs kn = knobs({std::string("isa=") + isa, std::string("tune_cpu=") + tune});
+        kiln::driver::Compilation comp;
+        ASSERT_FALSE(kiln::driver::compile(*k, kn, comp, kiln::driver::Stage::Report).has_value()) << what;
+        const auto& target = comp.report["target"];
+        EXPECT_EQ(target["cpu"], kiln::jit::targetCpu(isa).cpu) << what;
+        EXPECT_EQ(target["tune_cpu"], std::string(tune) == "host" ? kiln::jit::hostTarget().cpu : generic.at(isa))
+            << what;
         expectBitexact(*k, kn, what);
       }
 }

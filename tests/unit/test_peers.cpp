@@ -10,8 +10,10 @@
 
 #include "host/data.h"
 #include "host_isa.h"
+#include "jit/compile.h"
 #include "peers/impl.h"
 #include "peers/native.h"
+#include "peers/peers.h"
 #include "peers/problem.h"
 #include "peers/protocol.h"
 
@@ -138,6 +140,57 @@ TEST(Peers, Bf16PairsAttentionMatchesReference) {
   const Problem f32 = problemFor("1,8,2,1,133,80,96", false);
   std::unique_ptr<Impl> impl = makeImpl("kiln-bf16pairs", ImplOptions{});
   EXPECT_EQ(impl->prepare(f32).value_or(""), "kiln-bf16pairs reads bf16 K/V: run with --kv-dtype bf16");
+}
+
+// kiln-set: kiln with --set's knobs over its own (an isa among them is kiln-set's isa), its
+// detail naming them and the CPU the code was compiled and tuned for; kiln compiles as a user's
+// kiln does (isa native). --set and kiln-set come together, and a knob is checked up front.
+TEST(Peers, KilnSetRunsKilnWithItsKnobs) {
+  const Problem p = problemFor("1,8,2,1,133,80,96", false, 7, KvElem::BF16);
+  auto detailOf = [&](const std::string& name, const std::vector<std::string>& sets) {
+    ImplOptions o;
+    o.knob_sets = sets;
+    std::unique_ptr<Impl> impl = makeImpl(name, o);
+    EXPECT_TRUE(impl);
+    if (!impl) return std::string();
+    if (auto e = impl->prepare(p)) {
+      ADD_FAILURE() << name << ": " << *e;
+      return std::string();
+    }
+    std::vector<float> out;
+    EXPECT_FALSE(impl->compute(out));
+    expectClose(out, p, name);
+    return impl->detail();
+  };
+  const std::string host_cpu = jit::hostTarget().cpu;
+  const std::string kiln = detailOf("kiln", {"tune_cpu=host"});  // kiln takes no --set
+  EXPECT_NE(kiln.find("default knobs, "), std::string::npos) << kiln;
+  EXPECT_NE(kiln.find("isa native: " + host_cpu + ", tuned for " + jit::tuneCpu("native", "generic")),
+            std::string::npos)
+      << kiln;
+  const std::string set = detailOf("kiln-set", {"tune_cpu=host", "word_transposes=unpack"});
+  EXPECT_NE(set.find("default knobs (set tune_cpu=host word_transposes=unpack)"), std::string::npos) << set;
+  EXPECT_NE(set.find("isa native: " + host_cpu + ", tuned for " + host_cpu), std::string::npos) << set;
+  const std::string avx2 = detailOf("kiln-set", {"isa=avx2"});
+  EXPECT_NE(avx2.find("isa avx2: x86-64-v3, tuned for x86-64-v3"), std::string::npos) << avx2;
+
+  PeersOptions o;
+  o.shapes = {"1,8,2,1,133,80,96"};
+  o.only_shapes = true;
+  std::vector<ShapeSpec> shapes;
+  auto refused = [&](std::vector<std::string> impls, std::vector<std::string> sets) {
+    o.impls = std::move(impls);
+    o.impl.knob_sets = std::move(sets);
+    return checkOptions(o, shapes).value_or("accepted");
+  };
+  EXPECT_EQ(refused({"kiln", "kiln-set"}, {"word_transposes=unpack"}), "accepted");
+  EXPECT_EQ(refused({}, {"tune_cpu=host"}), "accepted");
+  EXPECT_EQ(refused({"kiln", "kiln-set"}, {}), "implementation 'kiln-set' needs --set NAME=VALUE (its knobs)");
+  EXPECT_EQ(refused({"kiln"}, {"tune_cpu=host"}), "--set gives kiln-set's knobs: add kiln-set to --impl");
+  EXPECT_EQ(refused({}, {"threads=2"}), "--set threads=2: every implementation's threads are kiln peers' --threads");
+  EXPECT_NE(refused({}, {"tune_cpu=fast"}).find("--set tune_cpu=fast: knob 'tune_cpu': value 'fast'"),
+            std::string::npos);
+  EXPECT_NE(refused({}, {"no_such_knob=1"}).find("--set no_such_knob=1: "), std::string::npos);
 }
 
 // GEMM: every implementation of `kiln peers --kernel gemm` (Kiln's library kernel included)

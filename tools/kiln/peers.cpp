@@ -99,6 +99,9 @@ Command addPeers(CLI::App& parent) {
         return v.empty() || v.size() > 4 || std::stoi(v) < 1 ? "'" + v + "' is not N (1..4096), auto or off"
                                                              : std::string();
       });
+  app->add_option("--set", a->o.impl.knob_sets,
+                  "Add kiln-set: kiln with this knob, NAME=VALUE (repeatable; e.g. tune_cpu=host), over its default or "
+                  "tuned knobs, paired with kiln in the same rounds on the same buffers (threads: --threads)");
   app->add_option("--isa", a->isa,
                   "Instruction set of every implementation: native (this CPU's), avx2 (Kiln isa=avx2, oneDNN "
                   "ONEDNN_MAX_CPU_ISA=AVX2, OpenBLAS core Haswell, the AVX2 hand-written and plain code; on an AVX-512 "
