@@ -150,12 +150,17 @@ std::optional<Choice> Choice::fromJson(const nlohmann::json& j) {
 namespace {
 
 // The vector widths other than the target model's default (AVX-512: 8; AVX2: 16), as knobs.
-std::vector<std::string> otherWidths(const plan::Knobs& knobs) {
+// The knobs tried one at a time beside the default: the other vector widths, and on the CPU
+// LLVM's scheduling for this CPU's own model where it is not the generic one (knob tune_cpu).
+std::vector<std::string> otherKnobs(const plan::Knobs& knobs) {
   const int64_t w =
       knobs.packet_width != 0 ? knobs.packet_width : target::of(knobs.target).model(knobs.isa).packet_width;
   std::vector<std::string> out;
   for (int64_t o : {8, 16})
     if (o != w) out.push_back("packet_width=" + std::to_string(o));
+  if (knobs.target == target::Kind::Cpu && knobs.tune_cpu == "generic" &&
+      jit::tuneCpu(knobs.isa, "host") != jit::tuneCpu(knobs.isa, "generic"))
+    out.push_back("tune_cpu=host");
   return out;
 }
 
@@ -207,7 +212,7 @@ std::optional<std::string> candidates(const kernels::LibraryRequest& request, co
       }
     }
   }
-  for (const std::string& w : otherWidths(knobs)) add({{}, {w}});
+  for (const std::string& w : otherKnobs(knobs)) add({{}, {w}});
   return std::nullopt;
 }
 
@@ -219,7 +224,7 @@ std::optional<std::string> run(const TuneOptions& o, TuneResult& out,
   std::vector<Choice> cands;
   if (o.file) {
     cands = {Choice{}};
-    for (const std::string& w : otherWidths(o.knobs)) cands.push_back(Choice{{}, {w}});
+    for (const std::string& w : otherKnobs(o.knobs)) cands.push_back(Choice{{}, {w}});
     cands.push_back(Choice{{}, {"local_lanes=1"}});
   } else if (auto e = candidates(o.request, o.knobs, cands))
     return e;

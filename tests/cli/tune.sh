@@ -88,14 +88,24 @@ else
   fail "peers with a tuned entry" "exit $rc: $(cat "$tmp/py" "$tmp/err" | tail -c 400)"
 fi
 
-# A .tile kernel: knobs only, each candidate bitexact against the interpreter.
+# A .tile kernel: knobs only, each candidate bitexact against the interpreter: the other vector
+# width (of this CPU's default), LLVM tuned for this CPU where its model is not the generic one,
+# a lane per program.
 tile=$2/examples/rmsnorm.tile
+"$kiln" compile "$tile" --emit report >"$tmp/generic.json" 2>/dev/null
+"$kiln" compile "$tile" --emit report --set tune_cpu=host >"$tmp/host.json" 2>/dev/null
 run "$kiln" tune "$tile" --budget 20 --cycles 1 --json
-if [ $rc -eq 0 ] && python3 - "$tmp/out" <<'PY' 2>"$tmp/py"; then
+if [ $rc -eq 0 ] && python3 - "$tmp/out" "$tmp/generic.json" "$tmp/host.json" <<'PY' 2>"$tmp/py"; then
 import json, sys
 j = json.load(open(sys.argv[1]))
+generic, host = (json.load(open(f))["target"] for f in sys.argv[2:4])
+w = generic["model"]["default_packet_width"]
+want = ["default", "packet_width=%d" % (16 if w == 8 else 8)]
+if host["tune_cpu"] != generic["tune_cpu"]:
+    want.append("tune_cpu=host")
+want.append("local_lanes=1")
 labels = [c["choice"] for c in j["candidates"]]
-assert labels == ["default", "packet_width=8", "local_lanes=1"], labels
+assert labels == want, (labels, want)
 assert all(c["status"] != "wrong" for c in j["candidates"]), j["candidates"]
 PY
   pass "tune a .tile file: knob candidates, checked"
