@@ -29,9 +29,12 @@
 // block per SM, as many as give a thread of the largest mma output a full microtile (at least
 // mma_min_block_threads); without an mma and with fewer blocks than SMs, few_blocks_threads (a thread's register tile
 // is then about square: each row and column operand value read from shared memory serves several accumulators);
-// without, X first (coalesced accesses) up to block_threads, then Y; at least a warp. A thread's elements of one tile
-// (micro_y x a column dim's micro) are at most microtile_elements. Groups of adjacent elements are as wide as one
-// shared-memory vector load (4) where the microtile allows.
+// without, X first (coalesced accesses) up to block_threads, then Y; at least a warp. Without an mma, where
+// element-wise ops compute values of the rows alone (repeated by every thread of a row: a split's merge's
+// rescale factors) and nothing reduces along the columns, a row's threads each take a group of 4 adjacent
+// columns and the rest lie along Y, where that still fills a warp (H200, paired: a prefill's merge 18.4 -> 9.2 us). A
+// thread's elements of one tile (micro_y x a column dim's micro) are at most microtile_elements. Groups of adjacent
+// elements are as wide as one shared-memory vector load (4) where the microtile allows.
 //
 // Stage rule: a stage is K rows of its operand's output side, padded by 4 floats (16-byte rows
 // for the reads of groups of 4). A loaded stage whose view has K fastest and whose reads are
@@ -228,6 +231,10 @@ class BlockPlanner {
       }
       default:
         if (!ir::isElementwise(op->kind)) return fail(op, "no block form yet");
+        // A value of the rows alone (no column dim): every thread of a row computes it.
+        if (const Value* v = op->results[0];
+            !v->type.isView() && !v->type.dims.empty() && !b_.columnDim(v->type.dims.back().name))
+          ++row_ops_;
         break;
     }
     for (const Value* v : op->operands)
@@ -465,6 +472,10 @@ class BlockPlanner {
           columns, p_.knobs.gpu_threads > 0 ? most / ty : std::max(most / ty, m_.warp_threads));
       if (ty > b_.threads_y && ty * tx > b_.threads_y * b_.threads_x && (ty * tx) % m_.warp_threads == 0)
         b_.threads_y = ty, b_.threads_x = tx;
+    } else if (rowsFirst(columns, most)) {
+      // Arithmetic of the rows alone (a split's merge: each row's rescale factors) is repeated
+      // by every thread of a row: a row's threads only as many as give each a group of adjacent
+      // columns (one 16-byte access), the rest of the threads along the rows (rowsFirst).
     } else {
       b_.threads_x = largestPowerOfTwoDividing(columns, most);
       b_.threads_y = largestPowerOfTwoDividing(b_.extent_y, most / b_.threads_x);
@@ -518,6 +529,21 @@ class BlockPlanner {
     }
     b_.model = m_.name;
     return "";
+  }
+
+  // Without an mma: where element-wise ops compute values of the rows alone and no reduction
+  // runs along the columns, a row's threads each take a group of adjacent columns and the rest
+  // of the threads lie along the rows, when that still fills a warp (sets the grid; false:
+  // columns first).
+  bool rowsFirst(int64_t columns, int64_t most) {
+    if (row_ops_ == 0 || !reductions_.empty() || columns <= 1 || b_.ys.empty()) return false;
+    const int64_t tx = largestPowerOfTwoDividing(columns, std::max<int64_t>(1, columns / m_.shared_vector_lanes));
+    int64_t ty = largestPowerOfTwoDividing(b_.extent_y, most / tx);
+    if (const int64_t d = largestDivisor(b_.extent_y, most / tx); d > ty && (d * tx) % m_.warp_threads == 0) ty = d;
+    if (tx * ty < m_.warp_threads) return false;
+    b_.threads_x = tx;
+    b_.threads_y = ty;
+    return true;
   }
 
   // The index values a load's origin reads can be computed a trip early in `loop`: the
@@ -853,6 +879,7 @@ class BlockPlanner {
   std::map<const Op*, BlockStage> staged_;  // by the op making the staged value
   int64_t scratch_ = 0;                     // floats of the largest reduction's scratch
   std::vector<const Op*> reductions_;
+  int64_t row_ops_ = 0;  // element-wise ops whose result has the rows' dims alone
 };
 
 }  // namespace

@@ -655,6 +655,30 @@ TEST(Gpu, SplitAttentionIsTwoEntriesLaunchedInOrder) {
   expectPrecisePtx(one.object, "split attention, registers");
 }
 
+// A split's merge computes each row's rescale factors (exp of the maxima's differences), values of
+// the rows alone that every thread of a row repeats: its row's threads each take a group of 4
+// adjacent columns and the rest of the block lies along the rows (a prefill's merge: 4 rows x 4
+// columns a thread where it was 16 x 1). A merge of too few rows to fill a warp that way (a
+// decode's 4) keeps its columns first, and so does a kernel that reduces along its columns.
+TEST(Gpu, MergeThreadsTakeColumnGroupsAndSpreadOverTheRows) {
+  auto merge = [](const char* shape, const char* mask) {
+    std::unique_ptr<kiln::ir::Kernel> k;
+    kiln::driver::Compilation c;
+    compileForGpu("attention", shape, k, c, {{"mask", mask}});
+    EXPECT_EQ(c.report["phases"].size(), 2u) << shape;
+    return c.report["phases"].back()["block"];
+  };
+  const nlohmann::json prefill = merge("1,16,4,384,384,128,128", "causal");
+  EXPECT_EQ(prefill["threads"], 256);
+  EXPECT_EQ(prefill["rows"]["microtile"], 4);
+  EXPECT_EQ(prefill["columns"][0]["microtile"], 4);
+  EXPECT_EQ(prefill["columns"][0]["group"], 4);
+  const nlohmann::json decode = merge("1,32,8,1,4096,128,128", "none");  // 4 rows x 8 columns
+  EXPECT_EQ(decode["threads"], 32);
+  EXPECT_EQ(decode["rows"]["microtile"], 1);
+  EXPECT_EQ(decode["columns"][0]["microtile"], 1);
+}
+
 TEST(Gpu, PtxIsNotLoadedIntoThisProcessAndTheKnobNamesItsRange) {
   auto kernel = parseFile(std::string(KILN_SOURCE_DIR) + "/examples/softmax.tile");
   ASSERT_TRUE(kernel);
