@@ -47,8 +47,8 @@ std::optional<std::string> useIsa(const std::string& isa, PeersOptions& options)
     return std::string("--isa avx2: cannot restart /proc/self/exe: ") + std::strerror(errno);
   }
   options.isa = avx512 && isa != "avx2" ? "avx512" : "avx2";
-  // Kiln compiles as a user's kiln does: isa=native (LLVM tuned for this CPU, e.g. znver5) unless
-  // --isa names the instruction set (then the generic x86-64-v3 or -v4 model of it).
+  // Kiln compiles as a user's kiln does: isa=native (this CPU's features, scheduled as the knob
+  // tune_cpu says) unless --isa names the instruction set (then x86-64-v3 or -v4).
   options.impl.isa = isa == "native" ? "native" : options.isa;
   return std::nullopt;
 }

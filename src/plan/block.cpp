@@ -472,16 +472,16 @@ class BlockPlanner {
           columns, p_.knobs.gpu_threads > 0 ? most / ty : std::max(most / ty, m_.warp_threads));
       if (ty > b_.threads_y && ty * tx > b_.threads_y * b_.threads_x && (ty * tx) % m_.warp_threads == 0)
         b_.threads_y = ty, b_.threads_x = tx;
-    } else if (rowsFirst(columns, most)) {
-      // Arithmetic of the rows alone (a split's merge: each row's rescale factors) is repeated
-      // by every thread of a row: a row's threads only as many as give each a group of adjacent
-      // columns (one 16-byte access), the rest of the threads along the rows (rowsFirst).
     } else {
-      b_.threads_x = largestPowerOfTwoDividing(columns, most);
-      b_.threads_y = largestPowerOfTwoDividing(b_.extent_y, most / b_.threads_x);
-      if (const int64_t ty = largestDivisor(b_.extent_y, most / b_.threads_x);
-          ty > b_.threads_y && (ty * b_.threads_x) % m_.warp_threads == 0)
-        b_.threads_y = ty;
+      // Columns first (coalesced accesses). Where element-wise ops compute values of the rows
+      // alone (a split's merge: each row's rescale factors, repeated by every thread of a row)
+      // and nothing reduces along the columns, a row's threads only as many as give each a group
+      // of adjacent columns (one 16-byte access), the rest along the rows, when that fills a warp.
+      const bool rows_first = row_ops_ > 0 && reductions_.empty() && columns > 1 && !b_.ys.empty();
+      if (rows_first)
+        rowsFor(largestPowerOfTwoDividing(columns, std::max<int64_t>(1, columns / m_.shared_vector_lanes)), most);
+      if (!rows_first || b_.threads_x * b_.threads_y < m_.warp_threads)
+        rowsFor(largestPowerOfTwoDividing(columns, most), most);
       // Columns with no power-of-two split to speak of (33 = 3 x 11) and too few threads for a
       // warp: the columns' largest divisor instead (33 threads along a row), the rows' largest
       // power of two or divisor with what is left. A row's threads then need not lie in one warp
@@ -531,19 +531,14 @@ class BlockPlanner {
     return "";
   }
 
-  // Without an mma: where element-wise ops compute values of the rows alone and no reduction
-  // runs along the columns, a row's threads each take a group of adjacent columns and the rest
-  // of the threads lie along the rows, when that still fills a warp (sets the grid; false:
-  // columns first).
-  bool rowsFirst(int64_t columns, int64_t most) {
-    if (row_ops_ == 0 || !reductions_.empty() || columns <= 1 || b_.ys.empty()) return false;
-    const int64_t tx = largestPowerOfTwoDividing(columns, std::max<int64_t>(1, columns / m_.shared_vector_lanes));
-    int64_t ty = largestPowerOfTwoDividing(b_.extent_y, most / tx);
-    if (const int64_t d = largestDivisor(b_.extent_y, most / tx); d > ty && (d * tx) % m_.warp_threads == 0) ty = d;
-    if (tx * ty < m_.warp_threads) return false;
+  // Without an mma: `tx` threads along the columns and the rows' largest power of two within
+  // `most` (or their largest divisor, where that gives whole warps) along the rows.
+  void rowsFor(int64_t tx, int64_t most) {
     b_.threads_x = tx;
-    b_.threads_y = ty;
-    return true;
+    b_.threads_y = largestPowerOfTwoDividing(b_.extent_y, most / tx);
+    if (const int64_t ty = largestDivisor(b_.extent_y, most / tx);
+        ty > b_.threads_y && (ty * tx) % m_.warp_threads == 0)
+      b_.threads_y = ty;
   }
 
   // The index values a load's origin reads can be computed a trip early in `loop`: the
