@@ -240,75 +240,99 @@ std::optional<std::string> checkIntegerView(const runtime::ParamSpec& p, const h
 
 }  // namespace
 
+namespace {
+
+// Views whose memory is not f32 travel as bytes: integers (host::integerBytes) and 16-bit
+// floats (host::halfBytes, exact: their values are values of the type).
+bool halfView(const runtime::ParamSpec& p) {
+  return p.kind == runtime::ParamKind::View && (p.elem == runtime::ViewElem::F16 || p.elem == runtime::ViewElem::BF16);
+}
+bool packedView(const runtime::ParamSpec& p) {
+  return p.kind == runtime::ParamKind::View && p.elem != runtime::ViewElem::F32;
+}
+
+// packed[i]: parameter i's bytes where it is a packed view.
+std::optional<std::string> packViews(const std::vector<runtime::ParamSpec>& sig,
+                                     const std::vector<host::ParamData>& params, std::vector<std::string>& packed) {
+  if (params.size() != sig.size())
+    return fmt::format("the kernel has {} parameters but {} values were given", sig.size(), params.size());
+  packed.assign(sig.size(), {});
+  for (size_t i = 0; i < sig.size(); ++i)
+    if (halfView(sig[i])) {
+      if (auto e = host::halfBytes(params[i].data, sig[i].elem == runtime::ViewElem::BF16, packed[i]))
+        return fmt::format("parameter '{}': {}", sig[i].name, *e);
+    } else if (packedView(sig[i])) {
+      if (auto e = checkIntegerView(sig[i], params[i])) return e;
+      packed[i] = host::integerBytes(params[i].ints, sig[i].elem == runtime::ViewElem::I32);
+    }
+  return std::nullopt;
+}
+
+void unpackView(const runtime::ParamSpec& p, const void* bytes, size_t size, host::ParamData& d) {
+  if (halfView(p))
+    host::halvesFromBytes(bytes, size, p.elem == runtime::ViewElem::BF16, d.data);
+  else
+    host::integersFromBytes(bytes, size, p.elem == runtime::ViewElem::I32, d.ints);
+}
+
+}  // namespace
+
+std::optional<std::string> LaunchArgs::pack(const runtime::LoadedKernel& kernel, std::vector<host::ParamData>& params) {
+  sig_ = kernel.params();
+  args_.clear();
+  if (auto e = packViews(sig_, params, packed_)) return e;
+  for (size_t i = 0; i < sig_.size(); ++i) {
+    if (packedView(sig_[i]))
+      args_.push_back(runtime::Arg::view(packed_[i].data(), static_cast<int64_t>(packed_[i].size())));
+    else if (sig_[i].kind == runtime::ParamKind::View)
+      args_.push_back(runtime::Arg::view(params[i].data));
+    else if (sig_[i].kind == runtime::ParamKind::I64)
+      args_.push_back(runtime::Arg::i64(params[i].i64));
+    else
+      args_.push_back(runtime::Arg::f32(params[i].f32));
+  }
+  return std::nullopt;
+}
+
+void LaunchArgs::unpack(std::vector<host::ParamData>& params) const {
+  for (size_t i = 0; i < sig_.size(); ++i)
+    if (packedView(sig_[i])) unpackView(sig_[i], packed_[i].data(), packed_[i].size(), params[i]);
+}
+
 std::optional<std::string> run(const runtime::LoadedKernel& kernel, std::vector<host::ParamData>& params, bool guarded,
                                runtime::KilnLaunchRecord* record) {
   const auto& sig = kernel.params();
-  if (params.size() != sig.size())
-    return fmt::format("the kernel has {} parameters but {} values were given", sig.size(), params.size());
-  // Views whose memory is not f32 travel as bytes: integers (host::integerBytes) and 16-bit
-  // floats (host::halfBytes, exact: their values are values of the type).
-  auto half = [&](size_t i) {
-    return sig[i].kind == runtime::ParamKind::View &&
-           (sig[i].elem == runtime::ViewElem::F16 || sig[i].elem == runtime::ViewElem::BF16);
-  };
-  auto integer = [&](size_t i) {
-    return sig[i].kind == runtime::ParamKind::View && sig[i].elem != runtime::ViewElem::F32 && !half(i);
-  };
-  auto packedView = [&](size_t i) { return integer(i) || half(i); };
-  auto unpack = [&](size_t i, const void* bytes, size_t size) {
-    if (half(i))
-      host::halvesFromBytes(bytes, size, sig[i].elem == runtime::ViewElem::BF16, params[i].data);
-    else
-      host::integersFromBytes(bytes, size, sig[i].elem == runtime::ViewElem::I32, params[i].ints);
-  };
-  std::vector<std::string> packed(sig.size());
-  for (size_t i = 0; i < sig.size(); ++i)
-    if (integer(i)) {
-      if (auto e = checkIntegerView(sig[i], params[i])) return e;
-      packed[i] = host::integerBytes(params[i].ints, sig[i].elem == runtime::ViewElem::I32);
-    } else if (half(i)) {
-      if (auto e = host::halfBytes(params[i].data, sig[i].elem == runtime::ViewElem::BF16, packed[i]))
-        return fmt::format("parameter '{}': {}", sig[i].name, *e);
-    }
-  if (guarded) {
-    runtime::GuardedArgs g(sig);
-    for (size_t i = 0; i < sig.size(); ++i) {
-      std::optional<std::string> e;
-      if (packedView(i))
-        e = g.setViewBytes(i, std::as_bytes(std::span<const char>(packed[i])));
-      else if (sig[i].kind == runtime::ParamKind::View)
-        e = g.setView(i, params[i].data);
-      else if (sig[i].kind == runtime::ParamKind::I64)
-        e = g.setI64(i, params[i].i64);
-      else
-        e = g.setF32(i, params[i].f32);
-      if (e) return e;
-    }
-    if (auto e = kernel.launch(g.args(), record)) return e;
-    if (auto e = g.checkGuards()) return "guard zones corrupted: " + *e;
-    for (size_t i = 0; i < sig.size(); ++i)
-      if (packedView(i)) {
-        unpack(i, g.viewBytes(i).data(), g.viewBytes(i).size());
-      } else if (sig[i].kind == runtime::ParamKind::View) {
-        auto v = g.view(i);
-        params[i].data.assign(v.begin(), v.end());
-      }
+  if (!guarded) {
+    LaunchArgs a;
+    if (auto e = a.pack(kernel, params)) return e;
+    if (auto e = kernel.launch(a.args(), record)) return e;
+    a.unpack(params);
     return std::nullopt;
   }
-  std::vector<runtime::Arg> args;
+  std::vector<std::string> packed;
+  if (auto e = packViews(sig, params, packed)) return e;
+  runtime::GuardedArgs g(sig);
   for (size_t i = 0; i < sig.size(); ++i) {
-    if (packedView(i))
-      args.push_back(runtime::Arg::view(packed[i].data(), static_cast<int64_t>(packed[i].size())));
+    std::optional<std::string> e;
+    if (packedView(sig[i]))
+      e = g.setViewBytes(i, std::as_bytes(std::span<const char>(packed[i])));
     else if (sig[i].kind == runtime::ParamKind::View)
-      args.push_back(runtime::Arg::view(params[i].data));
+      e = g.setView(i, params[i].data);
     else if (sig[i].kind == runtime::ParamKind::I64)
-      args.push_back(runtime::Arg::i64(params[i].i64));
+      e = g.setI64(i, params[i].i64);
     else
-      args.push_back(runtime::Arg::f32(params[i].f32));
+      e = g.setF32(i, params[i].f32);
+    if (e) return e;
   }
-  if (auto e = kernel.launch(args, record)) return e;
+  if (auto e = kernel.launch(g.args(), record)) return e;
+  if (auto e = g.checkGuards()) return "guard zones corrupted: " + *e;
   for (size_t i = 0; i < sig.size(); ++i)
-    if (packedView(i)) unpack(i, packed[i].data(), packed[i].size());
+    if (packedView(sig[i])) {
+      unpackView(sig[i], g.viewBytes(i).data(), g.viewBytes(i).size(), params[i]);
+    } else if (sig[i].kind == runtime::ParamKind::View) {
+      auto v = g.view(i);
+      params[i].data.assign(v.begin(), v.end());
+    }
   return std::nullopt;
 }
 

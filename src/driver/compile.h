@@ -71,4 +71,19 @@ std::optional<std::string> load(const std::string& object, const ir::Kernel& ker
 std::optional<std::string> run(const runtime::LoadedKernel& kernel, std::vector<host::ParamData>& params, bool guarded,
                                runtime::KilnLaunchRecord* record = nullptr);
 
+// The arguments of a launch on host data, for launching many times (kiln tune): views whose
+// memory is not f32 (16-bit floats, integers) packed into bytes held here, f32 views pointing
+// at the ParamData's elements. `unpack` copies the packed views back into the ParamData.
+class LaunchArgs {
+ public:
+  std::optional<std::string> pack(const runtime::LoadedKernel& kernel, std::vector<host::ParamData>& params);
+  const std::vector<runtime::Arg>& args() const { return args_; }
+  void unpack(std::vector<host::ParamData>& params) const;
+
+ private:
+  std::vector<runtime::ParamSpec> sig_;
+  std::vector<std::string> packed_;  // by parameter: its bytes, or empty (not packed)
+  std::vector<runtime::Arg> args_;
+};
+
 }  // namespace kiln::driver

@@ -47,7 +47,7 @@ struct Runner {
   const ir::Kernel* kernel = nullptr;
   std::unique_ptr<runtime::LoadedKernel> loaded;
   std::vector<host::ParamData> params;
-  std::vector<runtime::Arg> args;
+  driver::LaunchArgs args;  // 16-bit and integer views packed as the kernel takes them
   int64_t reps = 1;
 
   // A library request (file == nullptr) or a kernel from a .tile file.
@@ -63,19 +63,19 @@ struct Runner {
     if (auto e = driver::compile(*kernel, knobs, c)) return "compile: " + *e;
     if (auto e = driver::load(c.object, *kernel, knobs.isa, static_cast<int>(knobs.threads), loaded))
       return "load: " + *e;
+    // An integer view's values (lengths, positions, a page table) are the caller's: generated
+    // ones would time another workload (docs/tune.md).
+    for (const ir::Value* p : kernel->params)
+      if (p->type.isView() && ir::isIntegerStorage(p->type.elem))
+        return fmt::format(
+            "parameter '{}' is an integer view ({}): kiln tune times generated inputs, and its values "
+            "(lengths, positions, a page table) are the caller's; tune the kernel without a KV cache or positions",
+            p->name, ir::toString(p->type));
     if (auto e = host::makeInputs(*kernel, seed, {}, params)) return e;
-    for (const ir::Value* p : kernel->params) {
-      host::ParamData& d = params[p->index];
-      if (p->type.isView())
-        args.push_back(runtime::Arg::view(d.data));
-      else if (p->type.elem == ir::Elem::I64)
-        args.push_back(runtime::Arg::i64(d.i64));
-      else
-        args.push_back(runtime::Arg::f32(d.f32));
-    }
-    return loaded->checkArgs(args);
+    if (auto e = args.pack(*loaded, params)) return e;
+    return loaded->checkArgs(args.args());
   }
-  void launch() { (void)loaded->launch(args); }
+  void launch() { (void)loaded->launch(args.args()); }
 
   // One visit: warmup, calibrate the batch to `sample_ms`, then `samples` batches; returns the
   // median time per launch in µs.

@@ -134,5 +134,16 @@ expect "tune: a missing file" 1 "" "nothing.tile:0:0: error: cannot open the fil
 run "$kiln" tune --kernel attention --shape 1,4,3,1,7,8,8
 expect "tune: a bad request" 1 "" "Hq=4 is not a multiple of Hkv=3"
 
+# 16-bit views travel packed as the kernel takes them (bf16 K/V, f16 weights, bf16 rows); an
+# integer view's values are the caller's, so tuning on generated ones is refused by name.
+run "$kiln" tune --kernel attention --shape 1,4,2,1,130,32,32 --kv-dtype bf16 --budget 2 --cycles 1
+expect "tune: bf16 K/V" 0 "recorded in"
+run "$kiln" tune --kernel gemm --shape 9,40,24 --a-dtype bf16 --b-dtype f16 --budget 2 --cycles 1
+expect "tune: 16-bit A and B" 0 "recorded in"
+run "$kiln" tune --kernel rmsnorm --shape 5,96 --dtype bf16 --budget 2 --cycles 1
+expect "tune: bf16 rows" 0 "recorded in"
+run "$kiln" tune --kernel attention --shape 2,4,2,1,70,32,32 --kv-cache dense --budget 2 --cycles 1
+expect "tune: an integer view is refused" 1 "" "parameter 'lens' is an integer view \\(view<i32>\\[2\\]\\)"
+
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
