@@ -11,6 +11,7 @@ if [ $# -ne 2 ]; then
   exit 2
 fi
 kiln=$1
+src=$2
 # shellcheck source=lib/harness.bash
 source "$(dirname "$0")/lib/harness.bash"
 
@@ -45,6 +46,8 @@ run "$kiln" bench --preset seed-mma-roll --arm a: --out "$tmp/mix"
 expect "a preset takes no --arm" 1 '' 'takes no'
 run "$kiln" bench --kernel attention --shape 1,2,1,1,33,16,16 --arm a: --arm b:
 expect "bench needs --out" 2 '' 'out'
+run "$kiln" bench "$src/examples/softmax.tile" --arm a: --arm b: --out "$tmp/file"
+expect "bench refuses a .tile file by name" 2 '' "softmax.tile': bench times library kernels only"
 run "$kiln" audit "$tmp/no-such-archive"
 expect "audit of a missing folder fails" 1 '"verdict": "fail"'
 

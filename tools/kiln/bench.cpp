@@ -35,8 +35,11 @@ Command addBench(CLI::App& parent) {
   for (const bench::PresetInfo& p : bench::presets()) preset_names += "\n  " + p.name + ": " + p.summary;
   app->add_option("--preset", a->preset, "A named experiment:" + preset_names);
   a->source.add(app);
-  // Library kernels only (a case is rebuilt by name for the audit): no FILE positional.
+  // Library kernels only (a case is rebuilt by name for the audit): no FILE positional; one
+  // given is refused by name (below) rather than as an unexpected argument.
   if (CLI::Option* file = app->get_option_no_throw("FILE")) app->remove_option(file);
+  app->get_option("--kernel")->description("A library kernel (see `kiln kernels`); bench takes no .tile file");
+  app->allow_extras();
   app->add_option("--set", a->sets, "A knob for both arms, NAME=VALUE (repeatable; general form only)");
   app->add_option("--arm", a->arms,
                   "An arm, NAME:knob=value,knob=value (exactly two; the first is A, the ratio's denominator)");
@@ -57,11 +60,18 @@ Command addBench(CLI::App& parent) {
       "Prints the table (also DIR/table.md). Exit codes: 0 every case validated, 1 a case failed (it is in the "
       "archive with its reason) or the bench could not run, 2 usage error.");
   return {
-      app, [a] {
+      app, [a, app] {
         auto fail = [](const std::string& m) {
           std::cerr << "kiln bench: error: " << m << '\n';
           return 1;
         };
+        if (const std::vector<std::string> extra = app->remaining(); !extra.empty()) {
+          std::cerr
+              << "kiln bench: error: '" << extra[0]
+              << "': bench times library kernels only (each case is rebuilt by name for kiln audit); give "
+                 "--kernel NAME --shape S, or time a .tile file's knobs against its default with kiln tune FILE\n";
+          return 2;
+        }
         bench::Experiment e;
         if (!a->preset.empty()) {
           if (a->source.isLibrary() || !a->arms.empty() || !a->sets.empty())
