@@ -59,10 +59,6 @@ struct Runner {
       if (auto e = kernels::buildLibraryKernel(r, owned)) return e;
       kernel = owned.get();
     }
-    driver::Compilation c;
-    if (auto e = driver::compile(*kernel, knobs, c)) return "compile: " + *e;
-    if (auto e = driver::load(c.object, *kernel, knobs.isa, static_cast<int>(knobs.threads), loaded))
-      return "load: " + *e;
     // An integer view's values (lengths, positions, a page table) are the caller's: generated
     // ones would time another workload (docs/tune.md).
     for (const ir::Value* p : kernel->params)
@@ -71,6 +67,10 @@ struct Runner {
             "parameter '{}' is an integer view ({}): kiln tune times generated inputs, and its values "
             "(lengths, positions, a page table) are the caller's; tune the kernel without a KV cache or positions",
             p->name, ir::toString(p->type));
+    driver::Compilation c;
+    if (auto e = driver::compile(*kernel, knobs, c)) return "compile: " + *e;
+    if (auto e = driver::load(c.object, *kernel, knobs.isa, static_cast<int>(knobs.threads), loaded))
+      return "load: " + *e;
     if (auto e = host::makeInputs(*kernel, seed, {}, params)) return e;
     if (auto e = args.pack(*loaded, params)) return e;
     return loaded->checkArgs(args.args());
