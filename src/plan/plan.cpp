@@ -85,24 +85,33 @@ class Planner {
   bool large(int64_t elements) const { return p_.largeTile(elements); }
 
   // One program per lane (local_lanes = 1) on a CPU without scatter instructions (AVX2, or
-  // native without AVX-512): every element of an unrolled tile that is stored, or read through
-  // a gathered address, becomes W scalar accesses, each behind its own branch (LLVM scalarizes
-  // masked scatters), and the backend's passes grow faster than the blocks (a 15 x 16 tile at
-  // W = 16 stored unrolled: 86 s of CPU to compile). The size rule's cap on unrolled tiles is
-  // lowered so that an unrolled tile is at most kMaxScalarizedLanes of such accesses; larger
-  // tiles live in memory and are walked by loops, as any tile over the cap. The effective cap is
-  // the plan's knob value, and the report says why.
+  // native without AVX-512), or with a 16-bit view (no x86 instruction gathers or scatters
+  // 16-bit elements, AVX-512's included): every element of an unrolled tile that is stored, or
+  // read through a gathered address, becomes W scalar accesses, each behind its own branch (LLVM
+  // scalarizes masked scatters), and the backend's passes grow faster than the blocks (a 15 x 16
+  // tile at W = 16 stored unrolled: 86 s of CPU to compile; kiln fuzz's bf16 and f16 views at
+  // AVX-512 with 256-element tiles: 30 s). The size rule's cap on unrolled tiles is lowered so
+  // that an unrolled tile is at most kMaxScalarizedLanes of such accesses; larger tiles live in
+  // memory and are walked by loops, as any tile over the cap. The effective cap is the plan's
+  // knob value, and the report says why.
   void capScalarizedTiles() {
     constexpr int64_t kMaxScalarizedLanes = 1024;
     Knobs& kn = p_.knobs;
-    if (p_.realization == Realization::Lanes || target::of(kn.target).model(kn.isa).scatter || kn.packet_width <= 1)
-      return;
+    if (p_.realization == Realization::Lanes || kn.packet_width <= 1) return;
+    const bool scatters = target::of(kn.target).model(kn.isa).scatter;
+    const auto half =
+        std::find_if(k_.params.begin(), k_.params.end(), [](const auto& v) { return ir::isHalfStorage(v->type.elem); });
+    if (scatters && (half == k_.params.end() || kn.target != target::Kind::Cpu)) return;
     const int64_t cap = std::max<int64_t>(1, kMaxScalarizedLanes / kn.packet_width);
     if (kn.max_unrolled_tile_elements != 0 && kn.max_unrolled_tile_elements <= cap) return;
     p_.unrolled_tile_cap_reason = fmt::format(
-        "max_unrolled_tile_elements={} lowered to {}: with local_lanes=1 on isa={} (no scatter instructions) an "
-        "unrolled tile element stored or gathered is {} scalar accesses; at most {} per tile",
-        kn.max_unrolled_tile_elements, cap, kn.isa, kn.packet_width, kMaxScalarizedLanes);
+        "max_unrolled_tile_elements={} lowered to {}: with local_lanes=1 on isa={} ({}) an unrolled tile element "
+        "stored or gathered is {} scalar accesses; at most {} per tile",
+        kn.max_unrolled_tile_elements, cap, kn.isa,
+        scatters ? fmt::format("no gather or scatter instructions for 16-bit elements: %{} is {}", (*half)->name,
+                               ir::elemName((*half)->type.elem))
+                 : "no scatter instructions",
+        kn.packet_width, kMaxScalarizedLanes);
     kn.max_unrolled_tile_elements = cap;
   }
 

@@ -15,6 +15,7 @@
 #include "fuzz/knob_grid.h"
 #include "ir/diag.h"
 #include "ir/parser.h"
+#include "ir/printer.h"
 #include "kernels/attention.h"
 
 namespace {
@@ -477,6 +478,41 @@ TEST(CompileBudget, UnrolledScattersAreCappedWithoutScatterInstructions) {
   ASSERT_FALSE(kiln::driver::compile(*k, wide, c512, kiln::driver::Stage::Plan).has_value());
   EXPECT_EQ(c512.report["knobs"]["max_unrolled_tile_elements"], 256);
   EXPECT_FALSE(c512.report["phases"][0].contains("unrolled_tile_cap"));
+}
+
+// AVX-512 gathers and scatters 32- and 64-bit elements but not 16-bit ones: a kernel with a bf16
+// or f16 view gets the same cap there, its bits the interpreter's; f32 views alone keep the
+// knob's value (the reproducer took over 30 s of CPU to compile before).
+TEST(CompileBudget, UnrolledTilesAreCappedWithHalfViewsAtAvx512) {
+  kiln::fuzz::Replay r;
+  auto k = reproducer("packets_half_views_compile_time", r);
+  ASSERT_TRUE(k);
+  ASSERT_EQ(r.knobs.max_unrolled_tile_elements, 256);
+  Knobs wide = r.knobs;
+  wide.isa = "avx512";
+  kiln::driver::Compilation c;
+  ASSERT_FALSE(kiln::driver::compile(*k, wide, c, kiln::driver::Stage::Report).has_value());
+  EXPECT_EQ(c.report["knobs"]["max_unrolled_tile_elements"], 64);
+  EXPECT_NE(c.report["phases"][0].value("unrolled_tile_cap", "").find("16-bit elements: %x2 is bf16"),
+            std::string::npos)
+      << c.report.dump();
+  EXPECT_LT(c.report["llvm"]["instructions_pre_opt"].get<int>(), 4000);
+  kiln::driver::CheckOptions o;
+  o.mode = CheckMode::Bitexact;
+  o.seed = r.inputs.seed;
+  kiln::driver::CheckResult res;
+  ASSERT_FALSE(kiln::driver::check(*k, r.knobs, o, res).has_value());  // isa native: this host's
+  EXPECT_TRUE(res.pass) << "max_abs " << res.max_abs_err;
+  // The same program with f32 views only: no cap at AVX-512.
+  std::string text = kiln::ir::print(*k);
+  for (const char* t : {"view<bf16>", "view<f16>"})
+    for (size_t at; (at = text.find(t)) != std::string::npos;) text.replace(at, std::strlen(t), "view<f32>");
+  auto f32 = parse(text);
+  ASSERT_TRUE(f32);
+  kiln::driver::Compilation c32;
+  ASSERT_FALSE(kiln::driver::compile(*f32, wide, c32, kiln::driver::Stage::Plan).has_value());
+  EXPECT_EQ(c32.report["knobs"]["max_unrolled_tile_elements"], 256);
+  EXPECT_FALSE(c32.report["phases"][0].contains("unrolled_tile_cap"));
 }
 
 TEST(CompileBudget, AHugeFunctionGetsTheReducedPipelineAndTheSameBits) {
