@@ -98,18 +98,20 @@ class Planner {
     constexpr int64_t kMaxScalarizedLanes = 1024;
     Knobs& kn = p_.knobs;
     if (p_.realization == Realization::Lanes || kn.packet_width <= 1) return;
-    const bool scatters = target::of(kn.target).model(kn.isa).scatter;
-    const auto half =
-        std::find_if(k_.params.begin(), k_.params.end(), [](const auto& v) { return ir::isHalfStorage(v->type.elem); });
-    if (scatters && (half == k_.params.end() || kn.target != target::Kind::Cpu)) return;
+    const target::Model& model = target::of(kn.target).model(kn.isa);
+    const auto narrow = std::find_if(k_.params.begin(), k_.params.end(), [&](const auto& v) {
+      return v->type.isView() && ir::elemBytes(v->type.elem) < model.scatter_min_bytes;
+    });
+    const bool scatters = model.scatter;
+    if (scatters && narrow == k_.params.end()) return;
     const int64_t cap = std::max<int64_t>(1, kMaxScalarizedLanes / kn.packet_width);
     if (kn.max_unrolled_tile_elements != 0 && kn.max_unrolled_tile_elements <= cap) return;
     p_.unrolled_tile_cap_reason = fmt::format(
         "max_unrolled_tile_elements={} lowered to {}: with local_lanes=1 on isa={} ({}) an unrolled tile element "
         "stored or gathered is {} scalar accesses; at most {} per tile",
         kn.max_unrolled_tile_elements, cap, kn.isa,
-        scatters ? fmt::format("no gather or scatter instructions for 16-bit elements: %{} is {}", (*half)->name,
-                               ir::elemName((*half)->type.elem))
+        scatters ? fmt::format("no gather or scatter instructions for 16-bit elements: %{} is {}", (*narrow)->name,
+                               ir::elemName((*narrow)->type.elem))
                  : "no scatter instructions",
         kn.packet_width, kMaxScalarizedLanes);
     kn.max_unrolled_tile_elements = cap;

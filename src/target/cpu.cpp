@@ -71,6 +71,7 @@ Model avx512Model() {
   m.max_tile_chunk_registers = 4;
   m.transpose_lanes = 16;
   m.scatter = true;
+  m.scatter_min_bytes = 4;  // vpscatter/vpgather: 32- and 64-bit elements, none of 16 bits
   m.prefetch = true;
   m.unaligned_vector_loads = true;
   m.fma_ports = 2;

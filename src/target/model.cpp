@@ -12,6 +12,7 @@ nlohmann::json Model::toJson() const {
           {"max_tile_chunk_registers", max_tile_chunk_registers},
           {"transpose_lanes", transpose_lanes},
           {"scatter", scatter},
+          {"scatter_min_bytes", scatter_min_bytes},
           {"prefetch", prefetch},
           {"unaligned_vector_loads", unaligned_vector_loads},
           {"half_conversions_keep_nan", half_conversions_keep_nan},

@@ -23,6 +23,7 @@ struct Model {
   int64_t max_tile_chunk_registers = 4;  // registers of one row of that tile (its lane operand's vectors stay live)
   int64_t transpose_lanes = 0;           // the widest W x W in-register transpose fused into an mma (0: none)
   bool scatter = false;                  // a W-lane store to scattered addresses is one instruction
+  int64_t scatter_min_bytes = 1;         // the smallest element such a store takes (AVX-512: 4, no 16-bit)
   bool prefetch = false;                 // software prefetch of streamed tiles pays (CPU caches; not the GPU)
   bool unaligned_vector_loads = false;   // a vector of 32-bit words may be loaded from any 2-byte-aligned address
   // The hardware's f16 <-> f32 conversions give docs/ir.md's NaNs ("16-bit views": sign and
