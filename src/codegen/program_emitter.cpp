@@ -213,8 +213,13 @@ void ProgramEmitter::decomposeRootIds(llvm::Value* ids, const std::function<llvm
   llvm::Value* rest = ids;
   for (int i = static_cast<int>(p_.root_axis_order.size()) - 1; i >= 0; --i) {
     const int axis = p_.root_axis_order[i];
-    bind(axes[axis], b_.CreateURem(rest, extent(extents[axis]), axes[axis]->name));
-    rest = b_.CreateUDiv(rest, extent(extents[axis]));
+    llvm::Value* n = extent(extents[axis]);
+    // Plan::root_axis_descending: the axis walked from its last index down.
+    const bool down = !p_.root_axis_descending.empty() && p_.root_axis_descending[axis];
+    llvm::Value* id = b_.CreateURem(rest, n, down ? "" : axes[axis]->name);
+    if (down) id = b_.CreateSub(b_.CreateSub(n, b_.getInt64(1)), id, axes[axis]->name);
+    bind(axes[axis], id);
+    rest = b_.CreateUDiv(rest, n);
   }
 }
 

@@ -238,6 +238,13 @@ nlohmann::json phasePlanJson(const ir::Kernel& kernel, const plan::Plan& p) {
       {"packets_per_block",
        p.realization == plan::Realization::Lanes ? p.knobs.block_size : p.knobs.block_size / p.knobs.packet_width},
       {"root_axis_order", order}};
+  // Axes walked from their last index down (the GPU's heaviest programs first), and why.
+  nlohmann::json descending = nlohmann::json::array();
+  for (size_t a = 0; a < p.root_axis_descending.size(); ++a)
+    if (p.root_axis_descending[a]) descending.push_back(root->regions[0]->args[a]->name);
+  j["domain"]["descending_axes"] = descending;
+  j["domain"]["program_order"] =
+      p.program_order_reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.program_order_reason);
   // Axes whose extent is given at launch (docs/ir.md, "Runtime extents"): programs and blocks
   // above are for the maxima, which the plan was made for.
   nlohmann::json runtime = nlohmann::json::array();

@@ -207,6 +207,12 @@ const std::vector<Entry>& entries() {
                           "column values from shared memory before this trip's products (off: each trip reads, "
                           "then multiplies) (docs/gpu.md)"},
                          &Knobs::gpu_read_ahead));
+    t.push_back(boolKnob({"gpu_heavy_first", "on", "",
+                          "target nvptx, block realization: a root axis along which the program's loops take more "
+                          "trips is walked outermost and from its last index down, so that the longest programs "
+                          "start first and the short ones fill the last wave (causal attention's query blocks); "
+                          "not with knob root_axis_order (off: the domain as written) (docs/gpu.md)"},
+                         &Knobs::gpu_heavy_first));
     t.push_back(autoIntKnob({"gpu_blocks_per_sm", "auto", "auto|1|2",
                              "target nvptx, block realization: the shared memory a block's stages are planned in: 2 "
                              "= the target model's share of two blocks per SM (H200: 112 KB), 1 = what one block per "

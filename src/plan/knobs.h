@@ -33,6 +33,7 @@ struct Knobs {
   bool gpu_early_copies = false;  // nvptx block realization: a loop's first cp.async copies issued early
   bool gpu_wide_copies = true;    // nvptx block realization: 16-byte cp.async copies where groups of 4 allow
   bool gpu_read_ahead = false;    // nvptx block realization: an mma loop reads the next trip's operands early
+  bool gpu_heavy_first = true;    // nvptx block realization: the programs with the most loop trips start first
   int64_t gpu_blocks_per_sm = 0;  // nvptx block realization: the shared memory a block is planned for (0 = auto)
   std::string root_axis_order;    // "" = as written; else comma-separated domain axis names
   int64_t max_unrolled_tile_elements = 64;

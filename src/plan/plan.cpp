@@ -70,6 +70,7 @@ class Planner {
       p_.block_not_taken = planBlock(k_, p_);
       if (p_.block_not_taken.empty()) {
         p_.realization = Realization::Block;
+        if (p_.knobs.gpu_heavy_first && p_.knobs.root_axis_order.empty()) orderHeavyFirst();
         return std::nullopt;
       }
       if (p_.knobs.gpu_realization == "block")
@@ -145,6 +146,7 @@ class Planner {
     p_.num_blocks = (p_.num_programs + p_.knobs.block_size - 1) / p_.knobs.block_size;
     const auto& args = root->regions[0]->args;
     p_.root_axis_order.clear();
+    p_.root_axis_descending.assign(args.size(), false);
     if (p_.knobs.root_axis_order.empty()) {
       for (size_t i = 0; i < args.size(); ++i) p_.root_axis_order.push_back(static_cast<int>(i));
       return std::nullopt;
@@ -166,6 +168,100 @@ class Planner {
       return fmt::format("knob 'root_axis_order': '{}' is not a permutation of the root domain's axes ({})",
                          p_.knobs.root_axis_order, names);
     return std::nullopt;
+  }
+
+  // The value of a rank-0 i64 scalar in the program at root-axis indices `at`, where it is
+  // made of constants, the axes and add/sub/mul/min/max/div of them (nullopt otherwise, or where
+  // a step would wrap, divide by zero or divide a negative number).
+  std::optional<int64_t> indexAt(const Value* v, const std::map<const Value*, int64_t>& at) const {
+    if (!v->type.isScalar() || v->type.elem != ir::Elem::I64) return std::nullopt;
+    if (auto it = at.find(v); it != at.end()) return it->second;
+    if (v->origin != Value::Origin::OpResult) return std::nullopt;
+    const Op* d = v->def;
+    if (d->kind == OpKind::Const) return d->iconst;
+    if (!ir::isBinary(d->kind)) return std::nullopt;
+    const auto a = indexAt(d->operands[0], at), b = indexAt(d->operands[1], at);
+    if (!a || !b) return std::nullopt;
+    int64_t r = 0;
+    switch (d->kind) {
+      case OpKind::Add: return __builtin_add_overflow(*a, *b, &r) ? std::nullopt : std::optional(r);
+      case OpKind::Sub: return __builtin_sub_overflow(*a, *b, &r) ? std::nullopt : std::optional(r);
+      case OpKind::Mul: return __builtin_mul_overflow(*a, *b, &r) ? std::nullopt : std::optional(r);
+      case OpKind::Min: return std::min(*a, *b);
+      case OpKind::Max: return std::max(*a, *b);
+      case OpKind::Div: return *a >= 0 && *b > 0 ? std::optional(*a / *b) : std::nullopt;
+      default: return std::nullopt;
+    }
+  }
+
+  // The trips of the loops directly in the program's region at root-axis indices `at` (nullopt
+  // when a bound is not such a scalar, e.g. read from a view).
+  std::optional<int64_t> tripsAt(const std::map<const Value*, int64_t>& at) const {
+    int64_t trips = 0;
+    for (const Op* op : k_.root()->regions[0]->ops) {
+      if (!ir::isLoop(op->kind)) continue;
+      int64_t bound[3];
+      for (int i = 0; i < 3; ++i) {
+        const ir::Index& ix = op->indices[i];
+        const auto b = ix.value ? indexAt(ix.value, at) : std::optional(ix.constant);
+        if (!b) return std::nullopt;
+        bound[i] = *b;
+      }
+      if (bound[2] <= 0) return std::nullopt;
+      trips += bound[1] > bound[0] ? (bound[1] - bound[0] + bound[2] - 1) / bound[2] : 0;
+    }
+    return trips;
+  }
+
+  // GPU blocks start in the order of their index, as many at once as the SMs hold, and the next
+  // one where one ends. Where the program's loops take more trips along a root axis (causal
+  // attention: a later query block sees more keys), as written the longest programs start last
+  // and run alone at the end. The axis along which the trips (the other axes at 0) never fall
+  // and rise the most is walked outermost and descending: the longest programs start first and
+  // the short ones fill in behind them. Programs are independent, so no bit changes.
+  void orderHeavyFirst() {
+    constexpr int64_t kMostIndices = 4096;
+    const Op* root = k_.root();
+    const auto& axes = root->regions[0]->args;
+    std::map<const Value*, int64_t> at;
+    int best = -1;
+    int64_t widest = 0;  // the best axis's rise in trips
+    for (size_t a = 0; a < axes.size(); ++a) {
+      const int64_t extent = root->extents[a];
+      if (extent < 2 || extent > kMostIndices || (!root->runtime_extents.empty() && root->runtime_extents[a].runtime()))
+        continue;
+      // Along the axis, the other axes at their first and at their last index (a causal query
+      // block's trips may rise only in the last KV chunk of a split).
+      bool rising = true;
+      int64_t rise = 0;
+      for (int corner = 0; corner < 2 && rising; ++corner) {
+        for (size_t o = 0; o < axes.size(); ++o) at[axes[o]] = corner == 0 ? 0 : root->extents[o] - 1;
+        std::optional<int64_t> first, prev;
+        for (int64_t i = 0; i < extent && rising; ++i) {
+          at[axes[a]] = i;
+          const auto t = tripsAt(at);
+          rising = t && (!prev || *t >= *prev);
+          if (!first) first = t;
+          prev = t;
+        }
+        if (rising) rise = std::max(rise, *prev - *first);
+      }
+      if (rising && rise > widest) best = static_cast<int>(a), widest = rise;
+    }
+    if (best < 0) return;
+    // The trips reported: the other axes at their last index.
+    for (size_t o = 0; o < axes.size(); ++o) at[axes[o]] = root->extents[o] - 1;
+    at[axes[best]] = 0;
+    const int64_t lo = *tripsAt(at);
+    at[axes[best]] = root->extents[best] - 1;
+    const int64_t hi = *tripsAt(at);
+    p_.root_axis_order.erase(std::find(p_.root_axis_order.begin(), p_.root_axis_order.end(), best));
+    p_.root_axis_order.insert(p_.root_axis_order.begin(), best);
+    p_.root_axis_descending[best] = true;
+    p_.program_order_reason = fmt::format(
+        "{} outermost, from {} down: the program's loops take {} trips at {} = 0 and {} at {} = {} (the other "
+        "axes last; the longest programs start first)",
+        axes[best]->name, root->extents[best] - 1, lo, axes[best]->name, hi, axes[best]->name, root->extents[best] - 1);
   }
 
   void analyseUniform() {

@@ -367,7 +367,10 @@ struct Plan {
   Knobs knobs;  // effective values
   int64_t num_programs = 0;
   int64_t num_blocks = 0;
-  std::vector<int> root_axis_order;  // domain axes, outermost first
+  std::vector<int> root_axis_order;        // domain axes, outermost first
+  std::vector<bool> root_axis_descending;  // per domain axis: walked from its last index down
+  // Why root_axis_order is not as written ("" when it is, or when the knob set it).
+  std::string program_order_reason;
   std::vector<int64_t> root_extents;
 
   std::vector<Rep> rep;                   // by Value::id

@@ -618,6 +618,69 @@ TEST(Gpu, WideCopiesAndReadAheadAreShownAndSwitchable) {
   expectPrecisePtx(an.object, "gpu_wide_copies=off");
 }
 
+// Causal attention's later query blocks see more keys: the grid starts them first (the query
+// block axis outermost, from its last index down; docs/gpu.md, "Program order"), so the short
+// programs fill the last wave. Not where the trips do not rise (mask none), nor where they are
+// read at launch (a KV cache's lengths), nor on a CPU; the knobs switch it off or fix the order.
+TEST(Gpu, CausalQueryBlocksStartLongestFirst) {
+  auto domain = [](const kiln::driver::Compilation& c, int phase) { return c.report["phases"][phase]["domain"]; };
+  std::unique_ptr<kiln::ir::Kernel> k;
+  kiln::driver::Compilation c;
+  ASSERT_NO_FATAL_FAILURE(compileForGpu("attention", "1,32,8,1024,1024,128,128", k, c, {{"mask", "causal"}}));
+  ASSERT_EQ(c.report["phases"].size(), 1u);
+  EXPECT_EQ(domain(c, 0)["root_axis_order"], nlohmann::json::parse(R"(["qb","b","kvh"])"));
+  EXPECT_EQ(domain(c, 0)["descending_axes"], nlohmann::json::parse(R"(["qb"])"));
+  EXPECT_EQ(domain(c, 0)["program_order"],
+            "qb outermost, from 63 down: the program's loops take 1 trips at qb = 0 and 32 at qb = 63 (the other "
+            "axes last; the longest programs start first)");
+  expectPrecisePtx(c.object, "heaviest first");
+  auto with = [&](const char* knob, kiln::driver::Compilation& out) {
+    kiln::plan::Knobs kn = gpuKnobs();
+    ASSERT_FALSE(kn.setAssignment(knob).has_value());
+    ASSERT_FALSE(kiln::driver::compile(*k, kn, out, kiln::driver::Stage::Report).has_value());
+  };
+  // As written: the same PTX but for the program's indices.
+  kiln::driver::Compilation asWritten;
+  ASSERT_NO_FATAL_FAILURE(with("gpu_heavy_first=off", asWritten));
+  EXPECT_EQ(domain(asWritten, 0)["root_axis_order"], nlohmann::json::parse(R"(["b","kvh","qb"])"));
+  EXPECT_TRUE(domain(asWritten, 0)["descending_axes"].empty());
+  EXPECT_TRUE(domain(asWritten, 0)["program_order"].is_null());
+  EXPECT_NE(asWritten.object, c.object);
+  EXPECT_EQ(asWritten.report["phases"][0]["block"], c.report["phases"][0]["block"]);
+  // A fixed order is the user's.
+  kiln::driver::Compilation given;
+  ASSERT_NO_FATAL_FAILURE(with("root_axis_order=kvh,qb,b", given));
+  EXPECT_EQ(domain(given, 0)["root_axis_order"], nlohmann::json::parse(R"(["kvh","qb","b"])"));
+  EXPECT_TRUE(domain(given, 0)["descending_axes"].empty());
+  // A CPU plan keeps the domain as written.
+  kiln::driver::Compilation cpu;
+  ASSERT_FALSE(kiln::driver::compile(*k, kiln::plan::Knobs{}, cpu, kiln::driver::Stage::Plan).has_value());
+  EXPECT_TRUE(domain(cpu, 0)["descending_axes"].empty());
+
+  // A split: phase 0's (query block, chunk) programs (the trips rise along qb in the last
+  // chunk), not the merge's.
+  std::unique_ptr<kiln::ir::Kernel> ks;
+  kiln::driver::Compilation cs;
+  ASSERT_NO_FATAL_FAILURE(compileForGpu("attention", "1,16,4,384,384,128,128", ks, cs, {{"mask", "causal"}}));
+  ASSERT_EQ(cs.report["phases"].size(), 2u);
+  EXPECT_EQ(domain(cs, 0)["root_axis_order"], nlohmann::json::parse(R"(["qb","b","kvh","c"])"));
+  EXPECT_EQ(domain(cs, 0)["descending_axes"], nlohmann::json::parse(R"(["qb"])"));
+  EXPECT_TRUE(domain(cs, 1)["descending_axes"].empty());
+
+  // Every program the same trips: as written.
+  std::unique_ptr<kiln::ir::Kernel> kn;
+  kiln::driver::Compilation cn;
+  ASSERT_NO_FATAL_FAILURE(compileForGpu("attention", "1,32,8,512,512,128,128", kn, cn, {{"mask", "none"}}));
+  EXPECT_EQ(domain(cn, 0)["root_axis_order"], nlohmann::json::parse(R"(["b","kvh","qb"])"));
+  EXPECT_TRUE(domain(cn, 0)["program_order"].is_null());
+  // Trips from lengths given at launch: unknown to the plan, as written.
+  std::unique_ptr<kiln::ir::Kernel> kc;
+  kiln::driver::Compilation cc;
+  ASSERT_NO_FATAL_FAILURE(
+      compileForGpu("attention", "5,8,2,3,1024,64,64", kc, cc, {{"kv-cache", "dense"}, {"mask", "causal"}}));
+  for (size_t i = 0; i < cc.report["phases"].size(); ++i) EXPECT_TRUE(domain(cc, i)["descending_axes"].empty()) << i;
+}
+
 // The lane realization of a split decode (gpu_realization=lanes: the block realization would
 // take both phases).
 TEST(Gpu, SplitAttentionIsTwoEntriesLaunchedInOrder) {
