@@ -76,7 +76,18 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
     // A GPU (the block realization, docs/gpu.md): rows a power of two where the group allows
     // (group x BQ rows spread over 16 rows of threads), 64 keys per block, 32 when D or Dv
     // passes 64 (the Q, K, V and P stages of a block then fit its shared memory).
-    if (s.target.gpu) s.block_q = std::min(Q, std::max<int64_t>(1, std::bit_floor(uint64_t(64 / group))));
+    // Where those rows are not a multiple of 16 but twice them are (groups 5 and 7: 40 and 56
+    // rows, 320 or 448 threads of 4 x 1 or 4 x 2 scores that spill), BQ doubles and KV blocks
+    // take 64 keys for D, Dv up to 128: 80 and 112 rows over 16 rows of threads (H100, runs V
+    // and W, every shape faster: causal 1,28,4,1024,1024,64,64 230.0 us against 1394.5,
+    // 1,40,8,1024,1024,128,128 429.1 against 762.7, 1,20,4,512,512,128,128 98.2 against 106.5).
+    bool wide_rows = false;
+    if (s.target.gpu) {
+      int64_t bq = std::max<int64_t>(1, std::bit_floor(uint64_t(64 / group)));
+      wide_rows = widest <= 128 && group * bq % 16 != 0 && 2 * group * bq % 16 == 0 && 2 * bq <= Q;
+      if (wide_rows) bq *= 2;
+      s.block_q = std::min(Q, bq);
+    }
     // The fewest blocks of at most that many keys, split evenly. With the keys along the lanes,
     // rounded up to 16 so the last block is not mostly padding (K = 64 + 1: 2 x 48, not 64 + 1);
     // with the queries along the lanes keys are rows, and a block holds just the keys there are
@@ -84,7 +95,7 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
     // 1,4,2,32,65,32,32: 15.9 µs against 19.5 for 2 x 48); beyond that, blocks of 64 (decode
     // 1,8,2,1,2053,80,96: 74 µs at 64, 79 at 112, 80 at 128).
     const int64_t K = s.shape[4];
-    const int64_t most = s.target.gpu ? (widest <= 64 ? 64 : 32)
+    const int64_t most = s.target.gpu ? (widest <= 64 || wide_rows ? 64 : 32)
                                       : std::clamp<int64_t>(kDefaultKvTileElements / widest, 1, K <= 96 ? 96 : 64);
     const int64_t blocks = std::max<int64_t>(1, (K + most - 1) / most);
     const int64_t even = (K + blocks - 1) / blocks;

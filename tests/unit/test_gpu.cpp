@@ -618,6 +618,33 @@ TEST(Gpu, WideCopiesAndReadAheadAreShownAndSwitchable) {
   expectPrecisePtx(an.object, "gpu_wide_copies=off");
 }
 
+// GQA groups of 5 and 7 (Qwen-like 20/4, 28/4 heads): the library doubles the query block so
+// that group x BQ rows (80, 112) spread over 16 rows of threads, with 64-key blocks also for
+// D = 128, where 40 and 56 rows took 320- or 448-thread blocks of 4 x 1 or 4 x 2 scores that
+// spilled (docs/gpu.md, "Run V", "Run W").
+TEST(Gpu, OddGqaGroupsFillSixteenRowsOfThreads) {
+  auto plan = [](const char* shape, int64_t rows, int64_t threads) {
+    std::unique_ptr<kiln::ir::Kernel> k;
+    kiln::driver::Compilation c;
+    ASSERT_NO_FATAL_FAILURE(compileForGpu("attention", shape, k, c, {{"mask", "causal"}}));
+    const nlohmann::json& b = c.report["phases"][0]["block"];
+    EXPECT_EQ(b["rows"]["extent"], rows) << shape;
+    EXPECT_EQ(b["threads"], threads) << shape;
+    expectPrecisePtx(c.object, shape);
+  };
+  plan("1,28,4,1024,1024,64,64", 112, 128);
+  plan("2,10,2,300,300,64,64", 80, 128);
+  // D = 128: 64 keys a block too, where the rule gives 32.
+  plan("1,20,4,512,512,128,128", 80, 256);
+  plan("1,28,4,512,512,128,128", 112, 256);
+  // A multiple of 16 already (group 4: 64 rows; 3: 48): as before.
+  plan("1,16,4,1024,1024,64,64", 64, 128);
+  plan("2,12,4,77,300,64,64", 48, 256);
+  plan("1,32,8,512,512,128,128", 64, 128);
+  // A decode's block is its one query: its rows are the group.
+  plan("1,28,4,1,4096,64,64", 7, 224);
+}
+
 // Causal attention's later query blocks see more keys: the grid starts them first (the query
 // block axis outermost, from its last index down; docs/gpu.md, "Program order"), so the short
 // programs fill the last wave. Not where the trips do not rise (mask none), nor where they are
