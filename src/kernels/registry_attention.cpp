@@ -80,11 +80,14 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
     // rows, 320 or 448 threads of 4 x 1 or 4 x 2 scores that spill), BQ doubles and KV blocks
     // take 64 keys for D, Dv up to 128: 80 and 112 rows over 16 rows of threads (H100, runs V
     // and W, every shape faster: causal 1,28,4,1024,1024,64,64 230.0 us against 1394.5,
-    // 1,40,8,1024,1024,128,128 429.1 against 762.7, 1,20,4,512,512,128,128 98.2 against 106.5).
+    // 1,40,8,1024,1024,128,128 429.1 against 762.7, 1,20,4,512,512,128,128 98.2 against 106.5;
+    // run X: packed prefills 0.28-0.62 of the time). Not with a paged cache, whose pages cut
+    // the blocks to 16 keys by default: 112 rows x 16 keys spilled 10 KB (2.9x the time).
     bool wide_rows = false;
     if (s.target.gpu) {
       int64_t bq = std::max<int64_t>(1, std::bit_floor(uint64_t(64 / group)));
-      wide_rows = widest <= 128 && group * bq % 16 != 0 && 2 * group * bq % 16 == 0 && 2 * bq <= Q;
+      wide_rows = widest <= 128 && group * bq % 16 != 0 && 2 * group * bq % 16 == 0 && 2 * bq <= Q &&
+                  s.kv_cache != KvCache::Paged;
       if (wide_rows) bq *= 2;
       s.block_q = std::min(Q, bq);
     }

@@ -643,6 +643,13 @@ TEST(Gpu, OddGqaGroupsFillSixteenRowsOfThreads) {
   plan("1,32,8,512,512,128,128", 64, 128);
   // A decode's block is its one query: its rows are the group.
   plan("1,28,4,1,4096,64,64", 7, 224);
+  // A paged cache's 16-position pages cut its blocks to 16 keys: the rows stay 56 (112 rows of
+  // 16 keys spilled 10 KB, run X).
+  std::unique_ptr<kiln::ir::Kernel> k;
+  kiln::driver::Compilation c;
+  ASSERT_NO_FATAL_FAILURE(
+      compileForGpu("attention", "2,28,4,256,512,64,64", k, c, {{"mask", "causal"}, {"kv-cache", "paged"}}));
+  EXPECT_EQ(c.report["phases"][0]["block"]["rows"]["extent"], 56);
 }
 
 // Causal attention's later query blocks see more keys: the grid starts them first (the query
