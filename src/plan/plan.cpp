@@ -21,6 +21,11 @@ const char* repName(Rep r) {
 
 namespace {
 
+// The trips of a serial loop from `lower` to `upper` by `step` (> 0).
+int64_t loopTrips(int64_t lower, int64_t upper, int64_t step) {
+  return upper > lower ? (upper - lower + step - 1) / step : 0;
+}
+
 using ir::Op;
 using ir::OpKind;
 using ir::Value;
@@ -208,7 +213,7 @@ class Planner {
         bound[i] = *b;
       }
       if (bound[2] <= 0) return std::nullopt;
-      trips += bound[1] > bound[0] ? (bound[1] - bound[0] + bound[2] - 1) / bound[2] : 0;
+      trips += loopTrips(bound[0], bound[1], bound[2]);
     }
     return trips;
   }
@@ -216,16 +221,17 @@ class Planner {
   // GPU blocks start in the order of their index, as many at once as the SMs hold, and the next
   // one where one ends. Where the program's loops take more trips along a root axis (causal
   // attention: a later query block sees more keys), as written the longest programs start last
-  // and run alone at the end. The axis along which the trips (the other axes at 0) never fall
-  // and rise the most is walked outermost and descending: the longest programs start first and
-  // the short ones fill in behind them. Programs are independent, so no bit changes.
+  // and run alone at the end. The axis along which the trips (the other axes at their first and
+  // at their last index) never fall and rise the most is walked outermost and descending: the
+  // longest programs start first and the short ones fill in behind them. Programs are
+  // independent, so no bit changes.
   void orderHeavyFirst() {
     constexpr int64_t kMostIndices = 4096;
     const Op* root = k_.root();
     const auto& axes = root->regions[0]->args;
     std::map<const Value*, int64_t> at;
     int best = -1;
-    int64_t widest = 0;  // the best axis's rise in trips
+    int64_t widest = 0, lo = 0, hi = 0;  // the best axis's rise; its trips at either end (the others last)
     for (size_t a = 0; a < axes.size(); ++a) {
       const int64_t extent = root->extents[a];
       if (extent < 2 || extent > kMostIndices || (!root->runtime_extents.empty() && root->runtime_extents[a].runtime()))
@@ -234,9 +240,10 @@ class Planner {
       // block's trips may rise only in the last KV chunk of a split).
       bool rising = true;
       int64_t rise = 0;
+      std::optional<int64_t> first, prev;
       for (int corner = 0; corner < 2 && rising; ++corner) {
         for (size_t o = 0; o < axes.size(); ++o) at[axes[o]] = corner == 0 ? 0 : root->extents[o] - 1;
-        std::optional<int64_t> first, prev;
+        first.reset(), prev.reset();
         for (int64_t i = 0; i < extent && rising; ++i) {
           at[axes[a]] = i;
           const auto t = tripsAt(at);
@@ -246,15 +253,9 @@ class Planner {
         }
         if (rising) rise = std::max(rise, *prev - *first);
       }
-      if (rising && rise > widest) best = static_cast<int>(a), widest = rise;
+      if (rising && rise > widest) best = static_cast<int>(a), widest = rise, lo = *first, hi = *prev;
     }
     if (best < 0) return;
-    // The trips reported: the other axes at their last index.
-    for (size_t o = 0; o < axes.size(); ++o) at[axes[o]] = root->extents[o] - 1;
-    at[axes[best]] = 0;
-    const int64_t lo = *tripsAt(at);
-    at[axes[best]] = root->extents[best] - 1;
-    const int64_t hi = *tripsAt(at);
     p_.root_axis_order.erase(std::find(p_.root_axis_order.begin(), p_.root_axis_order.end(), best));
     p_.root_axis_order.insert(p_.root_axis_order.begin(), best);
     p_.root_axis_descending[best] = true;
@@ -500,10 +501,7 @@ class Planner {
         if (ir::isLoop(op->kind)) {
           const auto& ix = op->indices;
           if (ix[0].isConstant() && ix[1].isConstant()) {
-            int64_t n = ix[1].constant > ix[0].constant
-                            ? (ix[1].constant - ix[0].constant + ix[2].constant - 1) / ix[2].constant
-                            : 0;
-            t *= n;
+            t *= loopTrips(ix[0].constant, ix[1].constant, ix[2].constant);
           } else {
             known = false;
           }

@@ -5,16 +5,8 @@
 # gpu_threads), against each default; plus the two causal shapes of session 36 whose merge
 # rule was not replayed. Each variant is a different, equally defined IR with its own CPU bits.
 # Usage: exp-cases.sh KILN ARCH
-set -euo pipefail
-kiln=$(realpath "$1"); arch=$(realpath -m "$2")
-cd "$(dirname "$0")/../../../.."
-rm -rf "$arch"
-# att NAME SHAPE MASK [options]: FLOPs of the scores and the values (half of them when causal).
-att() { local name=$1 shape=$2 mask=$3; shift 3
-  IFS=, read -r b hq hkv q k d dv <<<"$shape"
-  local f=$((2*b*hq*q*k*(d+dv))); [ "$mask" = causal ] && f=$((f/2))
-  "$kiln" gpu-capture --archive "$arch" --case "$name" --kernel attention --shape "$shape" --mask "$mask" \
-    --flops $f --digest-only "$@"; }
+# att NAME SHAPE MASK [options] (scripts/gpu/exp-attention.sh).
+source "$(dirname "$0")/../../../../scripts/gpu/exp-attention.sh" "$@"
 SQ=1,16,4,1024,1024,64,64
 att sq_default $SQ causal
 att sq_32x64 $SQ causal --block 32x64

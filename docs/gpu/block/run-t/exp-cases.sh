@@ -6,16 +6,8 @@
 # (gpu_heavy_first=off), paired. Each variant is a different, equally defined IR with its own
 # CPU bits (a block or a split), or the same IR in another grid order (the same bits).
 # Usage: exp-cases.sh KILN ARCH
-set -euo pipefail
-kiln=$(realpath "$1"); arch=$(realpath -m "$2")
-cd "$(dirname "$0")/../../../.."
-rm -rf "$arch"
-# att NAME SHAPE MASK [options]: FLOPs of the scores and the values (half of them when causal).
-att() { local name=$1 shape=$2 mask=$3; shift 3
-  IFS=, read -r b hq hkv q k d dv <<<"$shape"
-  local f=$((2*b*hq*q*k*(d+dv))); [ "$mask" = causal ] && f=$((f/2))
-  "$kiln" gpu-capture --archive "$arch" --case "$name" --kernel attention --shape "$shape" --mask "$mask" \
-    --flops $f --digest-only "$@"; }
+# att NAME SHAPE MASK [options] (scripts/gpu/exp-attention.sh).
+source "$(dirname "$0")/../../../../scripts/gpu/exp-attention.sh" "$@"
 HC=1,16,4,384,384,128,128
 att hc_default $HC causal
 att hc_asw $HC causal --set gpu_heavy_first=off

@@ -6,16 +6,8 @@
 # (80 and 112 rows over 16 rows of threads, no spill by ptxas). Each variant is a different,
 # equally defined IR with its own CPU bits.
 # Usage: exp-cases.sh KILN ARCH
-set -euo pipefail
-kiln=$(realpath "$1"); arch=$(realpath -m "$2")
-cd "$(dirname "$0")/../../../.."
-rm -rf "$arch"
-# att NAME SHAPE MASK [options]: FLOPs of the scores and the values (half of them when causal).
-att() { local name=$1 shape=$2 mask=$3; shift 3
-  IFS=, read -r b hq hkv q k d dv <<<"$shape"
-  local f=$((2*b*hq*q*k*(d+dv))); [ "$mask" = causal ] && f=$((f/2))
-  "$kiln" gpu-capture --archive "$arch" --case "$name" --kernel attention --shape "$shape" --mask "$mask" \
-    --flops $f --digest-only "$@"; }
+# att NAME SHAPE MASK [options] (scripts/gpu/exp-attention.sh).
+source "$(dirname "$0")/../../../../scripts/gpu/exp-attention.sh" "$@"
 att g7_default 1,28,4,512,512,128,128 causal
 att g7_16x32 1,28,4,512,512,128,128 causal --block 16x32
 att g7_16x64 1,28,4,512,512,128,128 causal --block 16x64

@@ -3,16 +3,8 @@
 # the default against twice the queries a block, with 32 or 64 keys. Each variant is a
 # different, equally defined IR with its own CPU bits.
 # Usage: exp-cases.sh KILN ARCH
-set -euo pipefail
-kiln=$(realpath "$1"); arch=$(realpath -m "$2")
-cd "$(dirname "$0")/../../../.."
-rm -rf "$arch"
-# att NAME SHAPE MASK [options]: FLOPs of the scores and the values (half of them when causal).
-att() { local name=$1 shape=$2 mask=$3; shift 3
-  IFS=, read -r b hq hkv q k d dv <<<"$shape"
-  local f=$((2*b*hq*q*k*(d+dv))); [ "$mask" = causal ] && f=$((f/2))
-  "$kiln" gpu-capture --archive "$arch" --case "$name" --kernel attention --shape "$shape" --mask "$mask" \
-    --flops $f --digest-only "$@"; }
+# att NAME SHAPE MASK [options] (scripts/gpu/exp-attention.sh).
+source "$(dirname "$0")/../../../../scripts/gpu/exp-attention.sh" "$@"
 att g7none_default 1,28,4,512,512,128,128 none
 att g7none_16x64 1,28,4,512,512,128,128 none --block 16x64
 att g7hc_default 1,28,4,384,384,128,128 causal
