@@ -1,6 +1,8 @@
 // Row softmax in the DSL; see softmax.h.
 #include "kernels/softmax.h"
 
+#include <algorithm>
+
 #include "kernels/rows.h"
 
 namespace kiln::kernels {
@@ -8,7 +10,7 @@ namespace kiln::kernels {
 using namespace kiln::dsl;
 
 BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows, int64_t chunk, bool runtime_rows, FloatElem io,
-                    ReduceOrder order, bool per_column, int64_t parts) {
+                    ReduceOrder order, bool per_column, int64_t parts, int64_t width) {
   KernelBuilder kb("softmax");
   if (rows < 1 || cols < 1 || block_rows < 1 || chunk < 1) {
     kb.error("bad-shape", "softmax needs rows, cols, block_rows and chunk >= 1");
@@ -23,10 +25,10 @@ BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows, int64_t chun
   View y = kb.view("y", {rows, cols}, io);
   const Dim domain = rowBlocks(kb, rows, block_rows, runtime_rows);
   if (cols <= chunk) {
-    const std::vector<Access> rc = {{"r", block_rows}, {"c", cols}};
+    const std::vector<Access> rc = {{"r", block_rows}, {"c", std::max(cols, width)}};
     kb.parallel({domain}, [&](Idx p) {
       Idx r0 = (p * block_rows).as("r0");
-      Tile t = load(x, {r0, 0}, rc).as("x_t");
+      Tile t = (width > cols ? load(x, {r0, 0}, rc, -inf) : load(x, {r0, 0}, rc)).as("x_t");
       Tile e = exp(t - reduceMax(t, {"c"}, -inf, order).as("row_max")).as("e");
       store((e / reduceSum(e, {"c"}, 0.0, order).as("row_sum")).as("y_t"), y, {r0, 0}, rc);
     });

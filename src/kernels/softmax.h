@@ -20,6 +20,9 @@ namespace kiln::kernels {
 // position of the chunk (element-wise: no reduction inside the loop) and reduces them over the
 // chunk once after it, in `order` — a different order of the same math, for GPUs, where a
 // reduction per trip is a barrier per trip.
+// width (a row of one chunk, cols <= chunk): the row is read as a tile of max(cols, width)
+// columns, -inf past the end (they change neither the max nor the sum: the same bits as a tile of
+// cols), so that a GPU block spreads it over a power of two of threads.
 // parts > 1 (static rows, at least two chunks): each row in up to `parts` parts of whole chunks,
 // a program per (row block, part) in two phases — the parts' max and sum (per column, as
 // above), then each program merges its rows' partials in `order` and writes its part — so a few
@@ -27,6 +30,6 @@ namespace kiln::kernels {
 dsl::BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows = 4,
                          int64_t chunk = std::numeric_limits<int64_t>::max(), bool runtime_rows = false,
                          dsl::FloatElem io = dsl::FloatElem::F32, dsl::ReduceOrder order = dsl::ordered,
-                         bool per_column = false, int64_t parts = 0);
+                         bool per_column = false, int64_t parts = 0, int64_t width = 0);
 
 }  // namespace kiln::kernels

@@ -1,14 +1,17 @@
 // The C++ DSL: builds verified kernels, broadcasts by name, names values, and reports mistakes
 // at the test's own source line (std::source_location), never at the DSL's. Also keeps
 // examples/*.tile equal to the printed DSL kernels (regenerate with KILN_REGENERATE_EXAMPLES=1).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -386,6 +389,44 @@ TEST(DslKernels, AllVerify) {
     ir::DiagEngine diag;
     auto reparsed = ir::parseKernel(ir::print(*r.kernel), name, diag);
     EXPECT_TRUE(reparsed) << name << ":\n" << diag.str();
+  }
+}
+
+// softmax's `width` (a GPU reads a row as a padded tile): the columns past the end read -inf,
+// add +0 to the sums and change no maximum, so every output has the unpadded row's bits, edge
+// rows included (-inf elements, a row of -inf, +inf, signed zeros, fewer columns than partitions).
+TEST(DslKernels, PaddedSoftmaxRowsHaveTheUnpaddedBits) {
+  struct Case {
+    int64_t rows, cols, width;
+  };
+  for (const Case& t : {Case{6, 10, 32}, Case{6, 1000, 1024}, Case{6, 3000, 3072}}) {
+    SCOPED_TRACE(t.cols);
+    BuildResult padded =
+        kernels::softmax(t.rows, t.cols, 1, t.width, false, FloatElem::F32, unorderedTree(16), true, 0, t.width);
+    BuildResult plain =
+        kernels::softmax(t.rows, t.cols, 1, t.cols, false, FloatElem::F32, unorderedTree(16), true, 0, 0);
+    ASSERT_TRUE(padded) << padded.message();
+    ASSERT_TRUE(plain) << plain.message();
+    EXPECT_NE(ir::print(*padded.kernel).find(fmt::format("c:{}] fill -inf", t.width)), std::string::npos);
+    std::vector<host::ParamData> in;
+    ASSERT_FALSE(host::makeInputs(*plain.kernel, 11, {}, in));
+    std::vector<float>& x = in[0].data;
+    const float inf = std::numeric_limits<float>::infinity();
+    for (int64_t c = 0; c < t.cols; ++c) {
+      if (c % 3 == 0) x[0 * t.cols + c] = -inf;      // row 0: a third -inf
+      x[1 * t.cols + c] = -inf;                      // row 1: all -inf (NaN, both)
+      x[2 * t.cols + c] = c % 2 ? -0.0f : 0.0f;      // row 2: signed zeros
+      if (c == t.cols / 2) x[3 * t.cols + c] = inf;  // row 3: one +inf
+    }
+    std::vector<host::ParamData> a = in, b = in;
+    const interp::Options strict{interp::Mode::StrictF32};
+    ASSERT_FALSE(interp::evaluate(*padded.kernel, a, strict));
+    ASSERT_FALSE(interp::evaluate(*plain.kernel, b, strict));
+    for (size_t i = 0; i < a[1].data.size(); ++i) {
+      const float u = a[1].data[i], v = b[1].data[i];
+      if (std::isnan(u) && std::isnan(v)) continue;
+      ASSERT_EQ(std::bit_cast<uint32_t>(u), std::bit_cast<uint32_t>(v)) << "element " << i << ": " << u << " " << v;
+    }
   }
 }
 

@@ -49,6 +49,19 @@ std::vector<std::string> examples() {
   return files;
 }
 
+// The most consecutive PTX instructions that start with `op` (comments and labels between them
+// break a run).
+int longestRun(const std::string& ptx, const std::string& op) {
+  std::istringstream lines(ptx);
+  int run = 0, best = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const size_t at = line.find_first_not_of(" \t");
+    run = at != std::string::npos && line.compare(at, op.size(), op) == 0 ? run + 1 : 0;
+    best = std::max(best, run);
+  }
+  return best;
+}
+
 // Every f32 add/sub/mul/div/sqrt/fma of precise PTX carries an explicit rounding mode, so ptxas contracts
 // nothing into an FMA the IR did not ask for; no approximate instruction, no external call.
 void expectPrecisePtx(const std::string& ptx, const std::string& what) {
@@ -238,6 +251,9 @@ TEST(Gpu, RowKernelsRunAProgramPerThreadBlock) {
     EXPECT_EQ(b["columns"][0]["extent"], 1024);  // column chunks of 1024
     EXPECT_GE(b["shared_bytes"].get<int64_t>(), 1024 * 4);
     EXPECT_NE(kiln::ir::print(*k).find("unordered_tree(16)"), std::string::npos);
+    // A partition's fold through shared memory (64 contributions each) reads 8 of them before
+    // it folds them, so that a trip waits for one round trip, not one per contribution.
+    EXPECT_GE(longestRun(c.object, "ld.shared.b32"), 8) << c.object;
     expectPrecisePtx(c.object, name);
   }
   // softmax and layernorm carry per-column running values across their chunks on the GPU
@@ -302,6 +318,45 @@ TEST(Gpu, SoftmaxSplitsFewLongRowsOverTheSms) {
   // A CPU keeps its rows whole unless asked.
   ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"softmax", "5,7000", {}}, k));
   EXPECT_EQ(kiln::ir::print(*k).find("part_m"), std::string::npos);
+}
+
+// softmax's rows of at most 3072 columns that chunks would cut, or that a count of threads not
+// a power of two would hold, are one tile on a GPU, padded (-inf read past the end) to the next
+// power of two up to 1024, else to a multiple of 256: one exp per element, no loop over chunks.
+// Rows in parts, longer rows and CPUs keep their chunks.
+TEST(Gpu, SoftmaxTakesShortRowsWholeAndPadded) {
+  struct Case {
+    const char* shape;
+    int64_t width;  // 0: chunks of 1024 columns carried per column
+  };
+  for (const Case& t : {Case{"1000,1000", 1024}, Case{"17,777", 1024}, Case{"100,100", 128}, Case{"64,3000", 3072},
+                        Case{"2048,2048", 2048}, Case{"300,1500", 1536}, Case{"512,768", 768}, Case{"128,4096", 0},
+                        Case{"64,3073", 0}}) {
+    SCOPED_TRACE(t.shape);
+    std::unique_ptr<kiln::ir::Kernel> k;
+    kiln::driver::Compilation c;
+    ASSERT_NO_FATAL_FAILURE(compileForGpu("softmax", t.shape, k, c));
+    const std::string text = kiln::ir::print(*k);
+    const int64_t cols = std::stoll(std::string(t.shape).substr(std::string(t.shape).find(',') + 1));
+    ASSERT_EQ(c.report["phases"].size(), 1u);
+    EXPECT_EQ(c.report["phases"][0]["realization"], "block");
+    if (t.width) {
+      EXPECT_EQ(text.find("serial"), std::string::npos) << text;
+      EXPECT_EQ(c.report["phases"][0]["block"]["columns"][0]["extent"], t.width);
+      const std::string read = fmt::format("as [r:1, c:{}]{}", t.width, t.width > cols ? " fill -inf" : " fill 0");
+      EXPECT_NE(text.find(read), std::string::npos) << text;
+    } else {
+      EXPECT_NE(text.find("%l_scaled"), std::string::npos) << text;
+      EXPECT_EQ(c.report["phases"][0]["block"]["columns"][0]["extent"], 1024);
+    }
+    expectPrecisePtx(c.object, t.shape);
+  }
+  // Few rows: in parts (above); a CPU: rows of up to 1024 columns whole, unpadded.
+  std::unique_ptr<kiln::ir::Kernel> k;
+  ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"softmax", "8,3000", {}, {true, 132}}, k));
+  EXPECT_NE(kiln::ir::print(*k).find("part_m"), std::string::npos);
+  ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"softmax", "17,777", {}}, k));
+  EXPECT_NE(kiln::ir::print(*k).find("as [r:1, c:777] fill 0"), std::string::npos) << kiln::ir::print(*k);
 }
 
 // A GQA group of 3 or 7 query heads (rows not a power of two): the rows over as many threads
