@@ -188,22 +188,17 @@ Error softmaxPartsOption(const LibraryRequest& r, Spec& s) {
 
 // softmax on a GPU, rows not in parts: a row of at most kGpuWholeRow columns that rowChunk would
 // cut into chunks (or keep whole over a count of threads that is not a power of two: cols not a
-// multiple of 32) is one tile, padded to the next power of two up to kGpuRowChunk columns, else
-// to a multiple of 256 (softmax's `width`): one exp per element where per-column running values
-// over chunks take three (H100, paired, docs/gpu.md "Run Y": 1000x1000 0.68 of the time,
-// 2048x2048 0.67, 64x3000 0.93, 100x100 0.93; 128x4096 1.19 and 33x5000 1.03, whose partitions'
-// folds grow with the row, so rows past 3072 keep their chunks). 0: the chunks.
+// multiple of 32) is one tile, padded to the next power of two (at least 32) up to kGpuRowChunk
+// columns, else to a multiple of 256 (softmax's `width`): one exp per element where per-column
+// running values over chunks take three (H100, paired, docs/gpu.md "Run Y": 1000x1000 0.68 of
+// the time, 2048x2048 0.67, 64x3000 0.93, 100x100 0.93; 128x4096 1.19 and 33x5000 1.03, whose
+// partitions' folds grow with the row, so rows past 3072 keep their chunks). 0: the chunks.
 constexpr int64_t kGpuWholeRow = 3072;
 int64_t softmaxWidth(const Spec& s) {
   const int64_t cols = s.shape[1];
-  if (!s.target.gpu || s.row_parts > 0 || s.row_chunk > 0 || cols > kGpuWholeRow) return 0;
-  if (cols <= kGpuRowChunk) {
-    if (cols % 32 == 0) return 0;
-    int64_t w = 32;
-    while (w < cols) w *= 2;
-    return w;
-  }
-  return (cols + 255) / 256 * 256;
+  if (!s.target.gpu || s.row_parts > 0 || cols > kGpuWholeRow) return 0;
+  if (cols > kGpuRowChunk) return (cols + 255) / 256 * 256;
+  return cols % 32 == 0 ? 0 : std::max<int64_t>(32, std::bit_ceil(static_cast<uint64_t>(cols)));
 }
 
 dsl::ReduceOrder rowOrder(const Spec& s) {
