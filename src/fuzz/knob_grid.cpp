@@ -42,8 +42,13 @@ KnobPoint randomKnobs(Rng& rng, const std::map<std::string, std::string>& pinned
   attempt("fuse_recipes", rng.chance(3, 4) ? "on" : "off");
   attempt("threads", num(rng.pick<int64_t>({1, 1, 2})));
   attempt("fast_math", rng.chance(1, 6) ? "on" : "off");
-  // The root domain flattened in another order (a permutation of its axis names).
-  if (const ir::Op* root = kernel ? kernel->root() : nullptr; root && root->regions[0]->args.size() > 1) {
+  // The root domain flattened in another order (a permutation of its axis names) in half the
+  // points; in the others the planner's own order: as written, or on a GPU the longest programs
+  // first where gpu_heavy_first (drawn too) finds a rising axis (plan.cpp, orderHeavyFirst),
+  // which a given order turns off.
+  attempt("gpu_heavy_first", rng.chance(3, 4) ? "on" : "off");
+  if (const ir::Op* root = kernel ? kernel->root() : nullptr;
+      root && root->regions[0]->args.size() > 1 && rng.chance(1, 2)) {
     std::vector<std::string> axes;
     for (const ir::Value* a : root->regions[0]->args) axes.push_back(a->name);
     for (size_t i = axes.size(); i > 1; --i)

@@ -117,6 +117,10 @@ class BlockPlanner {
     ir::walk(body, [&](const Op* op) {
       if (!error.empty() || op->kind != OpKind::Mma) return;
       const ir::Type& t = op->results[0]->type;
+      if (t.isScalar()) {  // every dim contracted: no rows or columns to spread over the threads
+        error = fail(op, "an mma whose result is a scalar (every dim contracted)");
+        return;
+      }
       std::vector<BlockDim> ys;
       for (size_t i = 0; i + 1 < t.dims.size(); ++i) ys.push_back({t.dims[i].name, t.dims[i].extent});
       if (!any) {

@@ -135,17 +135,21 @@ TEST(FuzzKnobGrid, DrawsLegalPointsAndPinnedKnobsWin) {
     EXPECT_TRUE(seen.count(std::string(knob) + "=on")) << knob;
   // The ISA knob is drawn too (AVX2 and AVX-512 code must give the same bits).
   EXPECT_TRUE(seen.count("isa=*"));
-  // With a kernel: its root domain's axes in a random order.
+  // With a kernel: its root domain's axes in a random order, or none given (the planner's own:
+  // as written, or the longest programs first on a GPU, drawn on and off).
   auto k = parse(
       "kernel @k(%y: view<f32>[2, 3]) {\n  parallel (%i, %j) in (2, 3) {\n    %c = const 1 : f32\n"
       "    store %c, %y[%i, %j] as [_, _]\n  }\n}\n");
   ASSERT_TRUE(k);
-  std::set<std::string> orders;
+  std::set<std::string> orders, heavy;
   for (uint64_t s = 0; s < 50; ++s) {
     fuzz::Rng rng(s);
-    orders.insert(fuzz::randomKnobs(rng, {}, k.get()).knobs.root_axis_order);
+    const fuzz::KnobPoint p = fuzz::randomKnobs(rng, {}, k.get());
+    orders.insert(p.knobs.root_axis_order);
+    heavy.insert(p.knobs.gpu_heavy_first ? "on" : "off");
   }
-  EXPECT_EQ(orders, (std::set<std::string>{"i,j", "j,i"}));
+  EXPECT_EQ(orders, (std::set<std::string>{"", "i,j", "j,i"}));
+  EXPECT_EQ(heavy, (std::set<std::string>{"on", "off"}));
   // Deterministic.
   fuzz::Rng a(9), b(9);
   EXPECT_EQ(fuzz::randomKnobs(a, {}).assignments, fuzz::randomKnobs(b, {}).assignments);

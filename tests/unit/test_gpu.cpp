@@ -230,6 +230,32 @@ TEST(Gpu, GemmRunsAProgramPerThreadBlockWithStagedOperands) {
   EXPECT_NE(err->find("gpu_realization=block"), std::string::npos) << *err;
 }
 
+// An mma that contracts every dim (a scalar result: a dot product of two tiles) has no rows or
+// columns for the block form: the program keeps the lanes and the report says why (the block
+// planner read the result's last dim of an empty list: kiln fuzz --seed 41, program 1).
+TEST(Gpu, ScalarMmaKeepsTheLanesAndSaysWhy) {
+  kiln::ir::DiagEngine diag;
+  auto k = kiln::ir::parseKernel(
+      "kernel @dot(%a: view<f32>[3, 16], %b: view<f32>[3, 16], %y: view<f32>[4]) {\n"
+      "  parallel (%p) in (4) {\n"
+      "    %x = load %a[0, 0] as [r:3, c:16] fill 0 : f32[r:3, c:16]\n"
+      "    %w = load %b[0, 0] as [r:3, c:16] fill 0 : f32[r:3, c:16]\n"
+      "    %z = const 0 : f32\n"
+      "    %d = mma %x, %w, %z contract [c, r] partitions(16) : f32\n"
+      "    store %d, %y[%p] as [_]\n"
+      "  }\n"
+      "}\n",
+      "dot.tile", diag);
+  ASSERT_TRUE(k) << diag.str();
+  kiln::driver::Compilation c;
+  auto err = kiln::driver::compile(*k, gpuKnobs(), c, kiln::driver::Stage::Report);
+  ASSERT_FALSE(err.has_value()) << *err;
+  EXPECT_EQ(c.report["phases"][0]["realization"], "lanes");
+  const std::string why = c.report["phases"][0]["block_not_taken_because"];
+  EXPECT_NE(why.find("dot.tile:6:"), std::string::npos) << why;
+  EXPECT_NE(why.find("scalar"), std::string::npos) << why;
+}
+
 // Reductions in the block realization: the GPU's row kernels (unordered_tree(16): 16 threads per
 // row fold a partition each) run a program per block with a scratch area for the folds; an
 // ordered reduction takes one partition per line (one thread folds it, as the IR says).
