@@ -217,7 +217,9 @@ class BlockPlanner {
       case OpKind::Serial:
       case OpKind::Yield: break;
       case OpKind::Load:
-        if (staged_.count(op)) return "";  // a stage: its tile is never held in registers
+        // A stage copied from memory: its tile is never held in registers (a stage filled from
+        // registers holds the loaded tile as any other value).
+        if (auto st = staged_.find(op); st != staged_.end() && !st->second.registers) return "";
         break;
       case OpKind::Store: break;
       case OpKind::Const:
@@ -504,12 +506,7 @@ class BlockPlanner {
     // registers and spilled; H200, paired: the 3-row tail decode 28.5 -> 20.8 us). With more
     // blocks, ptxas's choice (stated there, gemm took more registers and one block per SM: 1024^3
     // 3-5% slower).
-    if (programs <= m_.multiprocessors && m_.thread_registers > 0 && m_.block_registers > 0 &&
-        m_.register_granule > 0) {
-      const int64_t lanes = (b_.threads + m_.warp_threads - 1) / m_.warp_threads * m_.warp_threads;
-      b_.registers =
-          std::min(m_.thread_registers, m_.block_registers / lanes / m_.register_granule * m_.register_granule);
-    }
+    if (programs <= m_.multiprocessors) b_.registers = m_.blockThreadRegisters(b_.threads);
     if (b_.threads < m_.warp_threads)
       return fmt::format("a grid of {} x {} threads (the {} give less than a warp)", b_.threads_y, b_.threads_x,
                          programDims());
@@ -733,11 +730,7 @@ class BlockPlanner {
       return fmt::format("its stages and reduction scratch take {} bytes of shared memory (a block's: {})", at * 4,
                          budget);
     // One block per SM: its threads may take every register (as with a block per SM, sizeGrid).
-    if (budget > two && m_.thread_registers > 0 && m_.block_registers > 0 && m_.register_granule > 0) {
-      const int64_t lanes = (b_.threads + m_.warp_threads - 1) / m_.warp_threads * m_.warp_threads;
-      b_.registers =
-          std::min(m_.thread_registers, m_.block_registers / lanes / m_.register_granule * m_.register_granule);
-    }
+    if (budget > two) b_.registers = m_.blockThreadRegisters(b_.threads);
     b_.shared_bytes = at * 4;
     b_.shared_budget = budget;
     b_.dynamic_shared = b_.shared_bytes > m_.static_shared_bytes;

@@ -1,5 +1,7 @@
 #include "target/model.h"
 
+#include <algorithm>
+
 namespace kiln::target {
 
 nlohmann::json Model::toJson() const {
@@ -32,7 +34,17 @@ nlohmann::json Model::toJson() const {
           {"shared_vector_lanes", shared_vector_lanes},
           {"thread_registers", thread_registers},
           {"block_registers", block_registers},
-          {"register_granule", register_granule}};
+          {"register_granule", register_granule},
+          {"register_partitions", register_partitions}};
+}
+
+int64_t Model::blockThreadRegisters(int64_t threads) const {
+  if (thread_registers <= 0 || block_registers <= 0 || register_granule <= 0 || warp_threads <= 0) return 0;
+  const int64_t parts = std::max<int64_t>(1, register_partitions);
+  const int64_t warps = std::max<int64_t>(1, (threads + warp_threads - 1) / warp_threads);
+  const int64_t fullest = (warps + parts - 1) / parts;
+  return std::min(thread_registers,
+                  block_registers / parts / (fullest * warp_threads) / register_granule * register_granule);
 }
 
 }  // namespace kiln::target

@@ -48,6 +48,7 @@ struct Model {
   int64_t thread_registers = 0;        // 32-bit registers a thread may use (at most)
   int64_t block_registers = 0;         // 32-bit registers of one block's threads together (at most)
   int64_t register_granule = 0;        // a thread's registers are allocated in multiples of this
+  int64_t register_partitions = 0;     // an SM's register file in equal parts, a block's warps dealt over them
 
   // Lanes of one machine register for W-lane vectors (a wider access is split into pieces).
   int64_t registerLanes(int64_t w) const { return register_lanes > 0 ? register_lanes : w; }
@@ -61,6 +62,10 @@ struct Model {
   }
   // W-lane vectors that fit in the register file.
   int64_t vectors(int64_t w) const { return vector_registers == 0 ? 64 : vector_registers / registersPerVector(w); }
+  // The registers per thread a block of `threads` may state (.maxnreg) and still launch: its
+  // warps are dealt over the register file's parts, so the fullest part holds ceil(warps /
+  // parts) of them; whole granules, at most thread_registers. 0: the model has no such limit.
+  int64_t blockThreadRegisters(int64_t threads) const;
   nlohmann::json toJson() const;
 };
 

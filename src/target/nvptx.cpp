@@ -44,10 +44,14 @@ const Model& NvptxTarget::model(const std::string& isa) const {
     n.shared_vector_lanes = 4;
     // A grid of at most a block per SM states its registers per thread (.maxnreg: plan/block.cpp):
     // 255, or what 64K registers give each of its threads (in multiples of 8; 128 for 512
-    // threads: with 255 stated, a 512-thread block got 170 and could not launch).
+    // threads: with 255 stated, a 512-thread block got 170 and could not launch). The register
+    // file is four parts of 16K, one per scheduler, and a block's warps are dealt over them: 14
+    // warps put 4 in one part, so 448 threads may take 128 each, not 144 (kiln fuzz --family
+    // block on an H100: with 144 stated the driver allowed 384 threads and refused the launch).
     n.thread_registers = 255;
     n.block_registers = 64 * 1024;
     n.register_granule = 8;
+    n.register_partitions = 4;
     return n;
   }();
   return m;

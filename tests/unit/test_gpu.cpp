@@ -23,6 +23,7 @@
 #include "ir/printer.h"
 #include "jit/compile.h"
 #include "kernels/registry.h"
+#include "target/target.h"
 
 namespace {
 
@@ -922,6 +923,126 @@ TEST(Gpu, FuzzEmitsTheCampaignsProgramsWithTheirKnobs) {
     EXPECT_NE(text.str().find("--input-seed "), std::string::npos) << text.str();
   }
   fs::remove_all(dir);
+}
+
+// A loop whose plain loads run in batches is emitted twice (the batches, then the trips past
+// them); a loop inside it so too, and a batched load there whose origin is a scalar its body
+// computes must compute it again, not take the other emission's value (LLVM: "Instruction does
+// not dominate all uses"; kiln fuzz --family block --seed 6, programs 82 and 103).
+TEST(Gpu, LoopsEmittedTwiceComputeTheirOwnScalars) {
+  kiln::ir::DiagEngine diag;
+  auto k = kiln::ir::parseKernel(
+      "kernel @dom(%x: view<f32>[16, 64], %y: view<f32>[4, 8, 64]) {\n"
+      "  parallel (%p) in (4) {\n"
+      "    %z = const 0 : f32[r:8, c:64]\n"
+      "    %o = serial %i = 0 to 3 step 1 iter(%acc = %z) : f32[r:8, c:64] {\n"
+      "      %l = load %x[0, 0] as [r:8, c:64] fill 0 : f32[r:8, c:64]\n"
+      "      %q = serial %j = 0 to 2 step 1 iter(%d = %acc) : f32[r:8, c:64] {\n"
+      "        %s = add %p, 1 : i64\n"
+      "        %m = load %x[%s, 0] as [r:8, c:64] fill 0 : f32[r:8, c:64]\n"
+      "        %e = add %d, %m : f32[r:8, c:64]\n"
+      "        yield %e\n"
+      "      }\n"
+      "      %f = add %q, %l : f32[r:8, c:64]\n"
+      "      yield %f\n"
+      "    }\n"
+      "    store %o, %y[%p, 0, 0] as [_, r:8, c:64]\n"
+      "  }\n"
+      "}\n",
+      "dom.tile", diag);
+  ASSERT_TRUE(k) << diag.str();
+  kiln::driver::Compilation c;
+  auto err = kiln::driver::compile(*k, gpuKnobs(), c, kiln::driver::Stage::Report);
+  ASSERT_FALSE(err.has_value()) << *err;
+  EXPECT_EQ(c.report["phases"][0]["realization"], "block");
+  EXPECT_EQ(c.report["phases"][0]["block"]["batched_loads"].size(), 2u) << c.report["phases"][0]["block"].dump();
+}
+
+// The registers a block's threads may state and still launch: its warps are dealt over the
+// register file's four parts of 16K, so 14 warps put 4 in one part (an H100's driver refused
+// 448 threads at 144 registers each: kiln fuzz --family block).
+TEST(Gpu, BlockRegistersFitTheFullestPartOfTheRegisterFile) {
+  const kiln::target::Model& m = kiln::target::of(kiln::target::Kind::Nvptx).model("native");
+  EXPECT_EQ(m.blockThreadRegisters(32), 255);
+  EXPECT_EQ(m.blockThreadRegisters(256), 255);
+  EXPECT_EQ(m.blockThreadRegisters(384), 168);
+  EXPECT_EQ(m.blockThreadRegisters(448), 128);
+  EXPECT_EQ(m.blockThreadRegisters(480), 128);
+  EXPECT_EQ(m.blockThreadRegisters(512), 128);
+  EXPECT_EQ(m.blockThreadRegisters(288), 168);  // 9 warps: 3 in one part
+  EXPECT_EQ(m.blockThreadRegisters(1024), 64);
+}
+
+// The block form's threads share a program's views: a store waits at a barrier for earlier
+// accesses of its view by other threads that may meet its elements (a program's statements
+// run in order), not where the ranges cannot meet (two halves at constant origins) or where a
+// loop's trips store disjoint chunks; a load read both as an mma's accumulator and as another
+// mma's computed operand is loaded as a tile (it had been taken for a stage copied from memory).
+TEST(Gpu, BlockStatementsOrderTheirStoresAndLoads) {
+  auto ptxOf = [](const std::string& body, std::string& ptx) {
+    kiln::ir::DiagEngine diag;
+    auto k = kiln::ir::parseKernel(
+        "kernel @k(%x: view<f32>[8, 64], %w: view<f32>[16, 64], %v: view<f32>[8, 16], %y: view<f32>[4, 8, 130]) {\n"
+        "  parallel (%p) in (4) {\n" +
+            body + "  }\n}\n",
+        "order.tile", diag);
+    ASSERT_TRUE(k) << diag.str();
+    kiln::driver::Compilation c;
+    auto err = kiln::driver::compile(*k, gpuKnobs(), c, kiln::driver::Stage::Report);
+    ASSERT_FALSE(err.has_value()) << *err;
+    ASSERT_EQ(c.report["phases"][0]["realization"], "block") << c.report["phases"][0]["block_not_taken_because"];
+    ptx = c.object;
+  };
+  auto barriers = [](const std::string& ptx) {
+    size_t n = 0;
+    for (size_t at = ptx.find("barrier.sync"); at != std::string::npos; at = ptx.find("barrier.sync", at + 1)) ++n;
+    for (size_t at = ptx.find("bar.sync"); at != std::string::npos; at = ptx.find("bar.sync", at + 1)) ++n;
+    return n;
+  };
+  const std::string load = "    %t = load %x[0, 0] as [r:8, c:64] fill 0 : f32[r:8, c:64]\n";
+  std::string ptx;
+  // Two stores of the same elements (the second shifted by one column: other threads): ordered.
+  ASSERT_NO_FATAL_FAILURE(ptxOf(load + "    store %t, %y[%p, 0, 0] as [_, r:8, c:64]\n"
+                                       "    store %t, %y[%p, 0, 1] as [_, r:8, c:64]\n",
+                                ptx));
+  EXPECT_EQ(barriers(ptx), 1u);
+  // A load of what the program stored, then a store over what it read: two barriers.
+  ASSERT_NO_FATAL_FAILURE(ptxOf(load + "    store %t, %y[%p, 0, 0] as [_, r:8, c:64]\n"
+                                       "    %u = load %y[%p, 0, 1] as [_, r:8, c:64] fill 0 : f32[r:8, c:64]\n"
+                                       "    %e = exp %u : f32[r:8, c:64]\n"
+                                       "    store %e, %y[%p, 0, 0] as [_, r:8, c:64]\n",
+                                ptx));
+  EXPECT_EQ(barriers(ptx), 2u);
+  // Halves at constant origins, and a loop's chunks: no barrier.
+  ASSERT_NO_FATAL_FAILURE(ptxOf(load + "    store %t, %y[%p, 0, 0] as [_, r:8, c:64]\n"
+                                       "    store %t, %y[%p, 0, 64] as [_, r:8, c:64]\n",
+                                ptx));
+  EXPECT_EQ(barriers(ptx), 0u);
+  ASSERT_NO_FATAL_FAILURE(ptxOf(load + "    serial %i = 0 to 2 step 1 {\n"
+                                       "      %o = mul %i, 64 : i64\n"
+                                       "      store %t, %y[%p, 0, %o] as [_, r:8, c:64]\n"
+                                       "    }\n",
+                                ptx));
+  EXPECT_EQ(barriers(ptx), 0u);
+  // ... but chunks that overlap (a stride of 32 for 64 columns): a barrier each trip.
+  ASSERT_NO_FATAL_FAILURE(ptxOf(load + "    serial %i = 0 to 2 step 1 {\n"
+                                       "      %o = mul %i, 32 : i64\n"
+                                       "      store %t, %y[%p, 0, %o] as [_, r:8, c:64]\n"
+                                       "    }\n",
+                                ptx));
+  EXPECT_GE(barriers(ptx), 1u);  // (LLVM may unroll the two trips)
+  // A loaded tile as one mma's accumulator and another's operand [rows, K = a column dim].
+  ASSERT_NO_FATAL_FAILURE(
+      ptxOf("    %a = load %v[0, 0] as [r:8, k:16] fill 0 : f32[r:8, k:16]\n"
+            "    %b = load %w[0, 0] as [k:16, c:64] fill 0 : f32[k:16, c:64]\n"
+            "    %s = load %x[0, 0] as [r:8, c:64] fill 0 : f32[r:8, c:64]\n"
+            "    %acc = mma %a, %b, %s contract [k] : f32[r:8, c:64]\n"
+            "    %w2 = load %x[0, 0] as [c:64, n:64] fill 0 : f32[c:64, n:64]\n"
+            "    %z = const 0 : f32[r:8, n:64]\n"
+            "    %o = mma %s, %w2, %z contract [c] : f32[r:8, n:64]\n"
+            "    store %acc, %y[%p, 0, 0] as [_, r:8, c:64]\n"
+            "    store %o, %y[%p, 0, 64] as [_, r:8, n:64]\n",
+            ptx));
 }
 
 // 16-bit views on the GPU (docs/gpu.md, "16-bit views on the GPU"): the conversions are

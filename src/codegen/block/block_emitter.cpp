@@ -26,6 +26,28 @@ using ir::OpKind;
 namespace {
 constexpr unsigned kSharedAddressSpace = 3;
 constexpr const char* kDynamicShared = "kiln_dynamic_shared";
+
+bool within(const ir::Region* r, const ir::Region* outer) {
+  for (; r; r = r->parent ? r->parent->parent : nullptr)
+    if (r == outer) return true;
+  return false;
+}
+
+// The region a value is made in (nullptr: a parameter or workspace, outside every region).
+const ir::Region* madeIn(const ir::Value* v) {
+  if (v->origin == ir::Value::Origin::RegionArg) return v->region;
+  if (v->origin == ir::Value::Origin::OpResult && v->def) return v->def->parent;
+  return nullptr;
+}
+
+// The loops (serial ops) around `op`, innermost first.
+std::vector<const Op*> loopsAround(const Op* op) {
+  std::vector<const Op*> loops;
+  for (const ir::Region* r = op->parent; r && r->parent; r = r->parent->parent)
+    if (r->parent->kind == OpKind::Serial || r->parent->kind == OpKind::Pipeline) loops.push_back(r->parent);
+  return loops;
+}
+
 }  // namespace
 
 BlockEmitter::BlockEmitter(const ir::Kernel& kernel, const plan::Plan& plan, llvm::Module& module)
@@ -103,7 +125,15 @@ llvm::Value* BlockEmitter::scalarAt(const ir::Value* v, const Override& over) {
       if (reaches(o)) return true;
     return false;
   };
-  if (!reaches(v) && scalars_.count(v->id)) return scalar(v);
+  // A value made inside a loop whose trip `over` gives is made again: its scalars_ entry may be
+  // another emission's of that body (a loop emitted twice, batches then the trips past them,
+  // inside a loop itself so emitted), which need not dominate this one.
+  bool inLoop = false;
+  for (const auto& [id, value] : over) {
+    const ir::Value* x = k_.values[static_cast<size_t>(id)].get();
+    inLoop = inLoop || (x->origin == ir::Value::Origin::RegionArg && within(d->parent, x->region));
+  }
+  if (!reaches(v) && !inLoop && scalars_.count(v->id)) return scalar(v);
   std::vector<llvm::Value*> ops;
   for (const ir::Value* o : d->operands) ops.push_back(scalarAt(o, over));
   return ew_.apply(d, ops, error_);
@@ -142,7 +172,82 @@ llvm::Value* BlockEmitter::elementPointer(const Op* op, const std::function<llvm
 void BlockEmitter::barrier() {
   b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {b_.getInt32(0)});
   pending_writes_ = pending_reads_ = scratch_busy_ = false;
-  stored_views_.clear();
+  stored_.clear();
+  loaded_.clear();
+}
+
+// Whether two accesses of one view may share an element (a == b: one access in two trips of
+// its loops). Disjoint: some dim at constant origins whose ranges do not meet; or, for one op
+// in two trips, origins the loops do not change (the same elements, each by the same thread)
+// but at most one, the loop's induction variable times k with |k| x step at least the extent.
+bool BlockEmitter::mayOverlap(const Op* a, const Op* b) const {
+  auto extent = [](const Op* o, size_t p) { return o->access[p].name.empty() ? int64_t{1} : o->access[p].extent; };
+  if (a == b) {
+    const std::vector<const Op*> loops = loopsAround(a);
+    int varying = 0;
+    for (size_t p = 0; p < a->indices.size(); ++p) {
+      const ir::Index& x = a->indices[p];
+      if (x.isConstant()) continue;
+      const ir::Region* at = madeIn(x.value);
+      bool invariant = true;
+      for (const Op* l : loops) invariant = invariant && !within(at, l->regions[0]);
+      if (invariant) continue;
+      // iv, iv * k or k * iv of one of the loops, whose trips then touch disjoint ranges.
+      const ir::Value* iv = x.value;
+      int64_t k = 1;
+      if (const Op* d = x.value->def; d && d->kind == OpKind::Mul && d->operands.size() == 2) {
+        for (int i = 0; i < 2; ++i)
+          if (const Op* c = d->operands[1 - i]->def; c && c->kind == OpKind::Const && c->results[0]->type.isScalar() &&
+                                                     c->results[0]->type.elem == ir::Elem::I64) {
+            iv = d->operands[i];
+            k = c->iconst;
+          }
+      }
+      const Op* loop = nullptr;
+      for (const Op* l : loops)
+        if (iv->origin == ir::Value::Origin::RegionArg && iv->region == l->regions[0] && iv->index == 0) loop = l;
+      if (!loop || !loop->indices[2].isConstant()) return true;
+      const int64_t step = loop->indices[2].constant;
+      if (++varying > 1 || std::abs(k) * std::abs(step) < extent(a, p)) return true;
+    }
+    return false;
+  }
+  for (size_t p = 0; p < a->indices.size() && p < b->indices.size(); ++p) {
+    const ir::Index& x = a->indices[p];
+    const ir::Index& y = b->indices[p];
+    if (x.isConstant() && y.isConstant() &&
+        (x.constant + extent(a, p) <= y.constant || y.constant + extent(b, p) <= x.constant))
+      return false;
+  }
+  return true;
+}
+
+void BlockEmitter::beforeLoad(const Op* load) {
+  const ir::Value* view = load->operands[0];
+  if (auto it = stored_.find(view); it != stored_.end())
+    for (const Op* s : it->second)
+      if (mayOverlap(load, s)) {
+        barrier();
+        break;
+      }
+  if (written_.count(view)) loaded_[view].push_back(load);
+}
+
+void BlockEmitter::beforeStore(const Op* store) {
+  const ir::Value* view = store->operands[0];
+  bool wait = false;
+  for (auto* pending : {&stored_, &loaded_})
+    if (auto it = pending->find(view); it != pending->end())
+      for (const Op* o : it->second) wait = wait || mayOverlap(store, o);
+  if (wait) barrier();
+  stored_[view].push_back(store);
+}
+
+void BlockEmitter::pendTrip(const ir::Region* body) {
+  ir::walk(body, [&](const Op* o) {
+    if (o->kind == OpKind::Store) stored_[o->operands[0]].push_back(o);
+    if (o->kind == OpKind::Load && written_.count(o->operands[0])) loaded_[o->operands[0]].push_back(o);
+  });
 }
 
 llvm::Value* BlockEmitter::sharedPointer(llvm::Value* floatIndex) {
@@ -395,6 +500,9 @@ llvm::Function* BlockEmitter::emitProgram(const std::string& name, std::string& 
   decomposeRootIds(
       f_->getArg(1), [](llvm::Value* e) { return e; },
       [&](const ir::Value* axis, llvm::Value* id) { scalars_[axis->id] = id; });
+  ir::walk(k_.root()->regions[0], [&](const Op* o) {
+    if (o->kind == OpKind::Store) written_.insert(o->operands[0]);
+  });
   emitRegion(k_.root()->regions[0]);
   return finishFunction(error);
 }
@@ -405,6 +513,7 @@ void BlockEmitter::emitOp(const Op* op) {
   if (bp_.folded.count(op)) return;  // computed where its stage is filled (maskedValue)
   const ir::Value* r = op->results.empty() ? nullptr : op->results[0];
   if (bp_.wholeOp(op)) {
+    if (op->kind == OpKind::Load) beforeLoad(op);  // held whole, read by every thread alike
     emitWhole(op);
     return;
   }
@@ -524,9 +633,11 @@ void BlockEmitter::emitWhole(const Op* op) {
 }
 
 void BlockEmitter::emitLoad(const Op* op) {
-  if (stored_views_.count(op->operands[0]->index)) barrier();
-  if (bp_.stages.count(op)) {
-    const plan::BlockStage& s = bp_.stages.at(op);
+  beforeLoad(op);
+  // A stage filled from the threads' registers (a loaded tile that is also read otherwise, e.g. an
+  // mma's accumulator and another's operand) is loaded as any tile; its mma puts it there.
+  if (auto st = bp_.stages.find(op); st != bp_.stages.end() && !st->second.registers) {
+    const plan::BlockStage& s = st->second;
     const Op* loop = op->parent->parent;
     if (s.async) {
       // At the loop's first async stage: this trip's copies (issued a trip early) complete and
@@ -552,11 +663,14 @@ void BlockEmitter::emitLoad(const Op* op) {
     return;
   }
   const ir::Value* r = op->results[0];
-  if (auto it = batched_.find(op); it != batched_.end()) {  // read at the start of the batch
-    tiles_[r->id] = filledTile(op, it->second);
-    return;
-  }
-  tiles_[r->id] = filledTile(op, loadTile(op, {}));
+  Tile t = filledTile(op, [&] {
+    if (auto it = batched_.find(op); it != batched_.end()) return it->second;  // read at the start of the batch
+    return loadTile(op, {});
+  }());
+  if (r->type.isScalar())  // one element, the same in every thread (read where scalars are: at)
+    scalars_[r->id] = t.at(0);
+  else
+    tiles_[r->id] = std::move(t);
 }
 
 // The elements read, then their in-bounds flags (the fill is applied at the use: filledTile).
@@ -585,6 +699,7 @@ BlockEmitter::Tile BlockEmitter::filledTile(const Op* op, const Tile& pending) {
 void BlockEmitter::emitStore(const Op* op) {
   const ir::Value* view = op->operands[0];
   const ir::Value* x = op->operands[1];
+  beforeStore(op);
   for (int64_t i = 0; i < rows(x); ++i)
     for (int64_t j = 0; j < cols(x); ++j) {
       llvm::Value* inb = nullptr;
@@ -599,7 +714,6 @@ void BlockEmitter::emitStore(const Op* op) {
       b_.CreateBr(cont);
       b_.SetInsertPoint(cont);
     }
-  stored_views_.insert(view->index);
 }
 
 // acc[r][c] += a[r][k] * b[k][c] for k ascending (one FMA when fused), each thread its own
@@ -785,14 +899,14 @@ void BlockEmitter::emitLoop(const Op* op) {
   for (const Op* o : body->ops)
     if (bp_.load_prefetch.count(o)) ahead.push_back(o);
   for (const Op* a : ahead)
-    if (stored_views_.count(a->operands[0]->index)) barrier();
+    if (pendingStore(a->operands[0])) barrier();
   std::vector<size_t> regCount;
   if (prefetch) {
     // The loop's buffers may be an earlier loop's stages (BlockPlanner::placeStages shares the
     // memory of sibling loops' stages): their reads end before the first copies.
     if (pending_reads_) barrier();
     for (const Op* s : staged)
-      if (stored_views_.count(s->operands[0]->index)) barrier();
+      if (pendingStore(s->operands[0])) barrier();
     Override first{{iv->id, lo}};
     if (!async.empty() && !bp_.early_copies.count(op)) firstCopies(op);
     for (const Op* s : staged) {
@@ -813,10 +927,6 @@ void BlockEmitter::emitLoop(const Op* op) {
     }
     return at;
   };
-  std::set<int> bodyStores;  // views the body stores to
-  ir::walk(body, [&](const Op* o) {
-    if (o->kind == OpKind::Store) bodyStores.insert(o->operands[0]->index);
-  });
   pending_reads_ = pending_writes_ = true;
   auto trip = [&](llvm::Value* ivv, const std::vector<llvm::Value*>& cur) {
     scalars_[iv->id] = ivv;
@@ -831,7 +941,7 @@ void BlockEmitter::emitLoop(const Op* op) {
       nextTrip_[op] = Override{{iv->id, b_.CreateAdd(ivv, b_.getInt64(stepBy))}};
     }
     pending_reads_ = pending_writes_ = true;
-    stored_views_.insert(bodyStores.begin(), bodyStores.end());  // by the previous trip
+    pendTrip(body);  // by the previous trip
     emitRegion(body);
     std::vector<llvm::Value*> next;
     for (size_t i = 0; i < nc && yield; ++i) {
@@ -879,7 +989,7 @@ void BlockEmitter::emitLoop(const Op* op) {
   if (!async.empty()) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b_.getInt32(0)});
   if (prefetch) barrier();
   pending_reads_ = pending_writes_ = true;
-  stored_views_.insert(bodyStores.begin(), bodyStores.end());
+  pendTrip(body);
 }
 
 }  // namespace kiln::codegen

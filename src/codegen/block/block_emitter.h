@@ -127,10 +127,19 @@ class BlockEmitter final : public ProgramEmitter {
   bool pending_writes_ = false;  // shared stores since the last barrier
   bool pending_reads_ = false;   // shared reads of single-buffered stages since the last barrier
   bool scratch_busy_ = false;    // a reduction's scratch may still be read by other threads
-  // Views (by parameter index) stored to since the last barrier: a later load of one waits at a
-  // barrier, so that it sees what other threads of the program stored (docs/ir.md: within one
-  // program a store is visible to later loads).
-  std::set<int> stored_views_;
+  // Global memory between a program's statements (docs/ir.md: they run in order, a store is
+  // visible to later loads): the block's threads share the program's views, so a load waits at
+  // a barrier for earlier stores of its view, and a store for earlier loads and stores of its
+  // view that may touch its elements by other threads. The stores and loads (of views the
+  // phase stores to) since the last barrier, by view; in a loop, the body's
+  // own from the trip before.
+  std::map<const ir::Value*, std::vector<const ir::Op*>> stored_, loaded_;
+  std::set<const ir::Value*> written_;  // views the phase stores to
+  bool pendingStore(const ir::Value* view) const { return stored_.count(view) > 0; }
+  void beforeLoad(const ir::Op* load);    // the barrier a load needs, then the load recorded
+  void beforeStore(const ir::Op* store);  // the barrier a store needs, then the store recorded
+  void pendTrip(const ir::Region* body);  // the body's accesses, as from the trip before
+  bool mayOverlap(const ir::Op* a, const ir::Op* b) const;
 };
 
 }  // namespace kiln::codegen

@@ -178,7 +178,7 @@ void BlockEmitter::firstCopies(const Op* loop) {
   const std::vector<const Op*> async = doubleBuffered(loop, true);
   if (pending_reads_) barrier();  // a buffer may be an earlier loop's stage (see emitLoop)
   for (const Op* s : async)
-    if (stored_views_.count(s->operands[0]->index)) barrier();
+    if (pendingStore(s->operands[0])) barrier();
   const Override first{{loop->regions[0]->args[0]->id, indexValue(loop->indices[0])}};
   for (const Op* s : async) asyncCopy(s, first, b_.getInt64(0));
   b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, llvm::ArrayRef<llvm::Value*>{});
