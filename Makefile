@@ -58,7 +58,7 @@ check-packages: build
 # (KILN_HOST_WITHOUT_AVX512=1, host/isa.h: `native` loses every AVX-512 feature and isa=avx512
 # objects are compiled but refused at load); last, every grid point the tests compiled but could
 # not run on this host (tests/unit/host_isa.h), so none is skipped silently.
-NO_AVX512_TESTS = ^(Lanes|Phases|SplitKv|Jit|Api|Peers|IntegerViews|RuntimeLengths)\.|^cli\.(fuzz|isa|npy)$$|^fuzz\.campaign$$|^python\.test_llama$$
+NO_AVX512_TESTS = ^(Lanes|Phases|SplitKv|Jit|Api|Peers|IntegerViews|RuntimeLengths)\.|^cli\.(fuzz|isa|npy)$$|^fuzz\.campaign(_block)?$$|^python\.test_llama$$
 test-release: build
 	@rm -f $(BUILD)/skipped-runs.txt
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

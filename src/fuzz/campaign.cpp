@@ -145,7 +145,8 @@ Replay campaignRun(const CampaignOptions& o, uint64_t ps, const Program& p) {
   Rng rng(ps ^ 0x4B4E4F42ull);
   auto pinned = o.pinned;
   if (p.specials && !pinned.count("fast_math")) pinned["fast_math"] = "off";
-  KnobPoint kp = randomKnobs(rng, pinned, p.kernel.get());
+  // The block family's programs exist for the GPU's block form, which local_lanes=1 turns off.
+  KnobPoint kp = randomKnobs(rng, pinned, p.kernel.get(), o.family == Family::Block);
   return {kp.knobs, kp.assignments, {ps, p.specials}};
 }
 
@@ -160,7 +161,7 @@ CampaignResult runCampaign(const CampaignOptions& o, std::ostream& log) {
     const uint64_t ps = programSeed(o.seed, static_cast<uint64_t>(n));
     ++res.programs;
     Program p;
-    if (auto e = generate(ps, p)) {
+    if (auto e = generate(ps, p, o.family)) {
       ++res.generator_bugs;
       log << fmt::format("fuzz: program {}: {}\n", n, *e);
       Failure f;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fuzz/differential.h"
+#include "fuzz/generate.h"
 #include "plan/knobs.h"
 
 namespace kiln::fuzz {
@@ -27,6 +28,7 @@ struct CampaignOptions {
   std::string out_dir = "fuzz-out";           // reproducers (created on the first failure)
   double shrink_seconds = 60;                 // per failure
   int timeout_s = 30;                         // CPU seconds per run (4x in wall time: a hang)
+  Family family = Family::Any;                // which programs (generate.h) and knob points (knob_grid.h)
 };
 
 struct Failure {
@@ -63,7 +65,6 @@ struct Replay {
 };
 std::optional<std::string> readReplayOptions(const std::string& path, Replay& out);
 
-struct Program;
 // The knob point (drawn from the program's seed `ps`, pinned knobs applied) and the inputs that
 // a campaign runs program `p` under; `kiln fuzz --emit-programs` writes them beside the program.
 Replay campaignRun(const CampaignOptions& options, uint64_t ps, const Program& p);

@@ -8,7 +8,10 @@ Program Gen::run() {
   Program p;
   specials_ = rng_.chance(1, 4);
   p.specials = specials_;
-  pickDims();
+  if (block_)
+    pickBlockDims();
+  else
+    pickDims();
   int rootRank = static_cast<int>(rng_.range(1, 2));
   int64_t programs = 1;
   for (int i = 0; i < rootRank; ++i) {
@@ -20,6 +23,7 @@ Program Gen::run() {
     pool_.push_back({root_ivs_.back(), Elem::I64, {}, 0, false});
   }
   indent_ = 2;
+  if (block_) blockAnchors();
   int statements = static_cast<int>(rng_.range(2, 5));
   statementList(statements);
   // At least one store, preferring values made so far.
@@ -84,9 +88,59 @@ void Gen::pickDims() {
   static const std::vector<std::string> names = {"a", "b", "c", "d", "e", "f"};
   int n = static_cast<int>(rng_.range(3, 6));
   for (int i = 0; i < n; ++i) {
-    // Small extents most of the time; the big ones appear alone in a tile (kMaxTileElements).
+    // Small extents most of the time; the big ones appear alone in a tile (maxTile()).
     int64_t e = rng_.chance(2, 3) ? rng_.pick<int64_t>({1, 2, 3, 4, 5, 7, 8, 16}) : rng_.pick(extents);
     dims_.push_back({names[static_cast<size_t>(i)], e});
+  }
+}
+
+void Gen::pickBlockDims() {
+  static const std::vector<std::string> names = {"a", "b", "c", "d", "e", "f"};
+  auto add = [&](int64_t extent) {
+    dims_.push_back({names[dims_.size()], extent});
+    return static_cast<int>(dims_.size()) - 1;
+  };
+  const int nRows = static_cast<int>(rng_.range(1, 2)), nCols = static_cast<int>(rng_.range(1, 2));
+  int64_t rows = 1;
+  for (int i = 0; i < nRows; ++i) {
+    int64_t e = rng_.pick<int64_t>({1, 2, 3, 4, 5, 7, 8, 16});
+    if (rows * e > 32) e = 1;
+    rows *= e;
+    rows_.push_back(add(e));
+  }
+  // Columns whose common power-of-two factor gives the threads a warp (the planner's grid: powers
+  // of two dividing the columns, or their largest divisor), at times one that does not (33).
+  for (int i = 0; i < nCols; ++i) {  // the whole rows by a column fit one tile
+    int64_t e = rng_.pick<int64_t>({32, 32, 64, 64, 96, 128, 48, 33, 40, 256});
+    while (rows * e > maxTile()) e = std::max<int64_t>(1, e / 2);
+    cols_.push_back(add(e));
+  }
+  const int nFree = static_cast<int>(rng_.range(1, 2));
+  for (int i = 0; i < nFree; ++i) {
+    int64_t e = rng_.pick<int64_t>({1, 2, 3, 5, 8, 16, 17, 33});
+    while (std::max(rows, elems({cols_.back()})) * e > maxTile()) e = std::max<int64_t>(1, e / 2);
+    free_.push_back(add(e));
+  }
+  block_mmas_ = rng_.chance(2, 3);
+  if (!block_mmas_) cols_.resize(1);  // without an mma the block's one column is the widest tile's last dim
+}
+
+bool Gen::isBlockAccumulator(const Shape& s) const {
+  if (!block_mmas_ || s.size() != rows_.size() + 1 || !std::equal(rows_.begin(), rows_.end(), s.begin())) return false;
+  return std::find(cols_.begin(), cols_.end(), s.back()) != cols_.end();
+}
+
+void Gen::blockAnchors() {
+  if (!block_mmas_) {  // the first tile of the highest rank: all the rows and the column
+    Shape full = rows_;
+    full.push_back(cols_[0]);
+    storeValue(load(full), full);
+    return;
+  }
+  for (int c : cols_) {  // an mma per column dim (a computed operand may read an earlier one's)
+    Shape acc = rows_;
+    acc.push_back(c);
+    storeValue(blockMma(acc, 2), acc);
   }
 }
 
@@ -97,6 +151,16 @@ int64_t Gen::elems(const Shape& s) const {
 }
 
 Shape Gen::randomShape(int maxRank, const Shape& exclude) {
+  if (block_) {  // some of the rows in their order, then a column dim two times in three
+    auto excluded = [&](int d) { return std::find(exclude.begin(), exclude.end(), d) != exclude.end(); };
+    Shape s;
+    for (int d : rows_)
+      if (!excluded(d) && static_cast<int>(s.size()) < maxRank && rng_.chance(1, 2)) s.push_back(d);
+    const int c = rng_.pick(cols_);
+    if (!excluded(c) && static_cast<int>(s.size()) < maxRank && rng_.chance(2, 3)) s.push_back(c);
+    while (elems(s) > maxTile()) s.erase(s.begin());
+    return s;
+  }
   std::vector<int> order;
   for (int i = 0; i < static_cast<int>(dims_.size()); ++i)
     if (std::find(exclude.begin(), exclude.end(), i) == exclude.end() && dims_[static_cast<size_t>(i)].extent > 0)
@@ -109,7 +173,7 @@ Shape Gen::randomShape(int maxRank, const Shape& exclude) {
     if (static_cast<int>(s.size()) == rank) break;
     Shape t = s;
     t.push_back(d);
-    if (elems(t) <= kMaxTileElements) s = t;
+    if (elems(t) <= maxTile()) s = t;
   }
   return s;
 }
@@ -196,14 +260,24 @@ uint64_t programSeed(uint64_t runSeed, uint64_t index) {
   return r.next();
 }
 
-Program generateText(uint64_t seed) {
-  Program p = Gen(seed).run();
+std::optional<Family> familyNamed(const std::string& name) {
+  if (name == "any") return Family::Any;
+  if (name == "block") return Family::Block;
+  return std::nullopt;
+}
+
+const char* familyName(Family f) {
+  return f == Family::Block ? "block" : "any";
+}
+
+Program generateText(uint64_t seed, Family family) {
+  Program p = Gen(seed, family).run();
   p.seed = seed;
   return p;
 }
 
-std::optional<std::string> generate(uint64_t seed, Program& out) {
-  out = generateText(seed);
+std::optional<std::string> generate(uint64_t seed, Program& out, Family family) {
+  out = generateText(seed, family);
   ir::DiagEngine diag;
   out.kernel = ir::parseKernel(out.text, fmt::format("fuzz-{:#x}.tile", seed), diag);
   if (out.kernel && !diag.hasErrors() && ir::verify(*out.kernel, diag) && !diag.hasErrors()) return std::nullopt;

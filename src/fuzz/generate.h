@@ -31,12 +31,20 @@ struct Program {
   std::unique_ptr<ir::Kernel> kernel;
 };
 
+// Which programs: `Any` (every construct above) or `Block`, programs of the GPU's block form
+// (docs/gpu.md): a fixed set of row dims and column dims, every tile the rows in order with at
+// most one column dim last, mmas whose results are [rows, column] over one contracted dim with
+// loaded or computed [rows, column] operands, f32 reductions, serial loops (docs/fuzz.md).
+enum class Family { Any, Block };
+std::optional<Family> familyNamed(const std::string& name);  // "any" | "block"
+const char* familyName(Family f);
+
 // The generated text of `seed` (no parsing).
-Program generateText(uint64_t seed);
+Program generateText(uint64_t seed, Family family = Family::Any);
 
 // generateText, then parse and verify. Error: "generator bug: ..." with the diagnostics and
 // the text (a generated program must always verify).
-std::optional<std::string> generate(uint64_t seed, Program& out);
+std::optional<std::string> generate(uint64_t seed, Program& out, Family family = Family::Any);
 
 // The seed of program `index` of a run with seed `runSeed`.
 uint64_t programSeed(uint64_t runSeed, uint64_t index);

@@ -21,6 +21,10 @@ using Shape = std::vector<int>;  // indices into Gen::dims_, in tile order
 constexpr int64_t kMaxTileElements = 260;  // e.g. 17 x 15; interpretation stays fast
 constexpr int kMaxOps = 36;
 constexpr int64_t kMaxWork = 24000;  // elements produced, times the enclosing loop trips
+// The block family's tiles: a warp of threads or more over the rows and a column (the block
+// form refuses fewer), e.g. 16 x 128; the work grows with them.
+constexpr int64_t kMaxBlockTileElements = 2048;
+constexpr int64_t kMaxBlockWork = 400000;
 constexpr int kMaxViews = 7;
 constexpr int kMaxLoopDepth = 2;
 
@@ -40,7 +44,7 @@ struct View {
 
 class Gen {
  public:
-  explicit Gen(uint64_t seed) : seed_(seed), rng_(seed) {}
+  Gen(uint64_t seed, Family family) : seed_(seed), rng_(seed), block_(family == Family::Block) {}
 
   Program run();
 
@@ -53,6 +57,16 @@ class Gen {
   // ---- dims and shapes
 
   void pickDims();
+
+  // The block family: rows_ (1 or 2 dims), cols_ (1 or 2), free_ (contracted dims of the mmas'
+  // loaded operands, never in another value), and the opening statements that fix the rows
+  // and columns as the block planner reads them (an mma per column dim, or a load of the rows
+  // and the one column).
+  void pickBlockDims();
+  void blockAnchors();
+  std::string blockReduce(const Shape& s, int depth);
+  std::string blockMma(const Shape& s, int depth);
+  bool isBlockAccumulator(const Shape& s) const;
 
   int64_t elems(const Shape& s) const;
 
@@ -77,7 +91,9 @@ class Gen {
 
   std::string fresh() { return fmt::format("%v{}", counter_++); }
 
-  bool exhausted() const { return ops_ >= kMaxOps || work_ >= kMaxWork; }
+  bool exhausted() const { return ops_ >= kMaxOps || work_ >= (block_ ? kMaxBlockWork : kMaxWork); }
+
+  int64_t maxTile() const { return block_ ? kMaxBlockTileElements : kMaxTileElements; }
 
   std::string emit(const std::string& rhs, Elem e, const Shape& s, bool pooled = true);
 
@@ -110,7 +126,7 @@ class Gen {
 
   // ---- memory
 
-  std::string load(const Shape& s);
+  std::string load(const Shape& s, bool pooled = true);
 
   int64_t raggedExtent(int64_t e);
 
@@ -149,6 +165,9 @@ class Gen {
   bool use_n_ = false;
   bool use_s_ = false;
   std::set<std::string> used_;
+  bool block_ = false;
+  bool block_mmas_ = false;  // the block family's program has mmas (else one column dim, no mma)
+  Shape rows_, cols_, free_;
 };
 
 }  // namespace kiln::fuzz::detail

@@ -138,12 +138,13 @@ std::string Gen::broadcast(Elem e, const Shape& s, int depth) {
   for (int d : s)
     if (rng_.chance(1, 2)) sub.push_back(d);
   if (sub.size() == s.size()) sub.pop_back();
-  shuffle(sub);  // the operand's dims may come in any order
+  if (!block_) shuffle(sub);  // the operand's dims may come in any order (the block form: in s's)
   std::string x = e == Elem::F32 ? f32(sub, depth - 1) : i64(sub, depth - 1);
   return emit(fmt::format("broadcast {}", x), e, s);
 }
 
 std::string Gen::reduce(Elem e, const Shape& s, int depth) {
+  if (block_) return e == Elem::F32 ? blockReduce(s, depth) : i64(s, depth - 1);  // f32 only there
   std::string policy = "ordered";
   bool reducedLast = false;
   if (rng_.chance(1, 2)) {
@@ -165,7 +166,7 @@ std::string Gen::reduce(Elem e, const Shape& s, int depth) {
   for (int d : extra) {
     Shape t = x;
     t.insert(reducedLast ? t.end() : t.begin() + rng_.below(static_cast<int64_t>(t.size()) + 1), d);
-    if (elems(t) > kMaxTileElements) continue;
+    if (elems(t) > maxTile()) continue;
     x = t;
     reduced.push_back(d);
   }
@@ -190,6 +191,7 @@ std::string Gen::reduce(Elem e, const Shape& s, int depth) {
 }
 
 std::string Gen::mma(const Shape& s, int depth) {
+  if (block_) return blockMma(s, depth);
   // Contracted dims: one or two dims outside the accumulator, or a K = 0 dim.
   bool zeroK = rng_.chance(1, 12);
   Shape k;
@@ -212,7 +214,7 @@ std::string Gen::mma(const Shape& s, int depth) {
     return t;
   };
   Shape a = operandDims(aOnly), b = operandDims(bOnly);
-  if (elems(a) > kMaxTileElements || elems(b) > kMaxTileElements || elems(s) * std::max<int64_t>(elems(k), 1) > 4096)
+  if (elems(a) > maxTile() || elems(b) > maxTile() || elems(s) * std::max<int64_t>(elems(k), 1) > 4096)
     return f32(s, depth - 1);
   std::string av, bv, contract;
   if (zeroK) {
@@ -260,7 +262,95 @@ std::string Gen::mma(const Shape& s, int depth) {
   return emit(fmt::format("mma {}, {}, {} contract [{}]{}", av, bv, acc, contract, flags), Elem::F32, s);
 }
 
+// The block family's reduction: over one dim whose insertion into s keeps a block tile (the
+// column, where s has none, or a row dim in its place among the rows).
+std::string Gen::blockReduce(const Shape& s, int depth) {
+  std::vector<Shape> xs;
+  std::vector<bool> last;
+  const bool hasColumn = !s.empty() && std::find(cols_.begin(), cols_.end(), s.back()) != cols_.end();
+  if (!hasColumn)
+    for (int c : cols_) {
+      Shape x = s;
+      x.push_back(c);
+      xs.push_back(x), last.push_back(true);
+    }
+  for (size_t r = 0; r < rows_.size(); ++r) {
+    if (std::find(s.begin(), s.end(), rows_[r]) != s.end()) continue;
+    Shape x;
+    for (size_t q = 0; q < rows_.size(); ++q)
+      if (q == r || std::find(s.begin(), s.end(), rows_[q]) != s.end()) x.push_back(rows_[q]);
+    if (hasColumn) x.push_back(s.back());
+    xs.push_back(x), last.push_back(false);
+  }
+  std::vector<size_t> fit;
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (elems(xs[i]) <= maxTile()) fit.push_back(i);
+  if (fit.empty()) return f32(s, depth - 1);
+  const size_t i = rng_.pick(fit);
+  const Shape& x = xs[i];
+  int reducedDim = -1;
+  for (int d : x)
+    if (std::find(s.begin(), s.end(), d) == s.end()) reducedDim = d;
+  std::string policy = "ordered";
+  if (rng_.chance(1, 2)) {
+    if (last[i] && rng_.chance(1, 2))
+      policy = fmt::format("unordered_tree({})", rng_.pick<int64_t>({4, 8, 16}));
+    else if (rng_.chance(1, 2))
+      policy = "unordered_tree";
+    else
+      policy = fmt::format("unordered_tree({})", rng_.range(1, 16));
+  }
+  std::string xv = rng_.chance(1, 2) ? load(x) : f32(x, depth - 1);
+  const Shape initShape = rng_.chance(1, 2) ? Shape{} : s;
+  std::string init =
+      rng_.chance(1, 2)
+          ? emit(fmt::format("const {}", rng_.pick<std::string>({"0", "1", "-inf", "inf", "-2"})), Elem::F32, initShape)
+          : f32(initShape, depth - 1);
+  auto op = rng_.pick<std::string>({"add", "add", "max", "min", "mul"});
+  return emit(fmt::format("reduce {} {} over [{}] init {} {}", op, xv, dims_[static_cast<size_t>(reducedDim)].name,
+                          init, policy),
+              Elem::F32, s);
+}
+
+// The block family's mma: s is [rows, column]; one contracted dim: a free dim with both operands
+// loads that only the mma reads, [rows with K among them] and [K, column] in either order, or
+// another column dim with a computed [rows, that column] operand (as attention's P) and a
+// loaded [K, column] one.
+std::string Gen::blockMma(const Shape& s, int depth) {
+  if (!isBlockAccumulator(s)) return f32(s, depth - 1);
+  const int column = s.back();
+  std::vector<int> computedK;
+  for (int c : cols_)
+    if (c != column && elems(rows_) * dims_[static_cast<size_t>(c)].extent <= maxTile()) computedK.push_back(c);
+  const bool computed = !computedK.empty() && rng_.chance(1, 2);
+  const int k = computed ? rng_.pick(computedK) : rng_.pick(free_);
+  Shape a, b = {k, column};
+  if (rng_.chance(1, 3)) std::swap(b[0], b[1]);
+  std::string av;
+  if (computed) {
+    a = rows_;
+    a.push_back(k);
+    av = f32(a, depth - 1);
+  } else {
+    a = rows_;
+    a.insert(a.begin() + rng_.below(static_cast<int64_t>(a.size()) + 1), k);
+    if (elems(a) > maxTile()) return f32(s, depth - 1);
+    av = load(a, false);
+  }
+  if (elems(b) > maxTile()) return f32(s, depth - 1);
+  std::string bv = load(b, false);
+  if (rng_.chance(1, 4)) std::swap(av, bv);
+  std::string acc = f32(s, depth - 1);
+  std::string flags;
+  if (rng_.chance(1, 3)) flags += " fused";
+  if (rng_.chance(1, 16)) flags += " allow_fma";  // not bit-exact by definition: compared in f64
+  work_ += elems(s) * dims_[static_cast<size_t>(k)].extent * trips_;
+  return emit(fmt::format("mma {}, {}, {} contract [{}]{}", av, bv, acc, dims_[static_cast<size_t>(k)].name, flags),
+              Elem::F32, s);
+}
+
 std::string Gen::extract(Elem e, int depth) {
+  if (block_) return e == Elem::F32 ? f32({}, depth - 1) : i64({}, depth - 1);  // no tile is one thread's
   Shape t = randomShape(2);
   if (t.empty()) t = randomShape(1);
   if (t.empty()) return e == Elem::F32 ? f32({}, depth - 1) : i64({}, depth - 1);
@@ -274,7 +364,7 @@ std::string Gen::extract(Elem e, int depth) {
   return emit(fmt::format("extract {}[{}]", x, fmt::join(ix, ", ")), e, {});
 }
 
-std::string Gen::load(const Shape& s) {
+std::string Gen::load(const Shape& s, bool pooled) {
   // Read back this program's own slab of a stored view (a store then a load in one program).
   std::vector<const View*> outs;
   for (const View& v : views_)
@@ -316,7 +406,7 @@ std::string Gen::load(const Shape& s) {
   std::string fill = rng_.chance(1, 2) ? "0" : f32Literal();
   return emit(
       fmt::format("load {}[{}] as [{}] fill {}", view->name, fmt::join(origin, ", "), fmt::join(access, ", "), fill),
-      Elem::F32, s);
+      Elem::F32, s, pooled);
 }
 
 int64_t Gen::raggedExtent(int64_t e) {
@@ -403,7 +493,7 @@ void Gen::statementList(int n) {
 }
 
 std::string Gen::loop(Elem e, const Shape& s, int depth) {
-  bool pipeline = rng_.chance(1, 3);
+  bool pipeline = rng_.chance(1, 3) && !block_;  // pipelines have no block form
   int64_t step = rng_.chance(3, 4) ? 1 : 2;
   int64_t trips = loop_depth_ == 0 ? rng_.range(0, 3) : rng_.range(1, 2);
   if (rng_.chance(1, 10)) trips = 0;

@@ -8,14 +8,16 @@
 
 namespace kiln::fuzz {
 
-KnobPoint randomKnobs(Rng& rng, const std::map<std::string, std::string>& pinned, const ir::Kernel* kernel) {
+KnobPoint randomKnobs(Rng& rng, const std::map<std::string, std::string>& pinned, const ir::Kernel* kernel,
+                      bool block) {
   KnobPoint p;
   auto attempt = [&](const std::string& name, const std::string& value) {
     if (pinned.count(name)) return;
     if (!p.knobs.set(name, value)) p.assignments.push_back(name + "=" + value);
   };
   auto num = [](int64_t v) { return std::to_string(v); };
-  std::string w = rng.pick<std::string>({"1", "4", "8", "8", "16"});
+  std::string w =
+      block ? rng.pick<std::string>({"4", "8", "8", "16"}) : rng.pick<std::string>({"1", "4", "8", "8", "16"});
   attempt("packet_width", w);
   // W as planned: the drawn width, a pinned one, or the target model's (auto).
   plan::Knobs resolved = p.knobs;
@@ -25,7 +27,10 @@ KnobPoint randomKnobs(Rng& rng, const std::map<std::string, std::string>& pinned
   attempt("block_size", num(pw * rng.pick<int64_t>({1, 2, 4, 8})));
   // local_lanes = W (one program across the lanes, the default realization) two times in
   // three; 1 (a lane per program, the seed's) otherwise.
-  attempt("local_lanes", rng.chance(2, 3) ? num(pw) : "1");
+  if (block)
+    attempt("local_lanes", num(pw));
+  else
+    attempt("local_lanes", rng.chance(2, 3) ? num(pw) : "1");
   // One draw from all three on every host, so that the rest of the point is the same
   // everywhere; on a host that cannot run AVX-512 code (host/isa.h) avx512 becomes avx2.
   std::string isa = rng.pick<std::string>({"native", "avx2", "avx512"});

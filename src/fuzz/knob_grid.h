@@ -21,7 +21,10 @@ struct KnobPoint {
 };
 
 // `kernel` (optional) supplies the root domain's axis names for `root_axis_order`.
-KnobPoint randomKnobs(Rng& rng, const std::map<std::string, std::string>& pinned, const ir::Kernel* kernel = nullptr);
+// `block`: the block family's points (generate.h): W of 4, 8 or 16 and local_lanes = W, the GPU's
+// block form needing both.
+KnobPoint randomKnobs(Rng& rng, const std::map<std::string, std::string>& pinned, const ir::Kernel* kernel = nullptr,
+                      bool block = false);
 
 // The ISAs the grid draws on this host: native, avx2 and, where the CPU runs it, avx512.
 std::vector<std::string> gridIsas();

@@ -22,6 +22,7 @@ Command addFuzz(CLI::App& parent) {
     std::string replay;
     bool shrink = false;
     std::string emit_programs;
+    std::string family = "any";
   };
   auto a = std::make_shared<Args>();
   app->add_option("--programs", a->campaign.programs, "Programs to generate and run (default 100)")
@@ -43,6 +44,10 @@ Command addFuzz(CLI::App& parent) {
                   "Rerun one reproducer FILE.tile with the knobs and inputs of FILE.knobs (beside it, if present)");
   app->add_flag("--shrink", a->shrink,
                 "With --replay: shrink a reproducer that still fails into FILE.shrunk.tile and FILE.shrunk.knobs");
+  app->add_option("--family", a->family,
+                  "Which programs: any (default: every construct) or block (the GPU's block form: rows and a column "
+                  "dim, mmas over one contracted dim, f32 reductions; local_lanes=W; docs/fuzz.md)")
+      ->check(CLI::IsMember({"any", "block"}));
   app->add_option("--emit-programs", a->emit_programs,
                   "Run nothing: write the campaign's programs as DIR/fuzz-SEED-N.tile with the knob point and inputs "
                   "each would run under in FILE.knobs (e.g. for a GPU replay: scripts/gpu/fuzz-capture.sh)");
@@ -50,6 +55,7 @@ Command addFuzz(CLI::App& parent) {
       "Prints progress on stderr and a JSON summary on stdout. Exit codes: 0 no failure, 1 a mismatch, crash, "
       "error or generator bug (reproducers in --out), or a replay that still fails.");
   return {app, [a] {
+            a->campaign.family = *fuzz::familyNamed(a->family);
             plan::Knobs probe;
             for (const std::string& s : a->sets) {
               if (auto e = probe.setAssignment(s)) {
@@ -109,7 +115,7 @@ Command addFuzz(CLI::App& parent) {
               for (int64_t n = 0; n < a->campaign.programs; ++n) {
                 const uint64_t ps = fuzz::programSeed(a->campaign.seed, static_cast<uint64_t>(n));
                 fuzz::Program p;
-                if (auto e = fuzz::generate(ps, p)) {
+                if (auto e = fuzz::generate(ps, p, a->campaign.family)) {
                   std::cerr << "kiln fuzz: program " << n << ": " << *e << '\n';
                   return 1;
                 }
