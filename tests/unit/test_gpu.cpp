@@ -1033,6 +1033,18 @@ TEST(Gpu, BlockStatementsOrderTheirStoresAndLoads) {
                                        "    }\n",
                                 ptx));
   EXPECT_GE(barriers(ptx), 1u);  // (LLVM may unroll the two trips)
+  // A barrier inside a loop (its load of a column the first store wrote) orders nothing when the
+  // loop takes no trip: the second store still waits for the first (two barriers, not one).
+  ASSERT_NO_FATAL_FAILURE(ptxOf(load + "    store %t, %y[%p, 0, 0] as [_, r:8, c:64]\n"
+                                       "    %z = const 0 : f32[r:8]\n"
+                                       "    %f = serial %i = 0 to %p step 1 iter(%a = %z) : f32[r:8] {\n"
+                                       "      %u = load %y[%p, 0, 0] as [_, r:8, _] fill 0 : f32[r:8]\n"
+                                       "      yield %u\n"
+                                       "    }\n"
+                                       "    store %f, %v[0, 0] as [r:8, _]\n"
+                                       "    store %t, %y[%p, 0, 1] as [_, r:8, c:64]\n",
+                                ptx));
+  EXPECT_EQ(barriers(ptx), 2u);
   // A loaded tile as one mma's accumulator and another's operand [rows, K = a column dim].
   ASSERT_NO_FATAL_FAILURE(
       ptxOf("    %a = load %v[0, 0] as [r:8, k:16] fill 0 : f32[r:8, k:16]\n"

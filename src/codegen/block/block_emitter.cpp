@@ -876,6 +876,9 @@ void BlockEmitter::emitLoop(const Op* op) {
   // This loop's double-buffered stages through registers, and those cp.async fills.
   const std::vector<const Op*> staged = prefetch ? doubleBuffered(op, false) : std::vector<const Op*>{};
   const std::vector<const Op*>& async = async_[op] = prefetch ? doubleBuffered(op, true) : std::vector<const Op*>{};
+  // The accesses pending before the loop stay pending after it: a barrier in its body does not
+  // run when the loop takes no trip.
+  const auto storedBefore = stored_, loadedBefore = loaded_;
 
   std::vector<llvm::Value*> flat;
   std::vector<size_t> width;  // values per carried entry
@@ -990,6 +993,8 @@ void BlockEmitter::emitLoop(const Op* op) {
   if (prefetch) barrier();
   pending_reads_ = pending_writes_ = true;
   pendTrip(body);
+  for (const auto& [view, ops] : storedBefore) stored_[view].insert(stored_[view].end(), ops.begin(), ops.end());
+  for (const auto& [view, ops] : loadedBefore) loaded_[view].insert(loaded_[view].end(), ops.begin(), ops.end());
 }
 
 }  // namespace kiln::codegen
