@@ -235,7 +235,7 @@ llvm::Value* LaneEmitter::alongLane(const ir::Value* v, const ir::Type& ct, cons
   llvm::Value* r = llvm::PoisonValue::get(vty(v->type.elem));
   int64_t ext = v->type.dims[li].extent;
   for (unsigned j = 0; j < w_; ++j) {
-    if (chunk.isConst() && chunk.c * w_ + j >= static_cast<uint64_t>(ext)) break;
+    if (chunk.isConst() && chunk.c * static_cast<int64_t>(w_) + static_cast<int64_t>(j) >= ext) break;
     vc[li] = add(mul(chunk, w_), Ix{nullptr, j});
     if (!vc[li].isConst())
       vc[li] = Ix{b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, vc[li].v, b_.getInt64(ext - 1)), 0};

@@ -159,7 +159,7 @@ void LaneEmitter::emitReduce(const Op* op) {
     Coords rc = rowCoords(rt, row);
     llvm::Value* v = llvm::Constant::getNullValue(vty(e));
     for (unsigned j = 0; j < w_; ++j) {
-      if (chunk.isConst() && chunk.c * w_ + j >= static_cast<uint64_t>(laneExt)) break;
+      if (chunk.isConst() && chunk.c * static_cast<int64_t>(w_) + static_cast<int64_t>(j) >= laneExt) break;
       rc.back() = add(mul(chunk, w_), Ix{nullptr, j});
       // A runtime chunk's lanes past the extent read the last element instead (never stored).
       if (!rc.back().isConst())
