@@ -83,21 +83,23 @@ Program Gen::run() {
   return p;
 }
 
+namespace {
+const std::vector<std::string> kDimNames = {"a", "b", "c", "d", "e", "f"};
+}  // namespace
+
 void Gen::pickDims() {
   static const std::vector<int64_t> extents = {1, 2, 3, 5, 7, 8, 15, 16, 17, 31, 33, 64, 65};
-  static const std::vector<std::string> names = {"a", "b", "c", "d", "e", "f"};
   int n = static_cast<int>(rng_.range(3, 6));
   for (int i = 0; i < n; ++i) {
     // Small extents most of the time; the big ones appear alone in a tile (maxTile()).
     int64_t e = rng_.chance(2, 3) ? rng_.pick<int64_t>({1, 2, 3, 4, 5, 7, 8, 16}) : rng_.pick(extents);
-    dims_.push_back({names[static_cast<size_t>(i)], e});
+    dims_.push_back({kDimNames[static_cast<size_t>(i)], e});
   }
 }
 
 void Gen::pickBlockDims() {
-  static const std::vector<std::string> names = {"a", "b", "c", "d", "e", "f"};
   auto add = [&](int64_t extent) {
-    dims_.push_back({names[dims_.size()], extent});
+    dims_.push_back({kDimNames[dims_.size()], extent});
     return static_cast<int>(dims_.size()) - 1;
   };
   const int nRows = static_cast<int>(rng_.range(1, 2)), nCols = static_cast<int>(rng_.range(1, 2));
@@ -264,10 +266,6 @@ std::optional<Family> familyNamed(const std::string& name) {
   if (name == "any") return Family::Any;
   if (name == "block") return Family::Block;
   return std::nullopt;
-}
-
-const char* familyName(Family f) {
-  return f == Family::Block ? "block" : "any";
 }
 
 Program generateText(uint64_t seed, Family family) {

@@ -37,7 +37,6 @@ struct Program {
 // loaded or computed [rows, column] operands, f32 reductions, serial loops (docs/fuzz.md).
 enum class Family { Any, Block };
 std::optional<Family> familyNamed(const std::string& name);  // "any" | "block"
-const char* familyName(Family f);
 
 // The generated text of `seed` (no parsing).
 Program generateText(uint64_t seed, Family family = Family::Any);

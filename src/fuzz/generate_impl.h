@@ -119,6 +119,7 @@ class Gen {
   std::string broadcast(Elem e, const Shape& s, int depth);
 
   std::string reduce(Elem e, const Shape& s, int depth);
+  std::string reduceInit(const Shape& s, int depth);  // an f32 reduction's init, of shape s
 
   std::string mma(const Shape& s, int depth);
 

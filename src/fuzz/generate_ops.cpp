@@ -143,6 +143,13 @@ std::string Gen::broadcast(Elem e, const Shape& s, int depth) {
   return emit(fmt::format("broadcast {}", x), e, s);
 }
 
+// An f32 reduction's init: a constant (the identities and others) or a value of shape s.
+std::string Gen::reduceInit(const Shape& s, int depth) {
+  if (rng_.chance(1, 2))
+    return emit(fmt::format("const {}", rng_.pick<std::string>({"0", "1", "-inf", "inf", "-2"})), Elem::F32, s);
+  return f32(s, depth - 1);
+}
+
 std::string Gen::reduce(Elem e, const Shape& s, int depth) {
   if (block_) return e == Elem::F32 ? blockReduce(s, depth) : i64(s, depth - 1);  // f32 only there
   std::string policy = "ordered";
@@ -176,13 +183,7 @@ std::string Gen::reduce(Elem e, const Shape& s, int depth) {
   std::string xv =
       e == Elem::F32 ? (reducedLast && rng_.chance(1, 2) ? load(x) : f32(x, depth - 1)) : i64(x, depth - 1);
   Shape initShape = rng_.chance(1, 2) ? Shape{} : s;
-  std::string init;
-  if (e == Elem::F32)
-    init = rng_.chance(1, 2) ? emit(fmt::format("const {}", rng_.pick<std::string>({"0", "1", "-inf", "inf", "-2"})),
-                                    Elem::F32, initShape)
-                             : f32(initShape, depth - 1);
-  else
-    init = i64(initShape, depth - 1);
+  std::string init = e == Elem::F32 ? reduceInit(initShape, depth) : i64(initShape, depth - 1);
   shuffle(reduced);
   std::vector<std::string> names;
   for (int d : reduced) names.push_back(dims_[static_cast<size_t>(d)].name);
@@ -302,10 +303,7 @@ std::string Gen::blockReduce(const Shape& s, int depth) {
   }
   std::string xv = rng_.chance(1, 2) ? load(x) : f32(x, depth - 1);
   const Shape initShape = rng_.chance(1, 2) ? Shape{} : s;
-  std::string init =
-      rng_.chance(1, 2)
-          ? emit(fmt::format("const {}", rng_.pick<std::string>({"0", "1", "-inf", "inf", "-2"})), Elem::F32, initShape)
-          : f32(initShape, depth - 1);
+  std::string init = reduceInit(initShape, depth);
   auto op = rng_.pick<std::string>({"add", "add", "max", "min", "mul"});
   return emit(fmt::format("reduce {} {} over [{}] init {} {}", op, xv, dims_[static_cast<size_t>(reducedDim)].name,
                           init, policy),

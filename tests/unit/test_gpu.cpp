@@ -44,6 +44,15 @@ kiln::plan::Knobs gpuKnobs() {
   return k;
 }
 
+// A kernel's text (`file` names it in diagnostics) compiled for nvptx into `c` (report and PTX).
+void compileGpuText(const std::string& text, const std::string& file, kiln::driver::Compilation& c) {
+  kiln::ir::DiagEngine diag;
+  auto k = kiln::ir::parseKernel(text, file, diag);
+  ASSERT_TRUE(k) << diag.str();
+  auto err = kiln::driver::compile(*k, gpuKnobs(), c, kiln::driver::Stage::Report);
+  ASSERT_FALSE(err.has_value()) << *err;
+}
+
 std::vector<std::string> examples() {
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(std::string(KILN_SOURCE_DIR) + "/examples"))
@@ -237,22 +246,18 @@ TEST(Gpu, GemmRunsAProgramPerThreadBlockWithStagedOperands) {
 // columns for the block form: the program keeps the lanes and the report says why (the block
 // planner read the result's last dim of an empty list: kiln fuzz --seed 41, program 1).
 TEST(Gpu, ScalarMmaKeepsTheLanesAndSaysWhy) {
-  kiln::ir::DiagEngine diag;
-  auto k = kiln::ir::parseKernel(
-      "kernel @dot(%a: view<f32>[3, 16], %b: view<f32>[3, 16], %y: view<f32>[4]) {\n"
-      "  parallel (%p) in (4) {\n"
-      "    %x = load %a[0, 0] as [r:3, c:16] fill 0 : f32[r:3, c:16]\n"
-      "    %w = load %b[0, 0] as [r:3, c:16] fill 0 : f32[r:3, c:16]\n"
-      "    %z = const 0 : f32\n"
-      "    %d = mma %x, %w, %z contract [c, r] partitions(16) : f32\n"
-      "    store %d, %y[%p] as [_]\n"
-      "  }\n"
-      "}\n",
-      "dot.tile", diag);
-  ASSERT_TRUE(k) << diag.str();
   kiln::driver::Compilation c;
-  auto err = kiln::driver::compile(*k, gpuKnobs(), c, kiln::driver::Stage::Report);
-  ASSERT_FALSE(err.has_value()) << *err;
+  ASSERT_NO_FATAL_FAILURE(
+      compileGpuText("kernel @dot(%a: view<f32>[3, 16], %b: view<f32>[3, 16], %y: view<f32>[4]) {\n"
+                     "  parallel (%p) in (4) {\n"
+                     "    %x = load %a[0, 0] as [r:3, c:16] fill 0 : f32[r:3, c:16]\n"
+                     "    %w = load %b[0, 0] as [r:3, c:16] fill 0 : f32[r:3, c:16]\n"
+                     "    %z = const 0 : f32\n"
+                     "    %d = mma %x, %w, %z contract [c, r] partitions(16) : f32\n"
+                     "    store %d, %y[%p] as [_]\n"
+                     "  }\n"
+                     "}\n",
+                     "dot.tile", c));
   EXPECT_EQ(c.report["phases"][0]["realization"], "lanes");
   const std::string why = c.report["phases"][0]["block_not_taken_because"];
   EXPECT_NE(why.find("dot.tile:6:"), std::string::npos) << why;
@@ -932,30 +937,26 @@ TEST(Gpu, FuzzEmitsTheCampaignsProgramsWithTheirKnobs) {
 // computes must compute it again, not take the other emission's value (LLVM: "Instruction does
 // not dominate all uses"; kiln fuzz --family block --seed 6, programs 82 and 103).
 TEST(Gpu, LoopsEmittedTwiceComputeTheirOwnScalars) {
-  kiln::ir::DiagEngine diag;
-  auto k = kiln::ir::parseKernel(
-      "kernel @dom(%x: view<f32>[16, 64], %y: view<f32>[4, 8, 64]) {\n"
-      "  parallel (%p) in (4) {\n"
-      "    %z = const 0 : f32[r:8, c:64]\n"
-      "    %o = serial %i = 0 to 3 step 1 iter(%acc = %z) : f32[r:8, c:64] {\n"
-      "      %l = load %x[0, 0] as [r:8, c:64] fill 0 : f32[r:8, c:64]\n"
-      "      %q = serial %j = 0 to 2 step 1 iter(%d = %acc) : f32[r:8, c:64] {\n"
-      "        %s = add %p, 1 : i64\n"
-      "        %m = load %x[%s, 0] as [r:8, c:64] fill 0 : f32[r:8, c:64]\n"
-      "        %e = add %d, %m : f32[r:8, c:64]\n"
-      "        yield %e\n"
-      "      }\n"
-      "      %f = add %q, %l : f32[r:8, c:64]\n"
-      "      yield %f\n"
-      "    }\n"
-      "    store %o, %y[%p, 0, 0] as [_, r:8, c:64]\n"
-      "  }\n"
-      "}\n",
-      "dom.tile", diag);
-  ASSERT_TRUE(k) << diag.str();
   kiln::driver::Compilation c;
-  auto err = kiln::driver::compile(*k, gpuKnobs(), c, kiln::driver::Stage::Report);
-  ASSERT_FALSE(err.has_value()) << *err;
+  ASSERT_NO_FATAL_FAILURE(
+      compileGpuText("kernel @dom(%x: view<f32>[16, 64], %y: view<f32>[4, 8, 64]) {\n"
+                     "  parallel (%p) in (4) {\n"
+                     "    %z = const 0 : f32[r:8, c:64]\n"
+                     "    %o = serial %i = 0 to 3 step 1 iter(%acc = %z) : f32[r:8, c:64] {\n"
+                     "      %l = load %x[0, 0] as [r:8, c:64] fill 0 : f32[r:8, c:64]\n"
+                     "      %q = serial %j = 0 to 2 step 1 iter(%d = %acc) : f32[r:8, c:64] {\n"
+                     "        %s = add %p, 1 : i64\n"
+                     "        %m = load %x[%s, 0] as [r:8, c:64] fill 0 : f32[r:8, c:64]\n"
+                     "        %e = add %d, %m : f32[r:8, c:64]\n"
+                     "        yield %e\n"
+                     "      }\n"
+                     "      %f = add %q, %l : f32[r:8, c:64]\n"
+                     "      yield %f\n"
+                     "    }\n"
+                     "    store %o, %y[%p, 0, 0] as [_, r:8, c:64]\n"
+                     "  }\n"
+                     "}\n",
+                     "dom.tile", c));
   EXPECT_EQ(c.report["phases"][0]["realization"], "block");
   EXPECT_EQ(c.report["phases"][0]["block"]["batched_loads"].size(), 2u) << c.report["phases"][0]["block"].dump();
 }
@@ -982,16 +983,12 @@ TEST(Gpu, BlockRegistersFitTheFullestPartOfTheRegisterFile) {
 // mma's computed operand is loaded as a tile (it had been taken for a stage copied from memory).
 TEST(Gpu, BlockStatementsOrderTheirStoresAndLoads) {
   auto ptxOf = [](const std::string& body, std::string& ptx) {
-    kiln::ir::DiagEngine diag;
-    auto k = kiln::ir::parseKernel(
+    kiln::driver::Compilation c;
+    ASSERT_NO_FATAL_FAILURE(compileGpuText(
         "kernel @k(%x: view<f32>[8, 64], %w: view<f32>[16, 64], %v: view<f32>[8, 16], %y: view<f32>[4, 8, 130]) {\n"
         "  parallel (%p) in (4) {\n" +
             body + "  }\n}\n",
-        "order.tile", diag);
-    ASSERT_TRUE(k) << diag.str();
-    kiln::driver::Compilation c;
-    auto err = kiln::driver::compile(*k, gpuKnobs(), c, kiln::driver::Stage::Report);
-    ASSERT_FALSE(err.has_value()) << *err;
+        "order.tile", c));
     ASSERT_EQ(c.report["phases"][0]["realization"], "block") << c.report["phases"][0]["block_not_taken_because"];
     ptx = c.object;
   };
