@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <fstream>
 
 namespace kiln::peers {
 
@@ -13,16 +16,58 @@ std::optional<std::string> LocalImpl::compute(std::vector<float>& out) {
   return std::nullopt;
 }
 
-std::optional<std::string> LocalImpl::time(int reps, int samples, std::vector<double>& seconds_per_call) {
+std::optional<std::string> LocalImpl::time(int reps, int samples, std::vector<double>& seconds_per_call, bool cold) {
   using Clock = std::chrono::steady_clock;
   seconds_per_call.clear();
   for (int s = 0; s < samples; ++s) {
-    const auto t0 = Clock::now();
-    for (int r = 0; r < reps; ++r) run();
-    const auto t1 = Clock::now();
-    seconds_per_call.push_back(std::chrono::duration<double>(t1 - t0).count() / reps);
+    double seconds = 0.0;
+    if (cold) {
+      for (int r = 0; r < reps; ++r) {
+        evictCaches();
+        const auto t0 = Clock::now();
+        run();
+        seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+      }
+    } else {
+      const auto t0 = Clock::now();
+      for (int r = 0; r < reps; ++r) run();
+      seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    }
+    seconds_per_call.push_back(seconds / reps);
   }
   return std::nullopt;
+}
+
+namespace {
+
+// The largest cache size /sys states for cpu0 ("32768K"), or 0.
+std::size_t largestCacheBytes() {
+  std::size_t largest = 0;
+  for (int index = 0; index < 8; ++index) {
+    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+    std::size_t n = 0;
+    char unit = 0;
+    if (!(in >> n)) continue;
+    in >> unit;
+    const std::size_t bytes = unit == 'K' ? n << 10 : unit == 'M' ? n << 20 : unit == 'G' ? n << 30 : n;
+    largest = std::max(largest, bytes);
+  }
+  return largest;
+}
+
+}  // namespace
+
+std::size_t evictCaches() {
+  static std::vector<uint64_t> buffer = [] {
+    const std::size_t llc = largestCacheBytes();
+    const std::size_t bytes = std::max<std::size_t>(4 * (llc ? llc : std::size_t{32} << 20), std::size_t{64} << 20);
+    return std::vector<uint64_t>(bytes / sizeof(uint64_t), 1);  // written: every page is mapped
+  }();
+  uint64_t sum = 0;
+  for (std::size_t i = 0; i < buffer.size(); i += 64 / sizeof(uint64_t)) sum += buffer[i];
+  static volatile uint64_t sink;
+  sink = sum;
+  return buffer.size() * sizeof(uint64_t);
 }
 
 namespace {

@@ -2,9 +2,12 @@
 // behind one interface so that the protocol can interleave them.
 // Expects: prepare() once per problem before compute() or time(); the problem outlives the
 // implementation. Guarantees: compute() leaves the output of one call in `out`; time() runs
-// `samples` samples of `reps` calls each and gives seconds per call for each sample.
+// `samples` samples of `reps` calls each and gives seconds per call for each sample; with
+// `cold`, the caches are emptied before each call (evictCaches, not timed) and each call is
+// timed alone.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,14 +39,21 @@ class Impl {
   // Everything but the attention call: compile, create primitives, allocate.
   virtual std::optional<std::string> prepare(const Problem& problem) = 0;
   virtual std::optional<std::string> compute(std::vector<float>& out) = 0;
-  virtual std::optional<std::string> time(int reps, int samples, std::vector<double>& seconds_per_call) = 0;
+  virtual std::optional<std::string> time(int reps, int samples, std::vector<double>& seconds_per_call, bool cold) = 0;
 };
+
+// Empties this core's caches and the shared last-level cache of everything but its own buffer:
+// reads a buffer of four times the last-level cache (the largest size /sys states for cpu0,
+// 32 MiB when it states none), at least 64 MiB, a word per 64-byte line. Returns the bytes read.
+// `kiln peers --caches cold` calls it before every timed call, so that a call finds its inputs
+// in DRAM, as a model's decode step finds a layer's KV cache after the other layers ran.
+std::size_t evictCaches();
 
 // An implementation that runs in this process: time() wraps run() in a steady clock.
 class LocalImpl : public Impl {
  public:
   std::optional<std::string> compute(std::vector<float>& out) override;
-  std::optional<std::string> time(int reps, int samples, std::vector<double>& seconds_per_call) override;
+  std::optional<std::string> time(int reps, int samples, std::vector<double>& seconds_per_call, bool cold) override;
 
  protected:
   virtual void run() = 0;

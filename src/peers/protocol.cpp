@@ -35,7 +35,7 @@ using Clock = std::chrono::steady_clock;
 std::optional<std::string> warm(Impl& impl, double call_s, double seconds) {
   std::vector<double> t;
   const int calls = std::max(1, static_cast<int>(std::ceil(seconds / std::max(call_s, 1e-9))));
-  return impl.time(1, calls, t);
+  return impl.time(1, calls, t, false);
 }
 
 }  // namespace
@@ -46,36 +46,49 @@ ProtocolRun runProtocol(const std::vector<Impl*>& impls, int baseline, const Pro
   const size_t n = impls.size();
   out.assign(n, Measured{});
   std::vector<double> t;
+  const bool cold = o.cold_caches;
+  double evict_s = 0.0;
+  std::size_t evict_bytes = 0;
+  if (cold) {
+    evictCaches();  // the first call maps the buffer
+    const auto t0 = Clock::now();
+    evict_bytes = evictCaches();
+    evict_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  }
 
   // 1. calibration
   for (size_t i = 0; i < n; ++i) {
     Measured& m = out[i];
     double first = 0.0;
-    if (auto e = impls[i]->time(1, 1, t)) {
+    if (auto e = impls[i]->time(1, 1, t, cold)) {
       m.error = *e;
       continue;
     }
     first = t[0];
-    if (first < o.warmup_s) {
+    if (!cold && first < o.warmup_s) {
       if (auto e = warm(*impls[i], first, o.warmup_s)) {
         m.error = *e;
         continue;
       }
     }
     const int more = first > 1.0 ? 1 : 3;
-    if (auto e = impls[i]->time(1, more, t)) {
+    if (auto e = impls[i]->time(1, more, t, cold)) {
       m.error = *e;
       continue;
     }
     m.call_s = *std::min_element(t.begin(), t.end());
-    m.reps = std::max(1, static_cast<int>(std::lround(o.target_s / std::max(m.call_s, 1e-9))));
+    m.reps = cold ? 1 : std::max(1, static_cast<int>(std::lround(o.target_s / std::max(m.call_s, 1e-9))));
     m.samples = o.samples;
     m.timed = true;
   }
 
   // 2. budget
-  auto warmOf = [&](const Measured& m) { return m.call_s > 10 * o.warmup_s ? 0.0 : std::max(o.warmup_s, m.call_s); };
-  auto visitOf = [&](const Measured& m) { return m.timed ? o.gap_s + warmOf(m) + m.samples * m.reps * m.call_s : 0.0; };
+  auto warmOf = [&](const Measured& m) {
+    return cold || m.call_s > 10 * o.warmup_s ? 0.0 : std::max(o.warmup_s, m.call_s);
+  };
+  auto visitOf = [&](const Measured& m) {
+    return m.timed ? o.gap_s + warmOf(m) + m.samples * m.reps * (m.call_s + evict_s) : 0.0;
+  };
   int visits = o.visits;
   auto total = [&] {
     double s = 0.0;
@@ -95,6 +108,8 @@ ProtocolRun runProtocol(const std::vector<Impl*>& impls, int baseline, const Pro
   }
   ProtocolRun run;
   run.visits = visits;
+  run.evict_s = evict_s;
+  run.evict_bytes = evict_bytes;
   run.estimated_s = total();
 
   // 3. visits, rotating order
@@ -107,7 +122,7 @@ ProtocolRun runProtocol(const std::vector<Impl*>& impls, int baseline, const Pro
       std::optional<std::string> e;
       if (o.gap_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.gap_s));
       if (warmOf(m) > 0) e = warm(*impls[i], m.call_s, o.warmup_s);
-      if (!e) e = impls[i]->time(m.reps, m.samples, m.visits[v]);
+      if (!e) e = impls[i]->time(m.reps, m.samples, m.visits[v], cold);
       if (e) {
         m.timed = false;
         m.error = *e;

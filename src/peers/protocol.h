@@ -8,12 +8,16 @@
 // 3. visits: round v visits every implementation once, in the order rotated by v; each visit
 //    waits gap_s, warms up for warmup_s (skipped when one call lasts more than 10 x warmup_s:
 //    its own first microseconds warm the caches), then takes its samples.
+// Cold caches (cold_caches, `kiln peers --caches cold`): every timed call, calibration's
+// included, is preceded by evictCaches() (impl.h), untimed; a sample is then one call, visits
+// have no warm-up, and the budget counts each eviction's time.
 // 4. statistics: a visit's time is the median of its samples; the implementation's time is
 //    the median of its visit medians; min/max are over all its samples; the ratio against
 //    the baseline is the median of the per-round ratios of visit medians (paired, never a
 //    division of two medians), with their min and max.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
@@ -35,6 +39,7 @@ struct ProtocolOptions {
   // (OpenBLAS for about 2^28 cycles, OpenMP briefly); a gap lets them sleep before the next
   // implementation runs. runPeers sets 0.15 s when threads > 1.
   double gap_s = 0.0;
+  bool cold_caches = false;  // empty the caches before every timed call (above)
 
   static ProtocolOptions quick();  // warmup 5 ms, target 2 ms, 3 samples, 3 visits, budget 5 s
 };
@@ -55,7 +60,9 @@ struct Measured {
 
 struct ProtocolRun {
   int visits = 0;
-  double estimated_s = 0.0;  // the budget estimate that chose samples and visits
+  double evict_s = 0.0;         // cold caches: the time of one eviction (evictCaches), else 0
+  std::size_t evict_bytes = 0;  // and the bytes it reads
+  double estimated_s = 0.0;     // the budget estimate that chose samples and visits
   double elapsed_s = 0.0;
 };
 

@@ -57,8 +57,9 @@ class RemoteImpl : public Impl {
     return std::nullopt;
   }
 
-  std::optional<std::string> time(int reps, int samples, std::vector<double>& seconds) override {
-    if (auto e = send("time " + std::to_string(reps) + " " + std::to_string(samples) + "\n")) return e;
+  std::optional<std::string> time(int reps, int samples, std::vector<double>& seconds, bool cold) override {
+    const std::string command = "time " + std::to_string(reps) + " " + std::to_string(samples) + (cold ? " cold" : "");
+    if (auto e = send(command + "\n")) return e;
     std::string line, word;
     if (!readLine(from_, line)) return "child: no answer to time";
     std::istringstream is(line);
@@ -196,14 +197,15 @@ int servePeer(const ServeRequest& request) {
   std::vector<float> output;
   std::vector<double> seconds;
   while (readLine(in, line)) {
-    int reps = 0, samples = 0;
+    int reps = 0, samples = 0, end = 0;
     if (line == "quit") break;
     if (line == "output") {
       if (auto e = impl->compute(output)) return fail(*e);
       std::fprintf(out, "output %zu\n", output.size());
       std::fwrite(output.data(), sizeof(float), output.size(), out);
-    } else if (std::sscanf(line.c_str(), "time %d %d", &reps, &samples) == 2 && reps > 0 && samples > 0) {
-      if (auto e = impl->time(reps, samples, seconds)) return fail(*e);
+    } else if (std::sscanf(line.c_str(), "time %d %d%n", &reps, &samples, &end) == 2 && reps > 0 && samples > 0 &&
+               (line.substr(end).empty() || line.substr(end) == " cold")) {
+      if (auto e = impl->time(reps, samples, seconds, line.substr(end) == " cold")) return fail(*e);
       std::fprintf(out, "times");
       for (double s : seconds) std::fprintf(out, " %.9e", s);
       std::fprintf(out, "\n");

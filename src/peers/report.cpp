@@ -57,8 +57,12 @@ std::string statusText(const RowResult& r) {
 void printShape(const PeersResult& run, const ShapeResult& s, std::ostream& out) {
   out << "\n== " << header(run, s) << '\n';
   out << "   " << rooflineLine(run, s) << '\n';
-  out << fmt::format("   protocol: {} rounds (estimate {:.1f} s, took {:.1f} s); FP64 reference {:.2f} s; inputs {}\n",
-                     s.protocol.visits, s.protocol.estimated_s, s.protocol.elapsed_s, s.reference_s, s.input_check);
+  out << fmt::format(
+      "   protocol: {} rounds (estimate {:.1f} s, took {:.1f} s); FP64 reference {:.2f} s; inputs {}{}\n",
+      s.protocol.visits, s.protocol.estimated_s, s.protocol.elapsed_s, s.reference_s, s.input_check,
+      run.options.protocol.cold_caches ? fmt::format("; caches cold ({} MiB read before every call, {:.1f} ms)",
+                                                     s.protocol.evict_bytes >> 20, s.protocol.evict_s * 1e3)
+                                       : std::string());
   out << fmt::format("   {:<18} {:>11} {:>23} {:>26} {:>10} {:>9}\n", "impl", "median µs", "min–max µs",
                      "vs kiln, paired (min–max)", "% roofline", "samples");
   for (const RowResult& r : s.rows) {
@@ -101,18 +105,21 @@ nlohmann::ordered_json toJson(const PeersResult& run) {
   j["kv_dtype"] = kvElemName(run.options.kv_elem);
   if (run.options.workload == Workload::Gemm) j["b_dtype"] = kvElemName(run.options.b_elem);
   j["seed"] = run.options.seed;
-  j["protocol"] = {{"name", run.options.protocol_name},
-                   {"warmup_ms", p.warmup_s * 1e3},
-                   {"sample_target_ms", p.target_s * 1e3},
-                   {"samples", p.samples},
-                   {"visits", p.visits},
-                   {"min_samples", p.min_samples},
-                   {"min_visits", p.min_visits},
-                   {"budget_s", p.budget_s},
-                   {"gap_ms", (run.options.threads > 1 && p.gap_s == 0 ? 0.15 : p.gap_s) * 1e3},
-                   {"time", "median of visit medians; min/max over all samples"},
-                   {"ratio", "median of per-round ratios of visit medians to kiln's"},
-                   {"tolerance", "t + t*|ref| against FP64, t = 5e-5 unless an entry's tolerance says otherwise"}};
+  j["protocol"] = {
+      {"name", run.options.protocol_name},
+      {"warmup_ms", p.warmup_s * 1e3},
+      {"sample_target_ms", p.target_s * 1e3},
+      {"samples", p.samples},
+      {"visits", p.visits},
+      {"min_samples", p.min_samples},
+      {"min_visits", p.min_visits},
+      {"budget_s", p.budget_s},
+      {"gap_ms", (run.options.threads > 1 && p.gap_s == 0 ? 0.15 : p.gap_s) * 1e3},
+      {"caches", p.cold_caches ? "cold: caches emptied before every timed call (untimed), one call a sample"
+                               : "warm: calls follow each other"},
+      {"time", "median of visit medians; min/max over all samples"},
+      {"ratio", "median of per-round ratios of visit medians to kiln's"},
+      {"tolerance", "t + t*|ref| against FP64, t = 5e-5 unless an entry's tolerance says otherwise"}};
   json shapes = json::array(), entries = json::array();
   auto num = [](bool ok, double v) { return ok && std::isfinite(v) ? json(v) : json(nullptr); };
   for (const ShapeResult& s : run.shapes) {
@@ -125,6 +132,7 @@ nlohmann::ordered_json toJson(const PeersResult& run) {
                       {"memory_us", s.memory_s * 1e6},
                       {"roofline_us", s.roofline_s * 1e6},
                       {"rounds", s.protocol.visits},
+                      {"evict_ms", s.protocol.evict_s * 1e3},
                       {"reference_s", s.reference_s},
                       {"inputs", s.input_check}});
     for (const RowResult& r : s.rows) {

@@ -109,8 +109,10 @@ TEST(Peers, LibraryPeersMatchReference) {
         ASSERT_FALSE(e) << *e;
         expectClose(o, p, name);
         std::vector<double> t;
-        ASSERT_FALSE(impl->time(2, 3, t));
+        ASSERT_FALSE(impl->time(2, 3, t, false));
         EXPECT_EQ(t.size(), 3u);
+        ASSERT_FALSE(impl->time(1, 2, t, true));  // cold caches: the child process is told too
+        EXPECT_EQ(t.size(), 2u);
       }
 }
 
@@ -321,15 +323,45 @@ class Scripted : public Impl {
   int threads() const override { return 1; }
   std::optional<std::string> prepare(const Problem&) override { return std::nullopt; }
   std::optional<std::string> compute(std::vector<float>&) override { return std::nullopt; }
-  std::optional<std::string> time(int, int samples, std::vector<double>& t) override {
+  std::optional<std::string> time(int reps, int samples, std::vector<double>& t, bool cold) override {
+    asked.push_back({reps, samples, cold});
     t.assign(samples, base_ * (1 + 0.01 * (calls_++ % 3)));
     return std::nullopt;
   }
+  struct Asked {
+    int reps, samples;
+    bool cold;
+  };
+  std::vector<Asked> asked;  // every time() call
 
  private:
   double base_;
   int calls_ = 0;
 };
+
+// --caches cold: every call the protocol makes, calibration's and the visits', asks for cold
+// caches and one call a sample (no warm-up calls); warm: none asks for cold caches, and visits
+// take samples of many calls.
+TEST(Peers, ColdCachesAskEveryTimedCallToFollowAnEviction) {
+  for (bool cold : {false, true}) {
+    Scripted a(1e-5), b(2e-5);
+    ProtocolOptions o = ProtocolOptions::quick();
+    o.cold_caches = cold;
+    std::vector<Measured> out;
+    const ProtocolRun run = runProtocol({&a, &b}, 0, o, out);
+    EXPECT_EQ(run.evict_s > 0, cold);
+    for (const Scripted* s : {&a, &b}) {
+      ASSERT_FALSE(s->asked.empty());
+      for (const Scripted::Asked& q : s->asked) {
+        EXPECT_EQ(q.cold, cold);
+        if (cold) EXPECT_EQ(q.reps, 1);
+      }
+      if (!cold) EXPECT_GT(s->asked.back().reps, 50);  // 2 ms samples of 10-20 µs calls
+    }
+    EXPECT_TRUE(out[1].has_ratio);
+  }
+  EXPECT_GE(evictCaches(), std::size_t{64} << 20);
+}
 
 TEST(Peers, ProtocolPairsVisitsAndRespectsTheBudget) {
   Scripted a(1e-3), b(2e-3);

@@ -53,6 +53,7 @@ Command addPeers(CLI::App& parent) {
     std::string isa = "native";
     std::string kv_dtype = "f32";
     std::string b_dtype = "f32";
+    std::string caches = "warm";
   };
   auto a = std::make_shared<Args>();
   std::string impl_names;
@@ -84,6 +85,11 @@ Command addPeers(CLI::App& parent) {
          "left out; with bf16, kiln-bf16dot: Kiln's GEMM in the bf16 dot order, A and B bf16, on AMX tiles, and "
          "kiln-bf16pairs: in the bf16 pairs order, on VDPBF16PS")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  app->add_option("--caches", a->caches,
+                  "warm (default): calls follow each other, so a shape whose inputs fit in the caches is timed from "
+                  "them; cold: before every timed call the caches are emptied (a buffer of 4x the last-level cache "
+                  "read, untimed), as a model's decode step finds a layer's KV cache in DRAM after the other layers")
+      ->check(CLI::IsMember({"warm", "cold"}));
   app->add_flag("--quick", a->quick, "Short protocol: warmup 5 ms, sample target 2 ms, 3 samples, 3 rounds");
   app->add_option("--budget", a->budget, "Seconds of timing per shape before samples and rounds are cut (default 45)")
       ->check(CLI::PositiveNumber);
@@ -131,6 +137,7 @@ Command addPeers(CLI::App& parent) {
               o.protocol_name = "quick";
             }
             if (a->budget > 0) o.protocol.budget_s = a->budget;
+            o.protocol.cold_caches = a->caches == "cold";
             o.command = commandLine();
             std::vector<peers::ShapeSpec> shapes;
             if (auto e = peers::checkOptions(o, shapes)) {
