@@ -219,6 +219,11 @@ const std::vector<Entry>& entries() {
                              "SM may take (227 KB); auto: two where the stages fit (double-buffered, else single), "
                              "else one (docs/gpu.md)"},
                             &Knobs::gpu_blocks_per_sm, inRange(1, 2)));
+    t.push_back(intKnob({"gpu_max_ptx_kb", "4096", "1..1048576",
+                         "target nvptx: the largest PTX, in KiB, a compile may give; larger is an error naming the "
+                         "knobs that unroll (the driver's JIT of a 7.9 MB PTX had not finished after 6 minutes on "
+                         "an H100) (docs/gpu.md)"},
+                        &Knobs::gpu_max_ptx_kb, inRange(1, int64_t(1) << 20)));
     {
       Entry e;
       e.info = {"gpu_realization", "auto", "auto|block|lanes",

@@ -35,6 +35,7 @@ struct Knobs {
   bool gpu_read_ahead = false;    // nvptx block realization: an mma loop reads the next trip's operands early
   bool gpu_heavy_first = true;    // nvptx block realization: the programs with the most loop trips start first
   int64_t gpu_blocks_per_sm = 0;  // nvptx block realization: the shared memory a block is planned for (0 = auto)
+  int64_t gpu_max_ptx_kb = 4096;  // nvptx: the largest PTX a compile may give, in KiB (larger: an error)
   std::string root_axis_order;    // "" = as written; else comma-separated domain axis names
   int64_t max_unrolled_tile_elements = 64;
   int64_t max_unrolled_mma_terms = 0;

@@ -242,6 +242,36 @@ TEST(Gpu, GemmRunsAProgramPerThreadBlockWithStagedOperands) {
   EXPECT_NE(err->find("gpu_realization=block"), std::string::npos) << *err;
 }
 
+// PTX above gpu_max_ptx_kb is an error naming the knobs that unroll (a 7.9 MB PTX of the fuzz
+// grid's max_unrolled_tile_elements=256 with local_lanes=1 had not loaded after 6 minutes); at
+// the default limit the same kernel compiles.
+TEST(Gpu, PtxAboveItsLimitIsAnErrorNamingTheKnobs) {
+  kiln::ir::DiagEngine diag;
+  auto k = kiln::ir::parseKernel(
+      "kernel @scale(%x: view<f32>[64, 64], %y: view<f32>[64, 64]) {\n"
+      "  parallel (%i) in (64) {\n"
+      "    %v = load %x[%i, 0] as [_, c:64] : f32[c:64]\n"
+      "    %s = const 2 : f32\n"
+      "    %w = mul %v, %s : f32[c:64]\n"
+      "    store %w, %y[%i, 0] as [_, c:64]\n"
+      "  }\n"
+      "}\n",
+      "scale.tile", diag);
+  ASSERT_TRUE(k) << diag.str();
+  kiln::driver::Compilation c;
+  ASSERT_FALSE(kiln::driver::compile(*k, gpuKnobs(), c, kiln::driver::Stage::Report).has_value());
+  kiln::plan::Knobs small = gpuKnobs();
+  ASSERT_FALSE(small.setAssignment("gpu_max_ptx_kb=1").has_value());
+  ASSERT_FALSE(small.setAssignment("local_lanes=1").has_value());
+  kiln::driver::Compilation d;
+  auto err = kiln::driver::compile(*k, small, d, kiln::driver::Stage::Report);
+  ASSERT_TRUE(err.has_value());
+  EXPECT_NE(err->find("above gpu_max_ptx_kb=1"), std::string::npos) << *err;
+  EXPECT_NE(err->find("max_unrolled_tile_elements=64 elements in each thread (local_lanes=1"), std::string::npos)
+      << *err;
+  EXPECT_TRUE(small.set("gpu_max_ptx_kb", "0").has_value());  // out of range
+}
+
 // An mma that contracts every dim (a scalar result: a dot product of two tiles) has no rows or
 // columns for the block form: the program keeps the lanes and the report says why (the block
 // planner read the result's last dim of an empty list: kiln fuzz --seed 41, program 1).
