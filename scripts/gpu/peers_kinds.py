@@ -28,6 +28,26 @@ def flag(value):
     return value not in FLAG_OFF
 
 
+AS_ISSUED = "as_issued/"  # the label's prefix of the SDPA call issue 31 names (sdpa_candidates)
+
+
+def sdpa_choice(torch, q, k, v, group, call):
+    """The backend torch's dispatcher picks for the call issue 31 names (torch._fused_sdp_choice,
+    a private function: None where this torch lacks it or it refuses the arguments)."""
+    try:
+        from torch.nn.attention import SDPBackend
+        code = torch._fused_sdp_choice(q, k, v, attn_mask=call.get("attn_mask"), dropout_p=0.0,
+                                       is_causal=call.get("is_causal", False), scale=call.get("scale"),
+                                       enable_gqa=group > 1)
+        for name in ("ERROR", "MATH", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION", "OVERRIDEABLE"):
+            member = getattr(SDPBackend, name, None)
+            if member is not None and int(member) == int(code):
+                return name.lower()
+        return "code %s" % code
+    except Exception:  # noqa: BLE001 - private API: absent or changed
+        return None
+
+
 def sdpa_candidates(F, q, k, v, group, call):
     """(label, context, fn) for every SDPA backend torch has and every way to give it grouped
     K/V heads (enable_gqa, or K/V repeated to the query heads before the timed call; one query
@@ -42,7 +62,11 @@ def sdpa_candidates(F, q, k, v, group, call):
                     if hasattr(SDPBackend, name)]
     except ImportError:
         backends = [("default", contextlib.nullcontext)]
-    candidates = []
+    # Issue 31's call: SDPA with enable_gqa=True (mha: one query head per KV head) and torch's own
+    # choice of backend, first, so that it is timed beside the fastest call (AS_ISSUED).
+    label, kwargs, kk, vv = variants[0]
+    candidates = [(AS_ISSUED + label, contextlib.nullcontext,
+                   lambda kk=kk, vv=vv, kwargs=kwargs: F.scaled_dot_product_attention(q, kk, vv, **call, **kwargs))]
     for backend, ctx in backends:
         for label, kwargs, kk, vv in variants:
             def fn(kk=kk, vv=vv, kwargs=kwargs):
@@ -120,7 +144,8 @@ class Attention(Kind):
     defaults = {"kv-dtype": {"f32"}}
     int_views = ("lens", "cu_seqlens")
     call = ("torch.nn.functional.scaled_dot_product_attention in FP32, the fastest backend that runs; GQA by "
-            "enable_gqa or with K and V expanded before the timed call")
+            "enable_gqa or with K and V expanded before the timed call; beside it, timed in the same set, the "
+            "call issue 31 names: enable_gqa=True and torch's own choice of backend")
 
     def params(self, s, options):
         mask = options.get("mask", "causal")  # the library's default mask is causal
@@ -222,9 +247,11 @@ class Attention(Kind):
             visible = visible & (j <= i + (len_b - n_b))
         mask = visible.unsqueeze(1)  # [B, 1, n, L]
         k, v = x["k"][:, :, :L].contiguous(), x["v"][:, :, :L].contiguous()
-        candidates = sdpa_candidates(F, qp, k, v, Hq // s["Hkv"], {"attn_mask": mask, "scale": p["scale"]})
+        call = {"attn_mask": mask, "scale": p["scale"]}
+        candidates = sdpa_candidates(F, qp, k, v, Hq // s["Hkv"], call)
         self._rows = (seqs, visible.any(dim=2))  # [B, n]: rows with a visible key
-        return candidates, {"mask_as": "bool_mask_padded", "padded_queries": int(qp.shape[2]), "padded_keys": L}
+        return candidates, {"mask_as": "bool_mask_padded", "padded_queries": int(qp.shape[2]), "padded_keys": L,
+                            "as_issued_backend": sdpa_choice(torch, qp, k, v, Hq // s["Hkv"], call)}
 
     def finish(self, torch, x, s, p, out):
         if not p.get("cache"):
@@ -285,7 +312,9 @@ class Attention(Kind):
             mask_args, mask_kind = {"is_causal": True}, "is_causal"
         else:  # bottom-right aligned: an explicit boolean mask (True = attend)
             mask_args, mask_kind = {"attn_mask": self.visible(torch, s, q.device)}, "bool_mask_bottom_right"
-        return sdpa_candidates(F, q, k, v, group, {"scale": p["scale"], **mask_args}), {"mask_as": mask_kind}
+        call = {"scale": p["scale"], **mask_args}
+        return sdpa_candidates(F, q, k, v, group, call), {
+            "mask_as": mask_kind, "as_issued_backend": sdpa_choice(torch, q, k, v, group, call)}
 
     def flops(self, s, p):
         """2 (D + Dv) per visible (query, key) pair and head (a cache: counted from the lengths

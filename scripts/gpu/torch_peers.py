@@ -31,7 +31,9 @@ import sys
 
 import peers_common as common
 from peers_common import fp64_check, load_view, parse_source, read_index, read_manifest
-from peers_kinds import KINDS, Skip, configure, request_of_example
+from peers_kinds import AS_ISSUED, KINDS, Skip, configure, request_of_example
+
+AS_ISSUED_SUFFIX = "@as_issued"  # the timed-set name of a case's second torch call (compare)
 
 FORMAT = "kiln-gpu-peers 2"
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -110,7 +112,11 @@ def compare(np, torch, args, name, m, row):
     if chosen is None:
         row["problems"].append("no torch call ran")
         return None
-    return name, chosen[1], chosen[2]
+    entries = [(name, chosen[1], chosen[2])]
+    issued = next((c for c in candidates if c[0].startswith(AS_ISSUED)), None)
+    if issued and issued[0] != chosen[0] and any(t["backend"] == issued[0] and t["supported"] for t in tried):
+        entries.append((name + AS_ISSUED_SUFFIX, issued[1], issued[2]))  # timed in the same set
+    return entries
 
 
 def main():
@@ -174,7 +180,7 @@ def main():
             row["skipped"] = str(e)
             continue
         if entry:
-            runnable.append(entry)
+            runnable.extend(entry)
     compared = [r for r in rows if "skipped" not in r]
     print("torch %s on %s; %d case(s) compared (%s), %d skipped" % (
         torch.__version__, device, len(compared),
@@ -185,6 +191,8 @@ def main():
     # The timed set.
     timings, before, after, reasons = common.timed_set(torch, runnable, args.visits, args.min_visit_ms,
                                                        args.max_reps, args.hysteresis)
+    # Issue 31's call is shown beside the fastest; its visits' spread does not refuse the set.
+    reasons = [r for r in reasons if not r.split(":")[0].endswith(AS_ISSUED_SUFFIX)]
     accepted = not reasons
     acceptance = {"name": "torch-peers", "accepted": accepted, "reasons": reasons, "health_before": before,
                   "health_after": after, "hysteresis_limit": args.hysteresis,
@@ -205,6 +213,17 @@ def main():
         kus = row["kiln"]["kernel_us_median"]
         tus = t["kernel_us_median"] if t else None
         row["ratio_kiln_over_torch"] = kus / tus if kus and tus else None
+        issued = next((b for b in row.get("torch", {}).get("backends_tried", []) if b["backend"].startswith(AS_ISSUED)),
+                      None)
+        if issued:  # issue 31's call: its own timing, or the chosen one's when it was the fastest
+            ti = timings.get(row["case"] + AS_ISSUED_SUFFIX) or (
+                t if t and row["torch"]["backend"] == issued["backend"] else None)
+            row["torch"]["as_issued"] = {
+                "call": issued["backend"], "backend_torch_picks": row["torch"].get("as_issued_backend"),
+                "supported": issued["supported"], "why": issued.get("why"),
+                "kernel_us_median": ti["kernel_us_median"] if ti else None,
+                "flagged": ti["flagged"] if ti else None,
+                "ratio_kiln_over_it": kus / ti["kernel_us_median"] if kus and ti else None}
         row["accepted"] = bool(accepted and row["kiln"]["timing_accepted"] and t and not t["flagged"])
         if "work" in row:
             row["roofline"] = common.roofline(row.pop("work"), kus, tus)
@@ -260,6 +279,16 @@ def print_table(rows):
             print("    roofline (%s-bound, %.2f us at %.0f TFLOP/s FP32, %.1f TB/s): kiln %s; torch %s" % (
                 roof["bound"], roof["bound_us"], common.PEAK["fp32_tflops"], common.PEAK["hbm_tb_per_s"],
                 achieved(roof["kiln"]), achieved(roof["torch"])))
+        ai = t.get("as_issued")
+        if ai:
+            if ai["kernel_us_median"]:
+                r_it = ai["ratio_kiln_over_it"]
+                print("    torch as issue 31 calls it (SDPA, %s, torch's backend: %s): %s us, kiln/that %s%s" % (
+                    ai["call"][len(AS_ISSUED):], ai["backend_torch_picks"] or "not reported", us(ai["kernel_us_median"]),
+                    "%.3f" % r_it if r_it else "-", ", its visits vary past the limit" if ai["flagged"] else ""))
+            else:
+                print("    torch as issue 31 calls it (SDPA, %s): %s" % (
+                    ai["call"][len(AS_ISSUED):], "does not run: %s" % ai["why"] if not ai["supported"] else "not timed"))
         if t.get("timed_as") and t["timed_as"] != "cuda_graph":
             print("    torch timed as: %s" % t["timed_as"])
         for p in r["problems"]:
