@@ -48,10 +48,16 @@ def sdpa_choice(torch, q, k, v, group, call):
         return None
 
 
-def sdpa_candidates(F, q, k, v, group, call):
-    """(label, context, fn) for every SDPA backend torch has and every way to give it grouped
-    K/V heads (enable_gqa, or K/V repeated to the query heads before the timed call; one query
-    head per KV head: mha); `call`: the keyword arguments of every call (scale, mask)."""
+def sdpa_candidates(torch, q, k, v, group, call):
+    """([(label, context, fn)], facts): issue 31's call (AS_ISSUED), then every SDPA backend torch
+    has with every way to give it grouped K/V heads (enable_gqa, or K/V repeated to the query
+    heads before the timed call; one query head per KV head: mha); `call`: the keyword arguments
+    of every call (scale, mask). facts: the backend torch picks for issue 31's call."""
+    F = torch.nn.functional
+
+    def sdpa(kk, vv, kwargs):
+        return lambda: F.scaled_dot_product_attention(q, kk, vv, **call, **kwargs)
+
     variants = ([("enable_gqa", {"enable_gqa": True}, k, v),
                  ("repeat_kv", {}, k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1))]
                 if group > 1 else [("mha", {}, k, v)])
@@ -65,14 +71,10 @@ def sdpa_candidates(F, q, k, v, group, call):
     # Issue 31's call: SDPA with enable_gqa=True (mha: one query head per KV head) and torch's own
     # choice of backend, first, so that it is timed beside the fastest call (AS_ISSUED).
     label, kwargs, kk, vv = variants[0]
-    candidates = [(AS_ISSUED + label, contextlib.nullcontext,
-                   lambda kk=kk, vv=vv, kwargs=kwargs: F.scaled_dot_product_attention(q, kk, vv, **call, **kwargs))]
-    for backend, ctx in backends:
-        for label, kwargs, kk, vv in variants:
-            def fn(kk=kk, vv=vv, kwargs=kwargs):
-                return F.scaled_dot_product_attention(q, kk, vv, **call, **kwargs)
-            candidates.append((backend + "/" + label, ctx, fn))
-    return candidates
+    candidates = [(AS_ISSUED + label, contextlib.nullcontext, sdpa(kk, vv, kwargs))]
+    candidates += [(backend + "/" + label, ctx, sdpa(kk, vv, kwargs))
+                   for backend, ctx in backends for label, kwargs, kk, vv in variants]
+    return candidates, {"as_issued_backend": sdpa_choice(torch, q, k, v, group, call)}
 
 
 class Kind:
@@ -225,7 +227,6 @@ class Attention(Kind):
         """One SDPA call over the batch padded to its longest sequence (queries and keys; the
         padding made before the timed call, the rows taken back after it), with a boolean mask
         per sequence (True = attend), GQA by enable_gqa or K and V expanded beforehand."""
-        F = torch.nn.functional
         seqs, lens = self.sequences(s, p, x)
         B, Hq, D = s["B"], s["Hq"], s["D"]
         L = max([lens[b] for b, _, n in seqs if n > 0] + [1])
@@ -247,11 +248,10 @@ class Attention(Kind):
             visible = visible & (j <= i + (len_b - n_b))
         mask = visible.unsqueeze(1)  # [B, 1, n, L]
         k, v = x["k"][:, :, :L].contiguous(), x["v"][:, :, :L].contiguous()
-        call = {"attn_mask": mask, "scale": p["scale"]}
-        candidates = sdpa_candidates(F, qp, k, v, Hq // s["Hkv"], call)
+        candidates, facts = sdpa_candidates(torch, qp, k, v, Hq // s["Hkv"], {"attn_mask": mask, "scale": p["scale"]})
         self._rows = (seqs, visible.any(dim=2))  # [B, n]: rows with a visible key
         return candidates, {"mask_as": "bool_mask_padded", "padded_queries": int(qp.shape[2]), "padded_keys": L,
-                            "as_issued_backend": sdpa_choice(torch, qp, k, v, Hq // s["Hkv"], call)}
+                            **facts}
 
     def finish(self, torch, x, s, p, out):
         if not p.get("cache"):
@@ -303,7 +303,6 @@ class Attention(Kind):
         expanded to Hq heads beforehand (repeat_interleave outside the timed call)."""
         if p.get("cache"):
             return self.cache_candidates(torch, x, s, p)
-        F = torch.nn.functional
         q, k, v = x["q"], x["k"], x["v"]
         group = s["Hq"] // s["Hkv"]
         if p["mask"] == "none":
@@ -312,9 +311,8 @@ class Attention(Kind):
             mask_args, mask_kind = {"is_causal": True}, "is_causal"
         else:  # bottom-right aligned: an explicit boolean mask (True = attend)
             mask_args, mask_kind = {"attn_mask": self.visible(torch, s, q.device)}, "bool_mask_bottom_right"
-        call = {"scale": p["scale"], **mask_args}
-        return sdpa_candidates(F, q, k, v, group, call), {
-            "mask_as": mask_kind, "as_issued_backend": sdpa_choice(torch, q, k, v, group, call)}
+        candidates, facts = sdpa_candidates(torch, q, k, v, group, {"scale": p["scale"], **mask_args})
+        return candidates, {"mask_as": mask_kind, **facts}
 
     def flops(self, s, p):
         """2 (D + Dv) per visible (query, key) pair and head (a cache: counted from the lengths

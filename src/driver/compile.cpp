@@ -37,20 +37,6 @@ llvm::Expected<jit::CompiledObject> emitObject(std::unique_ptr<llvm::Module> mod
   return target::of(knobs.target).emit(std::move(module), jo);
 }
 
-// PTX above the knob gpu_max_ptx_kb: the error, naming the knobs that unroll.
-std::optional<std::string> ptxTooLarge(const jit::CompiledObject& object, const plan::Knobs& knobs) {
-  const std::string& ptx = object.object_bytes;
-  if (knobs.target != target::Kind::Nvptx || static_cast<int64_t>(ptx.size()) <= knobs.gpu_max_ptx_kb * 1024)
-    return std::nullopt;
-  return fmt::format(
-      "the PTX is {} KiB ({} lines), above gpu_max_ptx_kb={}: the driver's JIT takes minutes on PTX this large. "
-      "The code unrolls tiles of up to max_unrolled_tile_elements={} elements{}; lower that knob, or raise "
-      "gpu_max_ptx_kb",
-      (ptx.size() + 1023) / 1024, std::count(ptx.begin(), ptx.end(), '\n'), knobs.gpu_max_ptx_kb,
-      knobs.max_unrolled_tile_elements,
-      knobs.local_lanes == 1 ? " in each thread (local_lanes=1: a whole program per thread)" : "");
-}
-
 // The ABI's symbols (runtime/abi.h) under `prefix` instead of "kiln_".
 void renameExports(llvm::Module& m, const std::string& prefix) {
   static const std::string kAbiPrefix = "kiln_";
@@ -136,7 +122,7 @@ std::optional<std::string> compileUncached(const ir::Kernel& kernel, const plan:
   // 4. optimise (O2) and 5. emit the object
   auto obj = emitObject(std::move(lowered.module), knobs, until);
   if (!obj) return "LLVM compilation failed: " + llvm::toString(obj.takeError());
-  if (auto e = ptxTooLarge(*obj, knobs)) return e;
+  if (auto e = target::of(knobs.target).refuse(*obj, knobs)) return e;
   out.object = obj->object_bytes;
   out.assembly = std::move(obj->assembly);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -50,7 +50,7 @@ ProtocolRun runProtocol(const std::vector<Impl*>& impls, int baseline, const Pro
   double evict_s = 0.0;
   std::size_t evict_bytes = 0;
   if (cold) {
-    evictCaches();  // the first call maps the buffer
+    evictCaches();  // the first call allocates and writes the buffer
     const auto t0 = Clock::now();
     evict_bytes = evictCaches();
     evict_s = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -1,8 +1,13 @@
 // An NVIDIA GPU (sm_90a): PTX text through LLVM's NVPTX backend (docs/gpu.md). A thread holds one
 // lane of each vector (or, with gpu_lanes=registers, scalars), so W-lane accesses are never split
 // into register-wide pieces; scattered accesses are per-thread stores.
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "jit/compile.h"
 #include "llvm/IR/Module.h"
+#include "plan/knobs.h"
 #include "target/targets.h"
 
 namespace kiln::target {
@@ -60,6 +65,18 @@ const Model& NvptxTarget::model(const std::string& isa) const {
 llvm::Expected<jit::CompiledObject> NvptxTarget::emit(std::unique_ptr<llvm::Module> module,
                                                       const jit::JitOptions& options) const {
   return jit::compileToPtx(std::move(module), options);
+}
+
+std::optional<std::string> NvptxTarget::refuse(const jit::CompiledObject& object, const plan::Knobs& knobs) const {
+  const std::string& ptx = object.object_bytes;
+  if (static_cast<int64_t>(ptx.size()) <= knobs.gpu_max_ptx_kb * 1024) return std::nullopt;
+  return fmt::format(
+      "the PTX is {} KiB ({} lines), above gpu_max_ptx_kb={}: the driver's JIT takes minutes on PTX this large. "
+      "The code unrolls tiles of up to max_unrolled_tile_elements={} elements{}; lower that knob, or raise "
+      "gpu_max_ptx_kb",
+      (ptx.size() + 1023) / 1024, std::count(ptx.begin(), ptx.end(), '\n'), knobs.gpu_max_ptx_kb,
+      knobs.max_unrolled_tile_elements,
+      knobs.local_lanes == 1 ? " in each thread (local_lanes=1: a whole program per thread)" : "");
 }
 
 nlohmann::json NvptxTarget::reportFacts(const std::string& isa, const jit::CompiledObject& object) const {

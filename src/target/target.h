@@ -24,6 +24,10 @@ struct CompiledObject;
 struct JitOptions;
 }  // namespace kiln::jit
 
+namespace kiln::plan {
+struct Knobs;
+}
+
 namespace kiln::target {
 
 class Target {
@@ -45,6 +49,13 @@ class Target {
   // The optimised module as this target's code (ELF object or PTX text).
   virtual llvm::Expected<jit::CompiledObject> emit(std::unique_ptr<llvm::Module> module,
                                                    const jit::JitOptions& options) const = 0;
+  // Why the emitted code is refused under `knobs` (e.g. larger than the target's driver takes in
+  // reasonable time), as a message naming the knobs; nothing when it is accepted.
+  virtual std::optional<std::string> refuse(const jit::CompiledObject& object, const plan::Knobs& knobs) const {
+    (void)object;
+    (void)knobs;
+    return std::nullopt;
+  }
   // The report's "target" object.
   virtual nlohmann::json reportFacts(const std::string& isa, const jit::CompiledObject& object) const = 0;
 };

@@ -24,6 +24,8 @@ class NvptxTarget final : public Target {
   bool gpuEntries() const override { return true; }
   llvm::Expected<jit::CompiledObject> emit(std::unique_ptr<llvm::Module> module,
                                            const jit::JitOptions& options) const override;
+  // PTX above the knob gpu_max_ptx_kb.
+  std::optional<std::string> refuse(const jit::CompiledObject& object, const plan::Knobs& knobs) const override;
   nlohmann::json reportFacts(const std::string& isa, const jit::CompiledObject& object) const override;
 };
 
