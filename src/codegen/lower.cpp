@@ -214,6 +214,30 @@ llvm::Function* emitGpuKernel(llvm::Module& m, llvm::Function* body, const std::
   return f;
 }
 
+// Knob gpu_dependent_launch: phase i > 0 starts with griddepcontrol.wait (it returns once the
+// phase before has finished and its memory is visible: every access after it sees what the
+// phases before stored, as in stream order), and phase i < last with
+// griddepcontrol.launch_dependents (the next phase's blocks may be scheduled once every block of
+// this one has started or finished; they then wait). The launcher gives the later phases
+// programmatic stream serialization (the manifest's `dependent` lines); launched without it, the
+// wait returns at once and the trigger does nothing.
+void dependOnThePhaseBefore(llvm::Module& m, std::vector<LoweredPhase>& phases) {
+  for (size_t i = 0; i < phases.size(); ++i) {
+    if (!phases[i].gpu_entry) continue;
+    llvm::Function* f = m.getFunction(phases[i].gpu_entry->name);
+    if (!f) continue;
+    llvm::IRBuilder<> b(&*f->getEntryBlock().getFirstInsertionPt());
+    if (i > 0) {
+      b.CreateIntrinsic(llvm::Intrinsic::nvvm_griddepcontrol_wait, {});
+      phases[i].gpu_entry->waits_for_previous = true;
+    }
+    if (i + 1 < phases.size()) {
+      b.CreateIntrinsic(llvm::Intrinsic::nvvm_griddepcontrol_launch_dependents, {});
+      phases[i].gpu_entry->triggers_next = true;
+    }
+  }
+}
+
 llvm::Value* specialRegister(llvm::IRBuilder<>& b, llvm::Intrinsic::ID id) {
   return b.CreateZExt(b.CreateIntrinsic(b.getInt32Ty(), id, llvm::ArrayRef<llvm::Value*>{}), b.getInt64Ty());
 }
@@ -448,6 +472,8 @@ std::optional<std::string> lower(const ir::Kernel& kernel, const std::vector<Pha
   if (!gpu) {
     emitEntries(*out.module, dispatched ? emitDispatch(*out.module, fns, ends) : fns.at(0), ends);
     emitPhaseBlocks(*out.module, phases);
+  } else if (phases.size() > 1 && phases.at(0).plan->knobs.gpu_dependent_launch) {
+    dependOnThePhaseBefore(*out.module, out.phases);
   }
   return finish(*out.module, out);
 }

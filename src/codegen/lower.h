@@ -36,6 +36,12 @@ struct LoweredPhase {
     std::string name;
     int64_t threads_per_program = 1;  // W: the lanes spread over threads; 1: one thread runs a program
     std::string not_spread;           // why the lanes stay in one thread's registers ("" when spread)
+    // Knob gpu_dependent_launch (phases after the first): launched with programmatic stream
+    // serialization, the entry waits (griddepcontrol.wait) until the phase before has finished.
+    bool waits_for_previous = false;
+    // ... (phases before the last): the entry lets the next phase's launch begin
+    // (griddepcontrol.launch_dependents) as soon as every block of this one has started.
+    bool triggers_next = false;
   };
   std::optional<GpuEntry> gpu_entry;
 };

@@ -220,6 +220,9 @@ std::optional<std::string> captureGpuCase(const ir::Kernel& kernel, const plan::
     m << fmt::format("phase {} {} {} {} {}{}\n", k["phase"].get<int64_t>(), k["entry"].get<std::string>(),
                      k["threads"].get<int64_t>(), k["block"].get<int64_t>(), k["grid"].get<int64_t>(),
                      dynamicShared > 0 ? fmt::format(" {}", dynamicShared) : std::string());
+    // Launched with programmatic stream serialization: its entry waits for the phase before.
+    if (k["dependent_launch"]["waits_for_previous"].get<bool>())
+      m << fmt::format("dependent {}\n", k["phase"].get<int64_t>());
   }
   m << outputs.str();
   m << fmt::format("work {} {}\n", options.flops, bytes);

@@ -350,6 +350,9 @@ nlohmann::json gpuFacts(const std::vector<codegen::Phase>& phases, const codegen
         {"grid", g.grid},
         {"block", g.threads_per_block},
         {"dynamic_shared_bytes", g.dynamic_shared_bytes},
+        // Knob gpu_dependent_launch: waits for the phase before (launched with programmatic
+        // stream serialization), lets the next one's launch begin early.
+        {"dependent_launch", {{"waits_for_previous", e.waits_for_previous}, {"triggers_next", e.triggers_next}}},
         {"ptx", nullptr}};
     for (const jit::PtxFunction& f : functions)
       if (f.entry && f.name == e.name) k["ptx"] = ptxJson(f);

@@ -104,6 +104,8 @@ std::unique_ptr<CudaDriver> CudaDriver::open(std::string& error) {
   resolve(a.cuFuncGetAttribute, "cuFuncGetAttribute");
   resolve(a.cuFuncSetAttribute, "cuFuncSetAttribute");
   resolve(a.cuLaunchKernel, "cuLaunchKernel");
+  // Optional: the launches of dependent phases need it (CUDA 12+).
+  a.cuLaunchKernelEx = reinterpret_cast<decltype(a.cuLaunchKernelEx)>(dlsym(library, "cuLaunchKernelEx"));
   resolve(a.cuEventCreate, "cuEventCreate");
   resolve(a.cuEventRecord, "cuEventRecord");
   resolve(a.cuEventSynchronize, "cuEventSynchronize");
@@ -157,9 +159,26 @@ Status CudaDriver::synchronize() const {
 }
 
 Status CudaDriver::launch(CUfunction function, unsigned int grid_x, unsigned int block_x, void** args,
-                          unsigned int shared_bytes, CUstream stream) const {
-  return check(api_.cuLaunchKernel(function, grid_x, 1, 1, block_x, 1, 1, shared_bytes, stream, args, nullptr),
-               "cuLaunchKernel");
+                          unsigned int shared_bytes, CUstream stream, bool dependent) const {
+  if (!dependent) {
+    return check(api_.cuLaunchKernel(function, grid_x, 1, 1, block_x, 1, 1, shared_bytes, stream, args, nullptr),
+                 "cuLaunchKernel");
+  }
+  if (api_.cuLaunchKernelEx == nullptr) {
+    return Status::failure(
+        kNotACudaError, "cuLaunchKernelEx: this driver does not export it (a dependent launch needs CUDA 12 or later)");
+  }
+  LaunchAttribute attribute;
+  attribute.id = kLaunchAttrProgrammaticStreamSerialization;
+  attribute.value.programmatic_stream_serialization_allowed = 1;
+  LaunchConfig config;
+  config.grid_x = grid_x;
+  config.block_x = block_x;
+  config.shared_bytes = shared_bytes;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.num_attrs = 1;
+  return check(api_.cuLaunchKernelEx(&config, function, args, nullptr), "cuLaunchKernelEx");
 }
 
 Status CudaDriver::allowDynamicShared(CUfunction function, int bytes) const {

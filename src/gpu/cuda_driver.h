@@ -56,6 +56,27 @@ constexpr int kJitErrorLogBuffer = 5;           // CU_JIT_ERROR_LOG_BUFFER
 constexpr int kJitErrorLogBufferSizeBytes = 6;  // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
 constexpr int kJitLogVerbose = 12;              // CU_JIT_LOG_VERBOSE
 
+// cuLaunchKernelEx's configuration, laid out as cuda.h's CUlaunchConfig and CUlaunchAttribute
+// (an attribute: a 4-byte id padded to 8, then a 64-byte value union).
+constexpr unsigned int kLaunchAttrProgrammaticStreamSerialization = 6;  // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_...
+struct LaunchAttribute {
+  unsigned int id = 0;
+  char pad[4] = {};
+  union {
+    char bytes[64];
+    int programmatic_stream_serialization_allowed;
+  } value = {};
+};
+static_assert(sizeof(LaunchAttribute) == 72, "CUlaunchAttribute is 72 bytes");
+struct LaunchConfig {
+  unsigned int grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned int block_x = 1, block_y = 1, block_z = 1;
+  unsigned int shared_bytes = 0;
+  CUstream stream = nullptr;
+  LaunchAttribute* attrs = nullptr;
+  unsigned int num_attrs = 0;
+};
+
 // True for the "sticky" errors after which the context (and the process's CUDA state) is
 // unusable: illegal address, launch timeout, device assert, hardware stack error, illegal
 // instruction, misaligned address, invalid address space, invalid PC, launch failed.
@@ -131,6 +152,9 @@ class CudaDriver {
     CUresult (*cuLaunchKernel)(CUfunction function, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
                                unsigned int block_x, unsigned int block_y, unsigned int block_z,
                                unsigned int shared_bytes, CUstream stream, void** params, void** extra) = nullptr;
+    // Optional (CUDA 12+; null when the driver lacks it): launches with attributes.
+    CUresult (*cuLaunchKernelEx)(const LaunchConfig* config, CUfunction function, void** params,
+                                 void** extra) = nullptr;
     CUresult (*cuEventCreate)(CUevent* event, unsigned int flags) = nullptr;
     CUresult (*cuEventRecord)(CUevent event, CUstream stream) = nullptr;
     CUresult (*cuEventSynchronize)(CUevent event) = nullptr;
@@ -157,8 +181,11 @@ class CudaDriver {
   // cuCtxSynchronize on the current context.
   Status synchronize() const;
   // One launch: grid (grid_x,1,1), block (block_x,1,1), `args` as cuLaunchKernel's kernelParams.
+  // `dependent`: with programmatic stream serialization (cuLaunchKernelEx), so that the launch
+  // may begin before the kernel before it in the stream has finished; the kernel must wait for
+  // it itself (griddepcontrol.wait). A driver without cuLaunchKernelEx fails such a launch.
   Status launch(CUfunction function, unsigned int grid_x, unsigned int block_x, void** args,
-                unsigned int shared_bytes = 0, CUstream stream = nullptr) const;
+                unsigned int shared_bytes = 0, CUstream stream = nullptr, bool dependent = false) const;
   Status attributes(CUfunction function, FunctionAttributes& out) const;
   // Lets launches of `function` take up to `bytes` of dynamic shared memory (past 48 KB a
   // launch fails without it).

@@ -219,6 +219,13 @@ const std::vector<Entry>& entries() {
                              "SM may take (227 KB); auto: two where the stages fit (double-buffered, else single), "
                              "else one (docs/gpu.md)"},
                             &Knobs::gpu_blocks_per_sm, inRange(1, 2)));
+    t.push_back(boolKnob({"gpu_dependent_launch", "on", "",
+                          "target nvptx, a kernel of several phases: each phase but the last lets the next one's "
+                          "launch begin once all its blocks have started (griddepcontrol.launch_dependents), and each "
+                          "phase but the first waits at its start until the one before has finished and its memory is "
+                          "visible (griddepcontrol.wait), launched with programmatic stream serialization; the same "
+                          "bits (off: each phase starts when the one before has finished) (docs/gpu.md)"},
+                         &Knobs::gpu_dependent_launch));
     t.push_back(intKnob({"gpu_max_ptx_kb", "4096", "1..1048576",
                          "target nvptx: the largest PTX, in KiB, a compile may give; larger is an error naming the "
                          "knobs that unroll (the driver's JIT of a 7.9 MB PTX had not finished after 6 minutes on "

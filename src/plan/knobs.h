@@ -27,16 +27,17 @@ struct Knobs {
   target::Kind target = target::Kind::Cpu;  // cpu | nvptx: the host CPU (an object) or an NVIDIA GPU (PTX)
   std::string gpu_lanes = "threads";        // nvptx: a program's lanes over W threads, or in one thread's registers
   std::string gpu_realization =
-      "auto";                     // nvptx: a program per thread block where it has that form (auto), always, never
-  int64_t gpu_threads = 0;        // nvptx block realization: the most threads of a block (0 = auto: the model's)
-  bool gpu_async_copy = true;     // nvptx block realization: double-buffered stages filled by cp.async
-  bool gpu_early_copies = false;  // nvptx block realization: a loop's first cp.async copies issued early
-  bool gpu_wide_copies = true;    // nvptx block realization: 16-byte cp.async copies where groups of 4 allow
-  bool gpu_read_ahead = false;    // nvptx block realization: an mma loop reads the next trip's operands early
-  bool gpu_heavy_first = true;    // nvptx block realization: the programs with the most loop trips start first
-  int64_t gpu_blocks_per_sm = 0;  // nvptx block realization: the shared memory a block is planned for (0 = auto)
-  int64_t gpu_max_ptx_kb = 4096;  // nvptx: the largest PTX a compile may give, in KiB (larger: an error)
-  std::string root_axis_order;    // "" = as written; else comma-separated domain axis names
+      "auto";                        // nvptx: a program per thread block where it has that form (auto), always, never
+  int64_t gpu_threads = 0;           // nvptx block realization: the most threads of a block (0 = auto: the model's)
+  bool gpu_async_copy = true;        // nvptx block realization: double-buffered stages filled by cp.async
+  bool gpu_early_copies = false;     // nvptx block realization: a loop's first cp.async copies issued early
+  bool gpu_wide_copies = true;       // nvptx block realization: 16-byte cp.async copies where groups of 4 allow
+  bool gpu_read_ahead = false;       // nvptx block realization: an mma loop reads the next trip's operands early
+  bool gpu_heavy_first = true;       // nvptx block realization: the programs with the most loop trips start first
+  int64_t gpu_blocks_per_sm = 0;     // nvptx block realization: the shared memory a block is planned for (0 = auto)
+  int64_t gpu_max_ptx_kb = 4096;     // nvptx: the largest PTX a compile may give, in KiB (larger: an error)
+  bool gpu_dependent_launch = true;  // nvptx: a phase after the first starts while the one before drains
+  std::string root_axis_order;       // "" = as written; else comma-separated domain axis names
   int64_t max_unrolled_tile_elements = 64;
   int64_t max_unrolled_mma_terms = 0;
   int64_t mma_output_block = 1;

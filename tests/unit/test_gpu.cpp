@@ -1210,6 +1210,78 @@ TEST(Gpu, SixteenBitViewsConvertExactlyAndTravelInTheArchive) {
   fs::remove_all(arch);
 }
 
+// Knob gpu_dependent_launch (on by default): the merge phase waits for the phase before at its
+// entry, before any memory access (griddepcontrol.wait), and that phase lets its launch begin as
+// soon as its own blocks have all started (griddepcontrol.launch_dependents). The report and the
+// archive's manifest say so (`dependent 1`: kiln-replay launches it with programmatic stream
+// serialization); off, the PTX has neither instruction and the manifest no such line.
+TEST(Gpu, DependentLaunchWaitsForThePhaseBeforeAndTravelsInTheManifest) {
+  std::unique_ptr<kiln::ir::Kernel> k;
+  ASSERT_FALSE(kiln::kernels::buildLibraryKernel(
+      {"attention", "1,4,2,1,70,16,8", {{"mask", "none"}, {"split", "3"}, {"block", "1x16"}}}, k));
+  const kiln::plan::Knobs on = gpuKnobs();
+  EXPECT_TRUE(on.gpu_dependent_launch);
+  kiln::driver::Compilation c;
+  ASSERT_FALSE(kiln::driver::compile(*k, on, c, kiln::driver::Stage::Report).has_value());
+  ASSERT_EQ(c.report["gpu"]["kernels"].size(), 2u);
+  const size_t second = c.object.find(".visible .entry kiln_phase1(");
+  ASSERT_NE(second, std::string::npos);
+  const std::string first_ptx = c.object.substr(0, second), second_ptx = c.object.substr(second);
+  EXPECT_NE(first_ptx.find("griddepcontrol.launch_dependents;"), std::string::npos);
+  EXPECT_EQ(first_ptx.find("griddepcontrol.wait"), std::string::npos);
+  const size_t wait = second_ptx.find("griddepcontrol.wait;");
+  ASSERT_NE(wait, std::string::npos);
+  EXPECT_EQ(second_ptx.find("griddepcontrol.launch_dependents"), std::string::npos);
+  for (const char* access : {"ld.global", "st.global", "ld.shared", "st.shared", "cp.async", "atom."})
+    EXPECT_GT(second_ptx.find(access), wait) << access << " before the wait";
+  EXPECT_EQ(c.report["gpu"]["kernels"][0]["dependent_launch"]["triggers_next"], true);
+  EXPECT_EQ(c.report["gpu"]["kernels"][0]["dependent_launch"]["waits_for_previous"], false);
+  EXPECT_EQ(c.report["gpu"]["kernels"][1]["dependent_launch"]["triggers_next"], false);
+  EXPECT_EQ(c.report["gpu"]["kernels"][1]["dependent_launch"]["waits_for_previous"], true);
+  expectPrecisePtx(c.object, "dependent launch");
+  kiln::plan::Knobs offKnobs = gpuKnobs();
+  ASSERT_FALSE(offKnobs.setAssignment("gpu_dependent_launch=off").has_value());
+  kiln::driver::Compilation off;
+  ASSERT_FALSE(kiln::driver::compile(*k, offKnobs, off, kiln::driver::Stage::Report).has_value());
+  EXPECT_EQ(off.object.find("griddepcontrol"), std::string::npos);
+  EXPECT_EQ(off.report["gpu"]["kernels"][1]["dependent_launch"]["waits_for_previous"], false);
+
+  // The manifest: `dependent 1`, read back by kiln-replay; a line naming no later phase is refused.
+  const fs::path arch = fs::temp_directory_path() / ("kiln-gpu-dependent-" + std::to_string(getpid()));
+  fs::remove_all(arch);
+  kiln::driver::GpuCaptureOptions o;
+  o.archive = arch.string();
+  o.case_name = "split";
+  o.source = "test";
+  kiln::driver::GpuCaptureResult r;
+  auto err = kiln::driver::captureGpuCase(*k, on, o, r);
+  ASSERT_FALSE(err.has_value()) << *err;
+  const fs::path manifest = arch / "split" / "manifest.txt";
+  std::string text;
+  {
+    std::ifstream m(manifest);
+    std::stringstream ss;
+    ss << m.rdbuf();
+    text = ss.str();
+  }
+  EXPECT_NE(text.find("\ndependent 1\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\ndependent 0"), std::string::npos) << text;
+  const std::string replay = std::string(KILN_BINARY_DIR) + "/bin/kiln-replay";
+  std::string out;
+  EXPECT_EQ(runCommand(replay + " " + arch.string() + " --check-archive", out), 0) << out;
+  for (const auto& [line, says] :
+       std::map<std::string, std::string>{{"dependent 0", "dependent phase '0' is not an index >= 1"},
+                                          {"dependent 2", "dependent phase 2 is not a phase of this case"},
+                                          {"dependent 1\ndependent 1", "phase 1 is dependent twice"}}) {
+    std::string bad = text;
+    bad.replace(bad.find("dependent 1"), std::string("dependent 1").size(), line);
+    std::ofstream(manifest, std::ios::trunc) << bad;
+    EXPECT_EQ(runCommand(replay + " " + arch.string() + " --check-archive", out), 2) << line << ": " << out;
+    EXPECT_NE(out.find(says), std::string::npos) << line << ": " << out;
+  }
+  fs::remove_all(arch);
+}
+
 // Capture two examples (one with a scalar, split attention with workspaces and two phases);
 // kiln-replay --check-archive regenerates their inputs and checks every digest here; the replay
 // itself runs them on a GPU where there is one.

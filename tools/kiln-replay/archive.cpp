@@ -206,6 +206,7 @@ std::optional<std::string> parseManifestImpl(const std::string& text, const std:
   std::vector<Indexed<Param>> params;
   std::vector<Indexed<uint64_t>> workspaces;  // element counts
   std::vector<Indexed<Phase>> phases;
+  std::vector<Indexed<bool>> dependents;        // `dependent K` lines
   std::vector<std::pair<Output, int>> outputs;  // with their lines
   bool ended = false;
 
@@ -344,6 +345,11 @@ std::optional<std::string> parseManifestImpl(const std::string& text, const std:
                           t[4] + ")");
       }
       phases.push_back({index, ph, ln});
+    } else if (kind == "dependent") {
+      if (auto e = arity(2, "dependent K")) return e;
+      uint64_t index = 0;
+      if (!parseU64(t[1], index) || index == 0) return at(ln, "dependent phase '" + t[1] + "' is not an index >= 1");
+      dependents.push_back({index, true, ln});
     } else if (kind == "output") {
       if (auto e = arity(4, "output NAME ELEMENTS DIGEST [digest]", 5)) return e;
       Output o;
@@ -397,6 +403,12 @@ std::optional<std::string> parseManifestImpl(const std::string& text, const std:
   for (const Indexed<Phase>& ph : phases) {
     out.phases[ph.index] = ph.value;
     phase_lines[ph.index] = ph.line;
+  }
+  for (const Indexed<bool>& d : dependents) {
+    if (d.index >= out.phases.size())
+      return at(d.line, "dependent phase " + std::to_string(d.index) + " is not a phase of this case");
+    if (out.phases[d.index].dependent) return at(d.line, "phase " + std::to_string(d.index) + " is dependent twice");
+    out.phases[d.index].dependent = true;
   }
 
   // Outputs name written view params of the same size, once each.

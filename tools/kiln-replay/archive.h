@@ -52,6 +52,9 @@ struct Phase {
   uint64_t threads_per_block = 0;
   uint64_t grid = 0;
   uint64_t dynamic_shared_bytes = 0;  // 0: the entry's shared memory is all static
+  // A `dependent K` line: launched with programmatic stream serialization (its entry waits for
+  // the phase before with griddepcontrol.wait), so that its launch overlaps that phase's end.
+  bool dependent = false;
 };
 
 struct Output {

@@ -168,7 +168,7 @@ class CaseRun {
       const Phase& phase = spec_.phases[k];
       Status s = driver_.launch(functions_[k], static_cast<unsigned>(phase.grid),
                                 static_cast<unsigned>(phase.threads_per_block), args,
-                                static_cast<unsigned>(phase.dynamic_shared_bytes));
+                                static_cast<unsigned>(phase.dynamic_shared_bytes), nullptr, phase.dependent);
       if (!s.ok()) return annotate(s, "phase " + std::to_string(k) + " " + phase.entry);
       if (marks && k < marks->size()) {
         if (s = (*marks)[k].record(); !s.ok()) return s;
