@@ -73,14 +73,15 @@ done
 # ... and the lane realization with the split that suited it (a sweep on the H200: docs/gpu.md,
 # "Speed"), kept as the record of that realization (tests/cli/gpu_record.sh); its merge in one
 # program per row block and launched after the split's phase has finished, as then.
-attention decode_split16 1,8,2,1,2053,80,96 --split 16 --block 1x32 --merge-columns off --set gpu_realization=lanes --set gpu_dependent_launch=off
-attention mha_decode_split16 1,8,8,1,2048,64,64 --split 16 --block 1x32 --merge-columns off --set gpu_realization=lanes --set gpu_dependent_launch=off
-attention tail_split16 1,6,2,1,2053,80,96 --split 16 --block 1x32 --merge-columns off --set gpu_realization=lanes --set gpu_dependent_launch=off
-attention decode4096_split16 1,32,8,1,4096,128,128 --split 16 --block 1x32 --merge-columns off --set gpu_realization=lanes --set gpu_dependent_launch=off
-attention batched_decode32_split4 32,8,2,1,2053,80,96 --split 4 --block 1x32 --merge-columns off --set gpu_realization=lanes --set gpu_dependent_launch=off
+as_recorded=(--merge-columns off --set gpu_realization=lanes --set gpu_dependent_launch=off)
+attention decode_split16 1,8,2,1,2053,80,96 --split 16 --block 1x32 "${as_recorded[@]}"
+attention mha_decode_split16 1,8,8,1,2048,64,64 --split 16 --block 1x32 "${as_recorded[@]}"
+attention tail_split16 1,6,2,1,2053,80,96 --split 16 --block 1x32 "${as_recorded[@]}"
+attention decode4096_split16 1,32,8,1,4096,128,128 --split 16 --block 1x32 "${as_recorded[@]}"
+attention batched_decode32_split4 32,8,2,1,2053,80,96 --split 4 --block 1x32 "${as_recorded[@]}"
 # The lanes in one thread's registers instead of over W threads: the paired comparison.
-attention decode_split16_registers 1,8,2,1,2053,80,96 --split 16 --block 1x32 --merge-columns off --set gpu_lanes=registers --set gpu_realization=lanes --set gpu_dependent_launch=off
-attention mha_decode_split16_registers 1,8,8,1,2048,64,64 --split 16 --block 1x32 --merge-columns off --set gpu_lanes=registers --set gpu_realization=lanes --set gpu_dependent_launch=off
+attention decode_split16_registers 1,8,2,1,2053,80,96 --split 16 --block 1x32 --set gpu_lanes=registers "${as_recorded[@]}"
+attention mha_decode_split16_registers 1,8,8,1,2048,64,64 --split 16 --block 1x32 --set gpu_lanes=registers "${as_recorded[@]}"
 # Lengths at launch (docs/kernels.md, "KV caches"): a varlen batch on a dense and on a paged
 # cache (the generated lengths lie in [0, K], the block table's pages in the pool), split and
 # not, causal queries at the ends of their sequences, and a runtime extent.
