@@ -167,7 +167,8 @@ Error softmaxPartsOption(const LibraryRequest& r, Spec& s) {
   const int64_t rows = s.shape[0], cols = s.shape[1];
   auto it = r.options.find("parts");
   if (it == r.options.end() || it->second == "auto") {
-    if (!s.target.gpu || s.runtime_rows || rows * 4 > s.target.multiprocessors || cols <= kGpuRowChunk)
+    const bool threePasses = r.options.count("passes") && r.options.at("passes") == "3";
+    if (!s.target.gpu || s.runtime_rows || rows * 4 > s.target.multiprocessors || cols <= kGpuRowChunk || threePasses)
       return std::nullopt;
     s.row_chunk = kGpuPartChunk;
     s.row_parts = std::min((cols + kGpuPartChunk - 1) / kGpuPartChunk, kGpuPartChunk);
@@ -199,6 +200,27 @@ int64_t softmaxWidth(const Spec& s) {
   if (!s.target.gpu || s.row_parts > 0 || cols > kGpuWholeRow) return 0;
   if (cols > kGpuRowChunk) return (cols + 255) / 256 * 256;
   return cols % 32 == 0 ? 0 : std::max<int64_t>(32, std::bit_ceil(static_cast<uint64_t>(cols)));
+}
+
+// softmax --passes 2|3|auto: rows of several chunks in two passes (a running max and rescaled sum,
+// then the write) or three (the max, the sum of exps against it, the write). auto: three on a
+// GPU, whose per-column running sum takes an exp an element to rescale (H100, paired, docs/gpu.md
+// run AC: 0.85-0.91 of the time over 4096-20000 columns, 1000x5000 0.98), two on a CPU (its
+// running sum rescales once a chunk: a third pass would only read the row again).
+Error softmaxPassesOption(const LibraryRequest& r, Spec& s) {
+  std::string passes = "auto";
+  if (auto e = optionChoice(r, "passes", {"2", "3", "auto"}, passes)) return e;
+  if (passes == "auto") {
+    s.three_passes = s.target.gpu && s.row_parts == 0 && softmaxWidth(s) == 0 && s.shape[1] > rowChunk(s);
+    return std::nullopt;
+  }
+  if (passes != "3") return std::nullopt;
+  if (s.row_parts > 0) return std::string("softmax: --passes 3 and --parts are two ways through a row; choose one");
+  if (softmaxWidth(s) > 0 || s.shape[1] <= rowChunk(s))
+    return fmt::format("softmax: --passes 3 needs rows of more than one column chunk ({} columns are one tile)",
+                       s.shape[1]);
+  s.three_passes = true;
+  return std::nullopt;
 }
 
 dsl::ReduceOrder rowOrder(const Spec& s) {
@@ -510,28 +532,32 @@ const std::vector<Entry>& entries() {
                                          operand(in[1].data)));
         }});
 
-    t.push_back(Entry{{"softmax", "rows,cols",
-                       std::string(kRuntimeRowsHelp) + "\n" + kDtypeHelp +
-                           "\n--parts N|auto|off   each row in N parts of whole column chunks over programs, two "
-                           "phases (a part's max and sum, then the merge and the output); auto: on a GPU with at most "
-                           "a quarter as many rows as SMs, parts of 256 columns",
-                       "y[r,:] = softmax(x[r,:]) (max-subtracted, online over column chunks)"},
-                      {"rows", "cols"},
-                      {1, 1},
-                      {"runtime-rows", "dtype", "parts"},
-                      [](const LibraryRequest& r, Spec& s) -> Error {
-                        if (auto e = rowsOptions(r, s)) return e;
-                        return softmaxPartsOption(r, s);
-                      },
-                      rowsViews({"x"}, false, false),
-                      [](const Spec& s) {
-                        const int64_t width = softmaxWidth(s);
-                        return softmax(s.shape[0], s.shape[1], 1, width > 0 ? width : rowChunk(s), s.runtime_rows,
-                                       s.io_elem, rowOrder(s), s.target.gpu, s.row_parts, width);
-                      },
-                      [](const Spec& s, const std::vector<host::ParamData>& in) {
-                        return cutRows(s, in, reference::softmax(s.shape[0], s.shape[1], in[0].data));
-                      }});
+    t.push_back(Entry{
+        {"softmax", "rows,cols",
+         std::string(kRuntimeRowsHelp) + "\n" + kDtypeHelp +
+             "\n--parts N|auto|off   each row in N parts of whole column chunks over programs, two "
+             "phases (a part's max and sum, then the merge and the output); auto: on a GPU with at most "
+             "a quarter as many rows as SMs, parts of 256 columns\n--passes 2|3|auto   rows of several column chunks "
+             "in two passes (running max and sum, then the write) or three (max, sum of exps, write: an exp "
+             "fewer per element, a read more); auto: 3 on a GPU, else 2",
+         "y[r,:] = softmax(x[r,:]) (max-subtracted, online over column chunks)"},
+        {"rows", "cols"},
+        {1, 1},
+        {"runtime-rows", "dtype", "parts", "passes"},
+        [](const LibraryRequest& r, Spec& s) -> Error {
+          if (auto e = rowsOptions(r, s)) return e;
+          if (auto e = softmaxPartsOption(r, s)) return e;
+          return softmaxPassesOption(r, s);
+        },
+        rowsViews({"x"}, false, false),
+        [](const Spec& s) {
+          const int64_t width = softmaxWidth(s);
+          return softmax(s.shape[0], s.shape[1], 1, width > 0 ? width : rowChunk(s), s.runtime_rows, s.io_elem,
+                         rowOrder(s), s.target.gpu, s.row_parts, width, s.three_passes);
+        },
+        [](const Spec& s, const std::vector<host::ParamData>& in) {
+          return cutRows(s, in, reference::softmax(s.shape[0], s.shape[1], in[0].data));
+        }});
 
     t.push_back(Entry{{"rmsnorm", "rows,cols",
                        std::string("--eps E   added to the mean square (default 1e-6), rounded to f32; 0..1\n") +

@@ -34,6 +34,9 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
   if (auto e = optionChoice(r, "fma", {"fused", "unfused"}, fma)) return e;
   s.stack_heads = heads == "stacked";
   s.fused = fma == "fused";
+  std::string mask = "causal";
+  if (auto e = optionChoice(r, "mask", {"causal", "none"}, mask)) return e;
+  s.causal = mask == "causal";
   // --order bf16_pairs: both mmas in VDPBF16PS's order (docs/ir.md, MMA), which defines each
   // step itself (no --fma); q, k, p and v rounded to bf16 as its operands.
   std::string order = "ascending";
@@ -144,9 +147,18 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
     // auto: when the unsplit kernel has fewer than 16 programs, enough chunks for 16 programs,
     // each chunk at least 4 blocks (the merge and the partials cost about one block's work).
     // A GPU: when fewer programs than multiprocessors, enough chunks for two programs per
-    // multiprocessor, each chunk at least 2 blocks.
-    if (s.stack_heads && s.target.gpu && programs < s.target.multiprocessors)
-      chunks = std::min((2 * s.target.multiprocessors + programs - 1) / programs, nKB / 2);
+    // multiprocessor, each chunk at least 2 blocks. A causal prefill (no KV cache) of one to
+    // two programs an SM and at least 384 keys: 2 chunks, so that the long programs' halves
+    // fill the SMs that the short ones leave (H100, paired, docs/gpu.md run AC: 160-256
+    // programs, chunks of 200-1024 keys, 0.68-0.93 of the time; runs T, U likewise). Not with
+    // chunks of 128 keys, whose merge costs more than the balance gains (run U:
+    // 4,16,4,256,256,128,128 1.13), nor without a mask, where the programs are equal (1.08-1.18).
+    const int64_t sms = s.target.multiprocessors;
+    if (s.stack_heads && s.target.gpu && programs < sms)
+      chunks = std::min((2 * sms + programs - 1) / programs, nKB / 2);
+    else if (s.stack_heads && s.target.gpu && s.causal && s.kv_cache == KvCache::None && programs < 2 * sms &&
+             s.shape[4] >= 384)
+      chunks = std::min<int64_t>(2, nKB / 2);
     else if (s.stack_heads && !s.target.gpu && programs < kSplitPrograms)
       chunks = std::min((kSplitPrograms + programs - 1) / programs, nKB / 4);
   } else if (it->second != "off") {
@@ -240,9 +252,22 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
     s.split_blocks = 0;
     s.queries_in_lanes = false;
   }
-  std::string mask = "causal";
-  if (auto e = optionChoice(r, "mask", {"causal", "none"}, mask)) return e;
-  s.causal = mask == "causal";
+  // A GPU, no mask, 48 < D, Dv <= 64, programs of 64 rows in 64-key blocks: 32-key blocks where
+  // they take fewer waves of blocks. A 64 x 64 program's stages take 104 KB and its threads 214
+  // registers: two blocks an SM; a 64 x 32 program's 61 KB and 168 registers: three (the
+  // driver's numbers, H100, docs/gpu.md runs AB and AC). Where a wave goes, they win (384-1024
+  // programs: 0.74-0.97 of the time); where the waves are the same, 0.97-1.05. Not at D = 48
+  // (64 keys: 254 registers, 32 keys 191: two blocks an SM either way; 32 keys 1.15 of the time)
+  // nor with a causal mask (4,12,12,512,512: 1.20; the heavy programs start first and the light
+  // ones fill the last wave).
+  if (s.target.gpu && s.stack_heads && !s.causal && !s.varlen && s.kv_cache != KvCache::Paged &&
+      s.kv_elem == dsl::FloatElem::F32 && !r.options.count("block") && widest > 48 && widest <= 64 && s.block_k == 64 &&
+      s.block_q * (Hq / Hkv) == 64 && s.split_blocks == 0) {
+    const int64_t programs64 = s.shape[0] * Hkv * ((Q + s.block_q - 1) / s.block_q);
+    const int64_t sms = s.target.multiprocessors;
+    auto waves = [&](int64_t perSm) { return (programs64 + perSm * sms - 1) / (perSm * sms); };
+    if (waves(3) < waves(2)) s.block_k = 32;
+  }
   double scale = 0;
   if (r.options.count("scale")) {
     if (auto e = optionNumber(r, "scale", -1e30, false, 1e30, scale)) return e;

@@ -43,6 +43,7 @@ struct Spec {
   bool runtime_rows = false;         // softmax, rmsnorm, rope --runtime-rows
   int64_t row_parts = 0;             // softmax --parts: parts per row (0: none)
   int64_t row_chunk = 0;             // the row kernels' column chunk (0: rowChunk's rule)
+  bool three_passes = false;         // softmax --passes 3: max, sum of exps, write (softmax.h)
   int64_t positions = 0;             // rope --positions
   bool causal = true;
   std::optional<double> scale;

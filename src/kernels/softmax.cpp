@@ -10,7 +10,7 @@ namespace kiln::kernels {
 using namespace kiln::dsl;
 
 BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows, int64_t chunk, bool runtime_rows, FloatElem io,
-                    ReduceOrder order, bool per_column, int64_t parts, int64_t width) {
+                    ReduceOrder order, bool per_column, int64_t parts, int64_t width, bool three_passes) {
   KernelBuilder kb("softmax");
   if (rows < 1 || cols < 1 || block_rows < 1 || chunk < 1) {
     kb.error("bad-shape", "softmax needs rows, cols, block_rows and chunk >= 1");
@@ -19,6 +19,10 @@ BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows, int64_t chun
   const int64_t nChunks = cols / chunk + (cols % chunk != 0);  // (chunk may be INT64_MAX)
   if (parts > 1 && (runtime_rows || nChunks < 2)) {
     kb.error("bad-shape", "softmax: rows in parts need a static row count and at least two column chunks");
+    return kb.finish();
+  }
+  if (three_passes && (parts > 1 || nChunks < 2)) {
+    kb.error("bad-shape", "softmax: three passes need rows of at least two column chunks, not in parts");
     return kb.finish();
   }
   View x = kb.view("x", {rows, cols}, io);
@@ -93,6 +97,30 @@ BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows, int64_t chun
       auto [rowMax, rowSum] = foldColumns(load(pm, {r0, 0}, rc, -inf).as("m_parts"),
                                           load(pl, {r0, 0}, rc, 0.0).as("l_parts"), "row_max", "row_sum");
       writeChunks(r0, lo, hi, rowMax, rowSum);
+    });
+    return kb.finish();
+  }
+  if (three_passes) {
+    // The max over the row; the sum of exp(x - max) against it (a row of only -inf: max_safe 0,
+    // terms 0); the write.
+    kb.parallel({domain}, [&](Idx p) {
+      Idx r0 = (p * block_rows).as("r0");
+      const std::vector<Dim> carried = per_column ? cells : std::vector<Dim>{{"r", block_rows}};
+      Carry m0{"m", kb.full(carried, -inf)};
+      auto [m] = kb.serial("cc", 0, nChunks, {m0}, [&](Idx cc, Tile mPrev) {
+        Tile t = load(x, {r0, cc * chunk}, rc, -inf).as("x_t");
+        return Tiles{
+            (per_column ? max(mPrev, t) : max(mPrev, reduceMax(t, {"c"}, -inf, order).as("chunk_max"))).as("m_new")};
+      });
+      Tile rowMax = per_column ? reduceMax(m, {"c"}, -inf, order).as("row_max") : m;
+      Tile maxSafe = select(eq(rowMax, -inf), 0.0, rowMax).as("max_safe");
+      Carry l0{"l", kb.zeros(carried)};
+      auto [l] = kb.serial("cc", 0, nChunks, {l0}, [&](Idx cc, Tile lPrev) {
+        Tile e = exp(load(x, {r0, cc * chunk}, rc, -inf).as("x_t") - maxSafe).as("e");
+        return Tiles{(lPrev + (per_column ? e : reduceSum(e, {"c"}, 0.0, order).as("chunk_sum"))).as("l_new")};
+      });
+      Tile rowSum = per_column ? reduceSum(l, {"c"}, 0.0, order).as("row_sum") : l;
+      writeChunks(r0, 0, nChunks, rowMax, rowSum);
     });
     return kb.finish();
   }

@@ -27,9 +27,12 @@ namespace kiln::kernels {
 // a program per (row block, part) in two phases — the parts' max and sum (per column, as
 // above), then each program merges its rows' partials in `order` and writes its part — so a few
 // long rows fill many programs (a GPU's SMs). Another IR of the same math, its own bits.
+// three_passes (rows of several chunks, not in parts): the first loop keeps only the max, a
+// second sums exp(x - max) against the row's max, a third writes: two exps an element where the
+// running sum's rescaling takes a third, for one more read of the row. Its own bits.
 dsl::BuildResult softmax(int64_t rows, int64_t cols, int64_t block_rows = 4,
                          int64_t chunk = std::numeric_limits<int64_t>::max(), bool runtime_rows = false,
                          dsl::FloatElem io = dsl::FloatElem::F32, dsl::ReduceOrder order = dsl::ordered,
-                         bool per_column = false, int64_t parts = 0, int64_t width = 0);
+                         bool per_column = false, int64_t parts = 0, int64_t width = 0, bool three_passes = false);
 
 }  // namespace kiln::kernels

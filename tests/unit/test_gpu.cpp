@@ -321,18 +321,36 @@ TEST(Gpu, RowKernelsRunAProgramPerThreadBlock) {
     expectPrecisePtx(c.object, name);
   }
   // softmax and layernorm carry per-column running values across their chunks on the GPU
-  // (element-wise: no reduction, so no barrier, inside the loop), reduced once after it.
+  // (element-wise: no reduction, so no barrier, inside the loop), reduced once after it
+  // (softmax in two passes; three below).
   for (const char* name : {"softmax", "layernorm"}) {
     SCOPED_TRACE(name);
     std::unique_ptr<kiln::ir::Kernel> k;
     std::map<std::string, std::string> whole;
-    if (std::string(name) == "softmax") whole["parts"] = "off";
+    if (std::string(name) == "softmax") whole = {{"parts", "off"}, {"passes", "2"}};
     ASSERT_FALSE(kiln::kernels::buildLibraryKernel({name, "33,5000", whole, {true, 132}}, k));
     const std::string text = kiln::ir::print(*k);
     int reductions = 0;
     for (size_t at = text.find("reduce "); at != std::string::npos; at = text.find("reduce ", at + 1)) ++reductions;
     EXPECT_EQ(reductions, 2) << text;  // softmax: max and sum; layernorm: sum and squares
     EXPECT_NE(text.find(std::string(name) == "softmax" ? "%l_scaled" : "%row_sq"), std::string::npos);
+  }
+  // softmax's default on a GPU: three passes, each loop element-wise (the max per column; the
+  // sum of exps against the row's max per column; the write), one exp an element in the second
+  // and one in the third, two reductions between them.
+  {
+    std::unique_ptr<kiln::ir::Kernel> k;
+    ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"softmax", "33,5000", {{"parts", "off"}}, {true, 132}}, k));
+    const std::string text = kiln::ir::print(*k);
+    auto count = [&](const std::string& what) {
+      int n = 0;
+      for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+      return n;
+    };
+    EXPECT_EQ(count("serial "), 3) << text;
+    EXPECT_EQ(count("reduce "), 2) << text;
+    EXPECT_EQ(count(" exp "), 2) << text;
+    EXPECT_NE(text.find("%max_safe"), std::string::npos) << text;
   }
   // The CPU's build of the same request keeps ascending sums.
   std::unique_ptr<kiln::ir::Kernel> cpu;
@@ -409,8 +427,8 @@ TEST(Gpu, SoftmaxTakesShortRowsWholeAndPadded) {
       EXPECT_EQ(c.report["phases"][0]["block"]["columns"][0]["extent"], t.width);
       const std::string read = fmt::format("as [r:1, c:{}]{}", t.width, t.width > cols ? " fill -inf" : " fill 0");
       EXPECT_NE(text.find(read), std::string::npos) << text;
-    } else {
-      EXPECT_NE(text.find("%l_scaled"), std::string::npos) << text;
+    } else {  // chunks in three passes (RowKernelsRunAProgramPerThreadBlock)
+      EXPECT_NE(text.find("%max_safe"), std::string::npos) << text;
       EXPECT_EQ(c.report["phases"][0]["block"]["columns"][0]["extent"], 1024);
     }
     expectPrecisePtx(c.object, t.shape);
@@ -769,6 +787,61 @@ TEST(Gpu, OddGqaGroupsFillSixteenRowsOfThreads) {
   ASSERT_NO_FATAL_FAILURE(
       compileForGpu("attention", "2,28,4,256,512,64,64", k, c, {{"mask", "causal"}, {"kv-cache", "paged"}}));
   EXPECT_EQ(c.report["phases"][0]["block"]["rows"]["extent"], 56);
+}
+
+// No mask, 48 < D <= 64, 64-row programs: 32 keys a block where three blocks an SM (61 KB of stages)
+// take fewer waves of programs than two (64 keys: 104 KB); else 64 keys (run AC). Not with a
+// causal mask, D past 64 or 48 and under, another group's rows, a given --block, or on a CPU.
+TEST(Gpu, ThirtyTwoKeysWhereTheyTakeFewerWaves) {
+  auto keys = [](const char* shape, std::map<std::string, std::string> options, bool gpu = true) {
+    if (!options.count("mask")) options["mask"] = "none";
+    kiln::kernels::LibraryRequest r{"attention", shape, options};
+    if (gpu) r.target = {true, 132};
+    std::unique_ptr<kiln::ir::Kernel> k;
+    auto err = kiln::kernels::buildLibraryKernel(r, k);
+    EXPECT_FALSE(err) << *err;
+    const std::string text = k ? kiln::ir::print(*k) : "";
+    const size_t at = text.find("load %k[");
+    const size_t n = text.find("n:", at);
+    return at == std::string::npos || n == std::string::npos ? int64_t(-1) : std::stoll(text.substr(n + 2));
+  };
+  EXPECT_EQ(keys("4,12,12,512,512,64,64", {}), 32);  // 384 programs: 2 waves at two an SM, 1 at three
+  EXPECT_EQ(keys("8,16,16,512,512,64,64", {}), 32);  // 1024: 4 against 3
+  EXPECT_EQ(keys("1,32,8,777,777,64,64", {}), 32);   // group 4 x 16 queries: 392 programs
+  EXPECT_EQ(keys("4,12,12,512,512,48,48", {}), 64);  // D = 48: two blocks an SM either way
+  EXPECT_EQ(keys("2,16,16,512,512,64,64", {}), 64);  // 256: one wave either way
+  EXPECT_EQ(keys("3,20,20,400,400,64,64", {}), 64);  // 420: two either way
+  EXPECT_EQ(keys("4,12,12,512,512,64,64", {{"mask", "causal"}}), 64);
+  EXPECT_EQ(keys("4,16,16,512,512,32,32", {}), 64);  // D = 32: three blocks an SM already
+  EXPECT_EQ(keys("4,12,12,512,512,80,80", {}), 32);  // D = 80: 32 by the D rule
+  EXPECT_EQ(keys("4,12,12,512,512,64,64", {{"block", "64x64"}}), 64);
+  EXPECT_EQ(keys("4,12,12,512,512,64,64", {{"kv-dtype", "bf16"}}), 64);
+  EXPECT_EQ(keys("4,12,12,512,512,64,64", {}, false), 64);
+}
+
+// A causal prefill of one to two programs an SM (no KV cache, K >= 384): its keys in 2 chunks,
+// so that the long programs' halves fill the SMs the short ones leave (run AC). Not without a
+// mask (equal programs: the split only adds the merge), nor from two programs an SM on; fewer
+// programs than SMs split for two an SM, as before.
+TEST(Gpu, CausalPrefillsOfOneToTwoProgramsAnSmSplitInTwo) {
+  auto chunks = [](const char* shape, const char* mask) {
+    std::unique_ptr<kiln::ir::Kernel> k;
+    auto err = kiln::kernels::buildLibraryKernel({"attention", shape, {{"mask", mask}}, {true, 132}}, k);
+    EXPECT_FALSE(err) << *err;
+    const std::string text = k ? kiln::ir::print(*k) : "";
+    const size_t at = text.find("%part_m: view<f32>[");
+    if (at == std::string::npos) return int64_t(1);
+    const size_t comma = text.find(", ", at);
+    return int64_t(std::stoll(text.substr(comma + 2)));
+  };
+  EXPECT_EQ(chunks("1,12,12,1024,1024,64,64", "causal"), 2);    // 192 programs
+  EXPECT_EQ(chunks("1,20,20,512,512,80,80", "causal"), 2);      // 160
+  EXPECT_EQ(chunks("1,32,8,400,400,128,128", "causal"), 2);     // 8 KV heads x 25 blocks of 16 queries
+  EXPECT_EQ(chunks("1,12,12,1024,1024,64,64", "none"), 1);      // equal programs
+  EXPECT_EQ(chunks("1,32,32,1024,1024,128,128", "causal"), 1);  // 512: from two an SM on
+  EXPECT_EQ(chunks("1,16,16,1056,1056,64,64", "causal"), 1);    // 272
+  EXPECT_EQ(chunks("4,16,4,256,256,128,128", "causal"), 1);     // 256 programs, but chunks of 128 keys
+  EXPECT_EQ(chunks("1,2,2,2048,2048,64,64", "causal"), 5);      // 64 programs: ceil(264 / 64) chunks
 }
 
 // Causal attention's later query blocks see more keys: the grid starts them first (the query

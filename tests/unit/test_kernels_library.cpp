@@ -123,6 +123,11 @@ TEST(Library, BadRequestsAreErrorsNamingTheParameter) {
        "softmax: --parts needs rows of more than one column chunk (500 columns, chunks of 1024)"},
       {req("softmax", "3,5000", {{"parts", "2"}, {"runtime-rows", ""}}),
        "softmax: --parts needs a static row count (not with --runtime-rows)"},
+      {req("softmax", "3,5000", {{"passes", "4"}}), "softmax: --passes '4' is not one of 2|3|auto"},
+      {req("softmax", "3,500", {{"passes", "3"}}),
+       "softmax: --passes 3 needs rows of more than one column chunk (500 columns are one tile)"},
+      {req("softmax", "3,5000", {{"passes", "3"}, {"parts", "2"}}),
+       "softmax: --passes 3 and --parts are two ways through a row; choose one"},
       {req("attention", "1,8,2,1,300,16,24", {{"merge-columns", "4"}, {"split", "off"}}),
        "attention: --merge-columns needs a split"},
       {req("attention", "1,8,2,1,300,16,24", {{"merge-columns", "25"}, {"split", "3"}}),
@@ -175,7 +180,7 @@ TEST(Library, BadRequestsAreErrorsNamingTheParameter) {
       {req("softmax", "5,0"), "softmax: cols=0 must be at least 1"},
       {req("softmax", "5"), "softmax: --shape '5' has 1 field; expected 2: rows,cols"},
       {req("softmax", "3,4", {{"trans-b", "true"}}),
-       "option --trans-b does not apply to softmax (its options: --runtime-rows, --dtype, --parts)"},
+       "option --trans-b does not apply to softmax (its options: --runtime-rows, --dtype, --parts, --passes)"},
       {req("swiglu", "3,4", {{"trans-b", "true"}}),
        "option --trans-b does not apply to swiglu (its options: --runtime-rows, --dtype, --out-dtype)"},
       {req("rmsnorm", "3,4", {{"out-dtype", "f8"}}), "rmsnorm: --out-dtype 'f8' is not one of f32|f16|bf16"},
@@ -726,6 +731,21 @@ TEST(LibraryNative, SoftmaxInParts) {
       SCOPED_TRACE(std::string(parts) + " " + dtype);
       expectNativePasses(req("softmax", "3,5000", {{"parts", parts}, {"dtype", dtype}}));
     }
+}
+
+// softmax in three passes (the max, the sum of exps against it, the write) on the CPU and in the
+// GPU's per-column form run on the CPU: ragged last chunks, a row of one chunk and a half, 16-bit
+// storage; its own IR, checked bit for bit and against FP64.
+TEST(LibraryNative, SoftmaxInThreePasses) {
+  for (const char* shape : {"3,5000", "2,1537", "1,4097"})
+    for (bool gpu : {false, true})
+      for (const char* dtype : {"f32", "f16"}) {
+        LibraryRequest r = req("softmax", shape, {{"passes", "3"}, {"dtype", dtype}});
+        if (gpu) r.target = {true, 132};
+        if (gpu && std::string(shape) == "2,1537") continue;  // one padded tile on a GPU: no passes
+        SCOPED_TRACE(std::string(shape) + (gpu ? " gpu " : " cpu ") + dtype);
+        expectNativePasses(r);
+      }
 }
 
 // A split's merge in programs of a few value columns recomputes each row's factors in the same

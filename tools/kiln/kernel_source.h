@@ -71,6 +71,9 @@ struct KernelSource {
         {"parts",
          "softmax: N | auto | off, each row in N parts of whole column chunks over programs, two phases (a "
          "different result)"},
+        {"passes",
+         "softmax: 2 | 3 | auto, rows of several column chunks in two passes or three (max, sum of exps, "
+         "write: an exp fewer per element; a different result)"},
         {"dtype",
          "softmax, rmsnorm, layernorm, swiglu, rope, gelu: f32 | f16 | bf16, the storage of inputs and outputs"},
         {"out-dtype",
