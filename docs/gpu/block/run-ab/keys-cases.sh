@@ -21,11 +21,6 @@ two mha_16x128 16,12,12,128,128,64,64 64
 two d32 4,16,16,512,512,32,32 64
 # softmax of rows too many for parts by the library's rule (at most SMs/4 rows) and too long to
 # be one tile (the first call: 250x10000 at 1.98x torch), in 2, 4 and 10 parts over programs.
-sm() {  # NAME SHAPE [options]
-  local name=$1 shape=$2
-  shift 2
-  "$kiln" gpu-capture --archive "$arch" --case "$name" --kernel softmax --shape "$shape" --flops 0 --digest-only "$@"
-}
 for s in 250,10000 500,8192 130,20000; do
   sm "softmax_${s/,/x}" $s
   for p in 2 4 10; do sm "softmax_${s/,/x}_parts$p" $s --parts $p; done
