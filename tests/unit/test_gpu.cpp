@@ -129,7 +129,9 @@ TEST(Gpu, EveryExampleCompilesToPtxWithItsLaunchInTheReport) {
     EXPECT_EQ(threads, (programs + perThread - 1) / perThread * perProgram);
     // Lanes fill whole warp segments; a block may end in a part of a warp (softmax.tile's 33
     // columns: 4 x 33 threads).
-    if (k["realization"] != "block") EXPECT_EQ(block % 32, 0);
+    if (k["realization"] != "block") {
+      EXPECT_EQ(block % 32, 0);
+    }
     EXPECT_GE(grid * block, threads);
     EXPECT_LT((grid - 1) * block, threads);
     ASSERT_TRUE(k["ptx"].is_object());
@@ -354,7 +356,7 @@ TEST(Gpu, RowKernelsRunAProgramPerThreadBlock) {
   }
   // The CPU's build of the same request keeps ascending sums.
   std::unique_ptr<kiln::ir::Kernel> cpu;
-  ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"softmax", "33,5000", {}}, cpu));
+  ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"softmax", "33,5000", {}, {}}, cpu));
   EXPECT_EQ(kiln::ir::print(*cpu).find("unordered_tree"), std::string::npos);
   auto rms = parseFile(std::string(KILN_SOURCE_DIR) + "/examples/rmsnorm.tile");
   ASSERT_TRUE(rms);
@@ -398,7 +400,7 @@ TEST(Gpu, SoftmaxSplitsFewLongRowsOverTheSms) {
   ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"softmax", "5,7000", {{"runtime-rows", ""}}, {true, 132}}, k));
   EXPECT_EQ(kiln::ir::print(*k).find("part_m"), std::string::npos);
   // A CPU keeps its rows whole unless asked.
-  ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"softmax", "5,7000", {}}, k));
+  ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"softmax", "5,7000", {}, {}}, k));
   EXPECT_EQ(kiln::ir::print(*k).find("part_m"), std::string::npos);
 }
 
@@ -437,7 +439,7 @@ TEST(Gpu, SoftmaxTakesShortRowsWholeAndPadded) {
   std::unique_ptr<kiln::ir::Kernel> k;
   ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"softmax", "8,3000", {}, {true, 132}}, k));
   EXPECT_NE(kiln::ir::print(*k).find("part_m"), std::string::npos);
-  ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"softmax", "17,777", {}}, k));
+  ASSERT_FALSE(kiln::kernels::buildLibraryKernel({"softmax", "17,777", {}, {}}, k));
   EXPECT_NE(kiln::ir::print(*k).find("as [r:1, c:777] fill 0"), std::string::npos) << kiln::ir::print(*k);
 }
 
@@ -525,7 +527,9 @@ TEST(Gpu, AttentionRunsAProgramPerThreadBlock) {
   for (const nlohmann::json& s : b["stages"]) {
     const bool inner = s["value"] == "%kt";
     EXPECT_EQ(s["layout"].get<std::string>().rfind("k inner", 0) == 0, inner) << s;
-    if (inner) EXPECT_EQ(s["shape"], nlohmann::json({32, 132}));
+    if (inner) {
+      EXPECT_EQ(s["shape"], nlohmann::json({32, 132}));
+    }
   }
   EXPECT_NE(c.object.find("cp.async.cg.shared.global"), std::string::npos);
   EXPECT_EQ(b["mma_steps_per_trip"][1]["steps"].get<int64_t>() % 4, 0);
@@ -559,7 +563,9 @@ TEST(Gpu, AttentionRunsAProgramPerThreadBlock) {
     EXPECT_EQ(cw.report["gpu"]["kernels"][0]["dynamic_shared_bytes"], shared);
     EXPECT_EQ(ph64["block"]["registers"], 255);
     for (const nlohmann::json& s : ph64["block"]["stages"])
-      if (s["value"] == "%kt" || s["value"] == "%vt") EXPECT_EQ(s["buffers"], 2) << s;
+      if (s["value"] == "%kt" || s["value"] == "%vt") {
+        EXPECT_EQ(s["buffers"], 2) << s;
+      }
     kiln::plan::Knobs two = gpuKnobs();
     ASSERT_FALSE(two.setAssignment("gpu_blocks_per_sm=2").has_value());
     kiln::driver::Compilation c2;
@@ -795,7 +801,7 @@ TEST(Gpu, OddGqaGroupsFillSixteenRowsOfThreads) {
 TEST(Gpu, ThirtyTwoKeysWhereTheyTakeFewerWaves) {
   auto keys = [](const char* shape, std::map<std::string, std::string> options, bool gpu = true) {
     if (!options.count("mask")) options["mask"] = "none";
-    kiln::kernels::LibraryRequest r{"attention", shape, options};
+    kiln::kernels::LibraryRequest r{"attention", shape, options, {}};
     if (gpu) r.target = {true, 132};
     std::unique_ptr<kiln::ir::Kernel> k;
     auto err = kiln::kernels::buildLibraryKernel(r, k);
@@ -912,7 +918,7 @@ TEST(Gpu, CausalQueryBlocksStartLongestFirst) {
 TEST(Gpu, SplitAttentionIsTwoEntriesLaunchedInOrder) {
   std::unique_ptr<kiln::ir::Kernel> k;
   ASSERT_FALSE(kiln::kernels::buildLibraryKernel(
-      {"attention", "1,8,2,1,2053,80,96", {{"mask", "none"}, {"split", "8"}, {"block", "1x32"}}}, k));
+      {"attention", "1,8,2,1,2053,80,96", {{"mask", "none"}, {"split", "8"}, {"block", "1x32"}}, {}}, k));
   kiln::driver::Compilation c;
   kiln::plan::Knobs lanes = gpuKnobs();
   ASSERT_FALSE(lanes.setAssignment("gpu_realization=lanes").has_value());
@@ -1291,7 +1297,7 @@ TEST(Gpu, SixteenBitViewsConvertExactlyAndTravelInTheArchive) {
 TEST(Gpu, DependentLaunchWaitsForThePhaseBeforeAndTravelsInTheManifest) {
   std::unique_ptr<kiln::ir::Kernel> k;
   ASSERT_FALSE(kiln::kernels::buildLibraryKernel(
-      {"attention", "1,4,2,1,70,16,8", {{"mask", "none"}, {"split", "3"}, {"block", "1x16"}}}, k));
+      {"attention", "1,4,2,1,70,16,8", {{"mask", "none"}, {"split", "3"}, {"block", "1x16"}}, {}}, k));
   const kiln::plan::Knobs on = gpuKnobs();
   EXPECT_TRUE(on.gpu_dependent_launch);
   kiln::driver::Compilation c;
@@ -1379,7 +1385,7 @@ TEST(Gpu, CapturedArchiveIsCheckedHereAndReplayedWhereThereIsAGpu) {
   add(*rms, "rmsnorm");
   std::unique_ptr<kiln::ir::Kernel> att;
   ASSERT_FALSE(kiln::kernels::buildLibraryKernel(
-      {"attention", "1,4,2,1,70,16,8", {{"mask", "none"}, {"split", "3"}, {"block", "1x16"}}}, att));
+      {"attention", "1,4,2,1,70,16,8", {{"mask", "none"}, {"split", "3"}, {"block", "1x16"}}, {}}, att));
   add(*att, "attention_split");
   {
     std::ifstream m(arch / "attention_split" / "manifest.txt");
