@@ -161,14 +161,14 @@ int64_t rowChunk(const Spec& s) {
 // quarter as many rows as SMs and more than kGpuRowChunk columns: chunks of kGpuPartChunk
 // columns, a part each (H200, paired, docs/gpu.md "Run I": softmax 33x5000 9.6 us against 10.6
 // whole and 14.1 with 1024-column parts; 9x12345 8.9 against 14.6 whole; 64x2000 8.9 against
-// 8.3 whole, so 64 rows stay whole). On a CPU auto is off (a core walks its rows whole).
+// 8.3 whole, so 64 rows stay whole). On a CPU auto is off (a core walks its rows whole), and
+// so it is where --passes 3 is asked for (auto_parts false).
 constexpr int64_t kGpuPartChunk = 256;
-Error softmaxPartsOption(const LibraryRequest& r, Spec& s) {
+Error softmaxPartsOption(const LibraryRequest& r, Spec& s, bool auto_parts) {
   const int64_t rows = s.shape[0], cols = s.shape[1];
   auto it = r.options.find("parts");
   if (it == r.options.end() || it->second == "auto") {
-    const bool threePasses = r.options.count("passes") && r.options.at("passes") == "3";
-    if (!s.target.gpu || s.runtime_rows || rows * 4 > s.target.multiprocessors || cols <= kGpuRowChunk || threePasses)
+    if (!auto_parts || !s.target.gpu || s.runtime_rows || rows * 4 > s.target.multiprocessors || cols <= kGpuRowChunk)
       return std::nullopt;
     s.row_chunk = kGpuPartChunk;
     s.row_parts = std::min((cols + kGpuPartChunk - 1) / kGpuPartChunk, kGpuPartChunk);
@@ -202,24 +202,23 @@ int64_t softmaxWidth(const Spec& s) {
   return cols % 32 == 0 ? 0 : std::max<int64_t>(32, std::bit_ceil(static_cast<uint64_t>(cols)));
 }
 
-// softmax --passes 2|3|auto: rows of several chunks in two passes (a running max and rescaled sum,
-// then the write) or three (the max, the sum of exps against it, the write). auto: three on a
-// GPU, whose per-column running sum takes an exp an element to rescale (H100, paired, docs/gpu.md
-// run AC: 0.85-0.91 of the time over 4096-20000 columns, 1000x5000 0.98), two on a CPU (its
-// running sum rescales once a chunk: a third pass would only read the row again).
-Error softmaxPassesOption(const LibraryRequest& r, Spec& s) {
+// softmax's --parts and --passes 2|3|auto: rows of several chunks in two passes (a running max
+// and rescaled sum, then the write) or three (the max, the sum of exps against it, the write).
+// auto: three on a GPU, whose per-column running sum takes an exp an element to rescale (H100,
+// paired, docs/gpu.md run AC: 0.85-0.91 of the time over 4096-20000 columns, 1000x5000 0.98),
+// two on a CPU (its running sum rescales once a chunk: a third pass would only read the row
+// again). Parts are a third way through a row: auto takes none where three passes are asked.
+Error softmaxRowOptions(const LibraryRequest& r, Spec& s) {
   std::string passes = "auto";
   if (auto e = optionChoice(r, "passes", {"2", "3", "auto"}, passes)) return e;
-  if (passes == "auto") {
-    s.three_passes = s.target.gpu && s.row_parts == 0 && softmaxWidth(s) == 0 && s.shape[1] > rowChunk(s);
-    return std::nullopt;
-  }
-  if (passes != "3") return std::nullopt;
-  if (s.row_parts > 0) return std::string("softmax: --passes 3 and --parts are two ways through a row; choose one");
-  if (softmaxWidth(s) > 0 || s.shape[1] <= rowChunk(s))
+  if (auto e = softmaxPartsOption(r, s, passes != "3")) return e;
+  const bool chunked = s.row_parts == 0 && softmaxWidth(s) == 0 && s.shape[1] > rowChunk(s);
+  if (passes == "3" && s.row_parts > 0)
+    return std::string("softmax: --passes 3 and --parts are two ways through a row; choose one");
+  if (passes == "3" && !chunked)
     return fmt::format("softmax: --passes 3 needs rows of more than one column chunk ({} columns are one tile)",
                        s.shape[1]);
-  s.three_passes = true;
+  s.three_passes = passes == "3" || (passes == "auto" && s.target.gpu && chunked);
   return std::nullopt;
 }
 
@@ -546,8 +545,7 @@ const std::vector<Entry>& entries() {
         {"runtime-rows", "dtype", "parts", "passes"},
         [](const LibraryRequest& r, Spec& s) -> Error {
           if (auto e = rowsOptions(r, s)) return e;
-          if (auto e = softmaxPartsOption(r, s)) return e;
-          return softmaxPassesOption(r, s);
+          return softmaxRowOptions(r, s);
         },
         rowsViews({"x"}, false, false),
         [](const Spec& s) {

@@ -142,6 +142,7 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
   // Split KV: a number of chunks fixed by the shape (never by the thread count).
   const int64_t nKB = (s.shape[4] + s.block_k - 1) / s.block_k;
   const int64_t programs = s.shape[0] * Hkv * ((Q + s.block_q - 1) / s.block_q);
+  const int64_t sms = s.target.multiprocessors;
   int64_t chunks = 1;
   if (auto it = r.options.find("split"); it == r.options.end() || it->second == "auto") {
     // auto: when the unsplit kernel has fewer than 16 programs, enough chunks for 16 programs,
@@ -153,7 +154,6 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
     // programs, chunks of 200-1024 keys, 0.68-0.93 of the time; runs T, U likewise). Not with
     // chunks of 128 keys, whose merge costs more than the balance gains (run U:
     // 4,16,4,256,256,128,128 1.13), nor without a mask, where the programs are equal (1.08-1.18).
-    const int64_t sms = s.target.multiprocessors;
     if (s.stack_heads && s.target.gpu && programs < sms)
       chunks = std::min((2 * sms + programs - 1) / programs, nKB / 2);
     else if (s.stack_heads && s.target.gpu && s.causal && s.kv_cache == KvCache::None && programs < 2 * sms &&
@@ -179,10 +179,10 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
     const int64_t Dv = s.shape[6], rowsPerProgram = (s.stack_heads ? Hq / Hkv : 1) * s.block_q;
     auto it = r.options.find("merge-columns");
     if (it == r.options.end() || it->second == "auto") {
-      if (s.target.gpu && programs < s.target.multiprocessors) {
+      if (s.target.gpu && programs < sms) {
         // A block spreads its rows over the largest power of two dividing them, the columns over
         // the rest of a warp: a power of two of columns, at least 32 / that many.
-        const int64_t want = (s.target.multiprocessors + programs - 1) / programs;
+        const int64_t want = (sms + programs - 1) / programs;
         const int64_t rowThreads = rowsPerProgram & -rowsPerProgram;
         s.merge_columns = static_cast<int64_t>(
             std::bit_ceil(static_cast<uint64_t>(std::max((Dv + want - 1) / want, (32 + rowThreads - 1) / rowThreads))));
@@ -263,9 +263,7 @@ Error attentionOptions(const LibraryRequest& r, Spec& s) {
   if (s.target.gpu && s.stack_heads && !s.causal && !s.varlen && s.kv_cache != KvCache::Paged &&
       s.kv_elem == dsl::FloatElem::F32 && !r.options.count("block") && widest > 48 && widest <= 64 && s.block_k == 64 &&
       s.block_q * (Hq / Hkv) == 64 && s.split_blocks == 0) {
-    const int64_t programs64 = s.shape[0] * Hkv * ((Q + s.block_q - 1) / s.block_q);
-    const int64_t sms = s.target.multiprocessors;
-    auto waves = [&](int64_t perSm) { return (programs64 + perSm * sms - 1) / (perSm * sms); };
+    auto waves = [&](int64_t perSm) { return (programs + perSm * sms - 1) / (perSm * sms); };
     if (waves(3) < waves(2)) s.block_k = 32;
   }
   double scale = 0;
